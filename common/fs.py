@@ -1,0 +1,86 @@
+"""Filesystem helpers that behave the same for local paths and `gs://` URLs.
+
+Backed by Beam's `FileSystems` (installed on both halves), so the pipeline workers do
+not need TensorFlow's gfile. The trainer's tf.data input reads shards with TensorFlow's
+own filesystem; everything else (manifests, tokenizer files) goes through here.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+
+def is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def join(base: str, *parts: str) -> str:
+    return FileSystems.join(base, *parts) if is_remote(base) else posixpath.join(base, *parts)
+
+
+def basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def exists(path: str) -> bool:
+    return FileSystems.exists(path)
+
+
+def glob(pattern: str) -> list[str]:
+    """Sorted paths matching a glob (an empty list when nothing matches)."""
+    result = FileSystems.match([pattern])[0]
+    return sorted(m.path for m in result.metadata_list)
+
+
+def size(path: str) -> int:
+    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+
+
+def open_read(path: str, compressed: bool = False):
+    """A binary reader; `.gz`/`.bz2`/... are decompressed when `compressed` is True."""
+    ctype = CompressionTypes.AUTO if compressed else CompressionTypes.UNCOMPRESSED
+    return FileSystems.open(path, compression_type=ctype)
+
+
+def open_write(path: str):
+    """A binary writer; parent folders are created where the filesystem has them."""
+    return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def read_bytes(path: str) -> bytes:
+    with open_read(path) as f:
+        return f.read()
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    with open_write(path) as f:
+        f.write(data)
+
+
+def read_json(path: str):
+    return json.loads(read_bytes(path).decode("utf-8"))
+
+
+def write_json(path: str, obj) -> None:
+    write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def delete(paths: list[str]) -> None:
+    """Deletes files that exist; missing ones are ignored."""
+    present = [p for p in paths if exists(p)]
+    if present:
+        FileSystems.delete(present)
+
+
+def rename(sources: list[str], destinations: list[str]) -> None:
+    if sources:
+        FileSystems.rename(sources, destinations)
+
+
+def local_copy(path: str, local_path: str) -> None:
+    with open(local_path, "wb") as f:
+        f.write(read_bytes(path))

@@ -1,0 +1,110 @@
+"""Tokenizer files: what a tokenizer folder holds, its fingerprint and its special tokens.
+
+A folder holds `tokenizer.json` (the `tokenizers` model, the source of truth),
+`tokenizer_config.json` and `special_tokens_map.json`, so that both
+`tokenizers.Tokenizer.from_file` and `transformers.AutoTokenizer.from_pretrained` load it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+from common import fs
+
+TOKENIZER_JSON = "tokenizer.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+SPECIAL_TOKENS_MAP = "special_tokens_map.json"
+ROLES = ("cls_token", "sep_token", "pad_token", "unk_token", "mask_token")
+
+# Special tokens per tokenizer model: BERT-style for unigram (as the seed) and wordpiece,
+# RoBERTa-style for byte-level BPE. Order = ids 0..4.
+SPECIAL_TOKENS = {
+    "unigram": {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
+                "sep_token": "[SEP]", "mask_token": "[MASK]"},
+    "wordpiece": {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
+                  "sep_token": "[SEP]", "mask_token": "[MASK]"},
+    "bpe": {"cls_token": "<s>", "pad_token": "<pad>", "sep_token": "</s>",
+            "unk_token": "<unk>", "mask_token": "<mask>"},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerInfo:
+    """What the data and the model must agree on about a tokenizer."""
+
+    fingerprint: str  # sha256 of tokenizer.json
+    vocab_size: int
+    special_token_ids: dict  # role -> id, e.g. {"mask_token": 4, ...}
+
+    @property
+    def pad_id(self) -> int:
+        return self.special_token_ids["pad_token"]
+
+    @property
+    def mask_id(self) -> int:
+        return self.special_token_ids["mask_token"]
+
+    @property
+    def all_special_ids(self) -> list[int]:
+        return sorted(set(self.special_token_ids.values()))
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def fingerprint(tokenizer_json: bytes) -> str:
+    return hashlib.sha256(tokenizer_json).hexdigest()
+
+
+def load(tokenizer_dir: str):
+    """Loads `(tokenizers.Tokenizer, TokenizerInfo)` from a local or gs:// folder."""
+    from tokenizers import Tokenizer
+
+    json_path = fs.join(tokenizer_dir, TOKENIZER_JSON)
+    if not fs.exists(json_path):
+        raise FileNotFoundError(
+            f"{tokenizer_dir} holds no {TOKENIZER_JSON}; train one with "
+            "`python -m beam_pipelines.train_tokenizer` first."
+        )
+    data = fs.read_bytes(json_path)
+    tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+    config_path = fs.join(tokenizer_dir, TOKENIZER_CONFIG)
+    config = fs.read_json(config_path) if fs.exists(config_path) else {}
+    ids = {}
+    for role in ROLES:
+        token = config.get(role)
+        if isinstance(token, dict):  # transformers may store AddedToken dicts
+            token = token.get("content")
+        token_id = tokenizer.token_to_id(token) if token else None
+        if token_id is None:
+            raise ValueError(
+                f"{tokenizer_dir}: {TOKENIZER_CONFIG} does not name a {role} that is in the "
+                "vocabulary; a masked language model needs cls, sep, pad, unk and mask tokens."
+            )
+        ids[role] = token_id
+    info = TokenizerInfo(fingerprint(data), tokenizer.get_vocab_size(), ids)
+    return tokenizer, info
+
+
+def save(tokenizer, tokenizer_dir: str, special_tokens: dict, model_max_length: int) -> str:
+    """Writes the folder; returns the fingerprint.
+
+    `tokenizer_class` is PreTrainedTokenizerFast so that transformers 4.x (the seed's
+    TensorFlow trainer) loads it too: transformers 5 would write `TokenizersBackend`.
+    """
+    data = tokenizer.to_str(pretty=True).encode("utf-8")
+    fs.write_bytes(fs.join(tokenizer_dir, TOKENIZER_JSON), data)
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "model_max_length": model_max_length,
+        "model_input_names": ["input_ids", "attention_mask"],
+        "clean_up_tokenization_spaces": False,
+        **special_tokens,
+    }
+    if special_tokens["cls_token"] == "<s>":  # RoBERTa also names them bos/eos
+        config.update(bos_token="<s>", eos_token="</s>")
+    fs.write_json(fs.join(tokenizer_dir, TOKENIZER_CONFIG), config)
+    special_map = {k: v for k, v in config.items() if k.endswith("_token")}
+    fs.write_json(fs.join(tokenizer_dir, SPECIAL_TOKENS_MAP), special_map)
+    return fingerprint(data)

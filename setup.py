@@ -1,0 +1,40 @@
+"""Installs `common`, `beam_pipelines` and `trainer`.
+
+This file is also the `--setup_file` that Dataflow workers install: `install_requires` is
+exactly what the prepare pipeline needs on a worker (no TensorFlow: records are encoded by
+common/schema.py). The trainer, tests and export check come as extras. Versions verified
+together are pinned in constraints.txt (`pip install -c constraints.txt ...`).
+"""
+
+import setuptools
+
+setuptools.setup(
+    name="mlm-pretrain",
+    version="0.1.0",
+    description="Masked-language-model pretraining: Beam data pipelines and a Keras/TPU trainer",
+    python_requires=">=3.10",
+    packages=setuptools.find_packages(include=["common", "common.*", "beam_pipelines",
+                                               "beam_pipelines.*", "trainer", "trainer.*"]),
+    install_requires=[
+        "apache-beam[gcp]==2.77.0",
+        "tokenizers==0.23.3",
+        "datasets==5.2.0",
+        "numpy>=1.26",
+    ],
+    extras_require={
+        "trainer": [
+            "tensorflow==2.21.0",
+            "tensorflow-text==2.21.1",
+            "keras==3.15.1",
+            "keras-hub==0.32.0",
+            "tensorboard==2.21.0",
+            "transformers==5.23.0",
+            "matplotlib==3.11.2",
+        ],
+        "test": [
+            "pytest==9.2.0",
+            "gcp-storage-emulator==2026.7.19",
+            "transformers==5.23.0",
+        ],
+    },
+)

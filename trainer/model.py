@@ -1,0 +1,51 @@
+"""Model families and named sizes: keras-hub backbones built from config, from scratch.
+
+Example:
+    >>> config = backbone_config("roberta", "tiny", vocabulary_size=1000, max_sequence_length=128)
+    >>> masked_lm = build_masked_lm("roberta", config)   # keras_hub.models.RobertaMaskedLM
+"""
+
+from __future__ import annotations
+
+FAMILIES = ("roberta", "bert")
+
+# Named sizes. base/large are RoBERTa-base/large; tiny/small are for tests and the demo.
+SIZES = {
+    "tiny": dict(num_layers=2, num_heads=2, hidden_dim=128, intermediate_dim=512),
+    "small": dict(num_layers=4, num_heads=4, hidden_dim=256, intermediate_dim=1024),
+    "base": dict(num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072),
+    "large": dict(num_layers=24, num_heads=16, hidden_dim=1024, intermediate_dim=4096),
+}
+
+
+def backbone_config(
+    family: str,
+    size: str,
+    vocabulary_size: int,
+    max_sequence_length: int,
+    overrides: dict | None = None,
+) -> dict:
+    """The keyword arguments of the family's keras-hub backbone."""
+    if family not in FAMILIES:
+        raise ValueError(f"model family {family!r} is not one of {FAMILIES}")
+    if size not in SIZES:
+        raise ValueError(f"model size {size!r} is not one of {tuple(SIZES)}")
+    config = dict(SIZES[size], vocabulary_size=vocabulary_size, dropout=0.1,
+                  max_sequence_length=max_sequence_length)
+    config.update(overrides or {})
+    return config
+
+
+def build_backbone(family: str, config: dict):
+    import keras_hub
+
+    cls = {"roberta": keras_hub.models.RobertaBackbone, "bert": keras_hub.models.BertBackbone}
+    return cls[family](**config)
+
+
+def build_masked_lm(family: str, config: dict):
+    """A keras-hub MaskedLM task (LM head only at `mask_positions`) with no preprocessor."""
+    import keras_hub
+
+    cls = {"roberta": keras_hub.models.RobertaMaskedLM, "bert": keras_hub.models.BertMaskedLM}
+    return cls[family](backbone=build_backbone(family, config), preprocessor=None)
