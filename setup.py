@@ -35,6 +35,7 @@ setuptools.setup(
             "pytest==9.2.0",
             "gcp-storage-emulator==2026.7.19",
             "transformers==5.23.0",
+            "torch==2.13.0",  # CPU build from the machine's disk: the HF export round-trip test
         ],
     },
 )
