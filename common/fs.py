@@ -8,7 +8,9 @@ own filesystem; everything else (manifests, tokenizer files) goes through here.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
+import shutil
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -76,7 +78,20 @@ def delete(paths: list[str]) -> None:
         FileSystems.delete(present)
 
 
+def delete_tree(path: str) -> None:
+    """Deletes a folder (a prefix on object stores) and everything under it."""
+    path = path.rstrip("/")
+    if is_remote(path):
+        delete(glob(path + "/**"))
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+
+
 def rename(sources: list[str], destinations: list[str]) -> None:
+    """Moves files; local destination folders are created (object stores have none)."""
+    for destination in destinations:
+        if not is_remote(destination):
+            os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
     if sources:
         FileSystems.rename(sources, destinations)
 

@@ -1,1 +1,7 @@
 """Keras 3 / keras-hub masked-language-model trainer (TPU, GPU, CPU)."""
+
+import os
+
+# Keras reads its backend once, at first import; the trainer is TensorFlow-only (tf.data,
+# tf.distribute, TPUStrategy), so pin it before any submodule imports keras.
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")

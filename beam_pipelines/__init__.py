@@ -1,0 +1,1 @@
+"""Apache Beam pipelines: tokenizer training and corpus preparation (tokenize, chunk, shard)."""

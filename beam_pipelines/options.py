@@ -1,0 +1,101 @@
+"""All flags of the prepare pipeline, as Beam `PipelineOptions` (one typed place).
+
+Every standard Beam flag (`--runner`, `--direct_num_workers`, `--max_num_workers`,
+`--sdk_container_image`, `--setup_file`, ...) passes through untouched.
+"""
+
+from __future__ import annotations
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beam_pipelines import sources
+
+DEFAULT_TARGET_SHARD_BYTES = 150_000_000
+# A record of L int64 ids is ~L * (2-3 varint bytes + 1 mask byte) + ~20 bytes; 4 bytes a
+# token is a slight overestimate for vocabularies under 2**21, so shards land at ~100-150 MB.
+BYTES_PER_TOKEN_ESTIMATE = 4
+
+
+class PrepareOptions(PipelineOptions):
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        add = parser.add_argument
+        add("--input", default=None,
+            help="comma-separated paths or globs (local or gs://) of .txt/.jsonl/.parquet[.gz]")
+        add("--splits", default=None,
+            help="inputs that already form splits: 'train=GLOB;validation=GLOB;test=GLOB'")
+        add("--validation_fraction", type=float, default=0.0,
+            help="share of --input documents hashed into 'validation' (deterministic)")
+        add("--test_fraction", type=float, default=0.0,
+            help="share of --input documents hashed into 'test' (deterministic)")
+        add("--text_field", default="text", help="JSONL field / parquet column with the text")
+        add("--txt_unit", default="line", choices=("line", "paragraph"),
+            help=".txt documents: one per line (as the seed) or per blank-line paragraph")
+        add("--hf_dataset", default=None,
+            help="Hugging Face dataset name, or a folder written by save_to_disk")
+        add("--hf_config", default=None)
+        add("--hf_splits", default="train",
+            help="comma-separated dataset splits to prepare, e.g. 'train,validation'")
+        add("--tokenizer", required=False, default=None,
+            help="folder (local or gs://) with tokenizer.json from train_tokenizer")
+        add("--output_dir", default=None, help="where split folders go (local or gs://)")
+        add("--max_length", type=int, default=128, help="tokens per sequence")
+        add("--shard_size", type=int, default=0,
+            help="records per shard; 0 = sized for ~150 MB shards")
+        add("--num_shards", type=int, default=0,
+            help="fixed number of shards per split (overrides --shard_size)")
+        add("--pad_tail", action="store_true",
+            help="pad the last partial sequence of each split instead of dropping it")
+        add("--max_document_bytes", type=int, default=sources.DEFAULT_MAX_DOCUMENT_BYTES,
+            help="longer documents are dead-lettered")
+        add("--tokenize_batch_chars", type=int, default=1_000_000,
+            help="characters handed to the fast tokenizer per encode_batch call")
+        add("--seed", type=int, default=0, help="seed of the deterministic shuffle")
+
+
+def check(opts: PrepareOptions) -> None:
+    """One clear sentence for each flag combination that cannot work."""
+    sources_given = sum(bool(x) for x in (opts.input, opts.splits, opts.hf_dataset))
+    if sources_given != 1:
+        raise ValueError("give exactly one of --input, --splits or --hf_dataset")
+    if not opts.tokenizer or not opts.output_dir:
+        raise ValueError("--tokenizer and --output_dir are required")
+    if opts.max_length < 8:
+        raise ValueError("--max_length must be at least 8")
+    fractions = opts.validation_fraction + opts.test_fraction
+    if not 0 <= fractions < 1 or opts.validation_fraction < 0 or opts.test_fraction < 0:
+        raise ValueError("--validation_fraction + --test_fraction must be in [0, 1)")
+    if fractions and not opts.input:
+        raise ValueError("--validation_fraction/--test_fraction split --input documents; "
+                         "--splits and --hf_dataset already name their splits")
+
+
+def shard_size(opts: PrepareOptions) -> int:
+    if opts.shard_size:
+        return opts.shard_size
+    return max(1, DEFAULT_TARGET_SHARD_BYTES // (BYTES_PER_TOKEN_ESTIMATE * opts.max_length))
+
+
+def parse_splits(spec: str) -> dict[str, str]:
+    """'train=a/*.txt;validation=b.txt' -> {'train': 'a/*.txt', 'validation': 'b.txt'}"""
+    out = {}
+    for part in filter(None, (p.strip() for p in spec.split(";"))):
+        name, sep, pattern = part.partition("=")
+        if not sep or not name or not pattern:
+            raise ValueError(f"--splits entry {part!r} is not NAME=GLOB")
+        out[name.strip()] = pattern.strip()
+    return out
+
+
+def split_names(opts: PrepareOptions) -> list[str]:
+    """The splits this run writes, in a stable order."""
+    if opts.splits:
+        return list(parse_splits(opts.splits))
+    if opts.hf_dataset:
+        return [s for s in opts.hf_splits.split(",") if s]
+    names = ["train"]
+    if opts.validation_fraction:
+        names.append("validation")
+    if opts.test_fraction:
+        names.append("test")
+    return names

@@ -1,0 +1,162 @@
+"""Tokenize documents with the fast tokenizer and chunk them, one bundle at a time."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.transforms.window import GlobalWindows
+
+from beam_pipelines import chunking, sources
+from common import tokenizer_files
+
+TAIL = "tail"
+STATS = "stats"
+BLOCK_ROWS = 4096  # rows per emitted block: big enough to amortise per-element costs
+
+
+def hash_split(text: str, validation_fraction: float, test_fraction: float) -> str:
+    """Deterministic split of a document by a hash of its text, so reruns agree and exact
+    duplicates always land in the same split."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    u = int.from_bytes(digest, "big") / 2.0**64
+    if u < validation_fraction:
+        return "validation"
+    if u < validation_fraction + test_fraction:
+        return "test"
+    return "train"
+
+
+class TokenizeAndChunk(beam.DoFn):
+    """Document -> blocks of full rows (main), leftover tail per split (TAIL), counts (STATS).
+
+    The tokenizer is loaded once per worker in setup(); documents are tokenized in batches
+    of ~`batch_chars` characters with `encode_batch_fast` (Rust, multi-threaded).
+    """
+
+    def __init__(self, tokenizer_dir, max_length, validation_fraction=0.0, test_fraction=0.0,
+                 batch_chars=1_000_000):
+        self.tokenizer_dir = tokenizer_dir
+        self.max_length = max_length
+        self.validation_fraction = validation_fraction
+        self.test_fraction = test_fraction
+        self.batch_chars = batch_chars
+
+    def setup(self):
+        self.tokenizer, _ = tokenizer_files.load(self.tokenizer_dir)
+        self.tokenizer.no_truncation()
+        self.tokenizer.no_padding()
+        self.special_only = self.tokenizer.num_special_tokens_to_add(False)
+
+    def start_bundle(self):
+        self.pending: list[tuple[str, str]] = []
+        self.pending_chars = 0
+        self.chunkers: dict[str, chunking.Chunker] = {}
+        self.stats: Counter = Counter()
+
+    def process(self, doc: sources.Document):
+        split = doc.split or hash_split(doc.text, self.validation_fraction, self.test_fraction)
+        if not doc.text.strip():
+            self.stats[f"{split}/documents_empty"] += 1
+            return
+        self.pending.append((split, doc.text))
+        self.pending_chars += len(doc.text)
+        if self.pending_chars >= self.batch_chars:
+            yield from self._flush(min_rows=BLOCK_ROWS)
+
+    def _tokenize_pending(self):
+        texts = [text for _, text in self.pending]
+        encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=True)
+        for (split, _), encoding in zip(self.pending, encodings):
+            ids = encoding.ids
+            if len(ids) <= self.special_only:  # e.g. only control characters
+                self.stats[f"{split}/documents_empty"] += 1
+                continue
+            self.stats[f"{split}/documents_tokenized"] += 1
+            self.stats[f"{split}/tokens_in"] += len(ids)
+            chunker = self.chunkers.setdefault(split, chunking.Chunker(self.max_length))
+            chunker.add(np.fromiter(ids, dtype=np.int32, count=len(ids)))
+        self.pending, self.pending_chars = [], 0
+
+    def _flush(self, min_rows: int):
+        if self.pending:
+            self._tokenize_pending()
+        for split, chunker in self.chunkers.items():
+            if chunker.size >= min_rows * self.max_length:
+                rows = chunker.full_rows()
+                yield (split, rows, chunking.full_lengths(rows))
+
+    def finish_bundle(self):
+        for block in self._flush(min_rows=1):
+            yield GlobalWindows.windowed_value(block)
+        for split, chunker in self.chunkers.items():
+            rest = chunker.remainder()
+            if len(rest):
+                yield beam.pvalue.TaggedOutput(TAIL, GlobalWindows.windowed_value((split, rest)))
+        for key, value in self.stats.items():
+            beam.metrics.Metrics.counter("prepare", key).inc(value)
+            yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))
+
+
+class ChunkTails(beam.DoFn):
+    """(split, [tails]) -> the split's last rows, plus the exact count of dropped tokens."""
+
+    def __init__(self, max_length, pad_tail, pad_id):
+        self.max_length, self.pad_tail, self.pad_id = max_length, pad_tail, pad_id
+
+    def process(self, element):
+        split, tails = element
+        rows, lengths, dropped = chunking.chunk_tails(list(tails), self.max_length,
+                                                      self.pad_tail, self.pad_id)
+        if len(rows):
+            yield (split, rows, lengths)
+        padded = int(len(rows) * self.max_length - lengths.sum())
+        beam.metrics.Metrics.counter("prepare", f"{split}/tokens_dropped").inc(dropped)
+        yield beam.pvalue.TaggedOutput(STATS, (f"{split}/tokens_dropped", dropped))
+        yield beam.pvalue.TaggedOutput(STATS, (f"{split}/tokens_padded", padded))
+
+
+class ReadDocuments(beam.DoFn):
+    """A read task -> Documents (main) and DeadLetters ('dead'); counts what it read.
+
+    A task is `("file", path, split)` or `("hf", split, index, num_shards)`.
+    """
+
+    def __init__(self, text_field, max_document_bytes, txt_unit="line", hf_name=None,
+                 hf_config=None):
+        self.text_field, self.max_document_bytes = text_field, max_document_bytes
+        self.txt_unit, self.hf_name, self.hf_config = txt_unit, hf_name, hf_config
+
+    def start_bundle(self):
+        self.stats = Counter()
+
+    def _records(self, task):
+        if task[0] == "file":
+            _, path, split = task
+            for record in sources.read_file(path, self.text_field, self.max_document_bytes,
+                                            self.txt_unit):
+                if isinstance(record, sources.Document) and split:
+                    record = sources.Document(record.source, record.line, record.text, split)
+                yield record
+        else:
+            _, split, index, num_shards = task
+            yield from sources.read_hf_shard(self.hf_name, self.hf_config, split,
+                                             self.text_field, index, num_shards,
+                                             self.max_document_bytes)
+
+    def process(self, task):
+        for record in self._records(task):
+            if isinstance(record, sources.DeadLetter):
+                self.stats["documents_read"] += record.documents
+                self.stats["documents_rejected"] += record.documents
+                yield beam.pvalue.TaggedOutput("dead", record)
+            else:
+                self.stats["documents_read"] += 1
+                yield record
+
+    def finish_bundle(self):
+        for key, value in self.stats.items():
+            beam.metrics.Metrics.counter("prepare", key).inc(value)
+            yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))

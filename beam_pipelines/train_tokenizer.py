@@ -1,0 +1,216 @@
+"""Trains a Hugging Face `tokenizers` tokenizer for masked-LM pretraining.
+
+    python -m beam_pipelines.train_tokenizer --input 'corpus/*.jsonl.gz' --text_field text \\
+        --output_dir gs://bucket/tokenizer --vocab_size 25000 --model unigram
+
+The output folder loads with `tokenizers.Tokenizer.from_file(dir + "/tokenizer.json")` and
+with `transformers.AutoTokenizer.from_pretrained(dir)` (transformers 4.x and 5).
+Training runs on one machine; `--max_documents` bounds its time and memory by a uniform
+reservoir sample of the corpus, so the corpus itself is streamed and never held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import sys
+import time
+from typing import Iterable, Iterator
+
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
+from tokenizers import pre_tokenizers, processors, trainers
+
+from beam_pipelines import sources
+from common import fs, tokenizer_files
+
+MODELS = ("unigram", "bpe", "wordpiece")
+
+
+@dataclasses.dataclass
+class TokenizerConfig:
+    output_dir: str
+    input: str | None = None  # comma-separated paths / globs, local or gs://
+    text_field: str = "text"
+    txt_unit: str = "line"
+    hf_dataset: str | None = None  # hub name or a folder written by save_to_disk
+    hf_config: str | None = None
+    hf_split: str = "train"
+    vocab_size: int = 25000
+    model: str = "unigram"
+    max_documents: int | None = 1_000_000
+    min_frequency: int = 2
+    model_max_length: int = 512
+    max_document_bytes: int = sources.DEFAULT_MAX_DOCUMENT_BYTES
+    seed: int = 0
+
+
+def build(model: str, vocab_size: int, min_frequency: int = 2):
+    """An untrained tokenizer and its trainer, with special tokens for the model family."""
+    special = tokenizer_files.SPECIAL_TOKENS[model]
+    if model == "bpe":  # RoBERTa: byte-level BPE, <s> $A </s>; <mask> eats the space before it
+        tokens = [special[r] for r in ("cls_token", "pad_token", "sep_token", "unk_token")]
+        tokens.append(AddedToken(special["mask_token"], lstrip=True, special=True))
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.normalizer = normalizers.NFC()
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=tokens,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=True)
+        return tokenizer, trainer
+    tokens = [special[r] for r in ("pad_token", "unk_token", "cls_token", "sep_token",
+                                   "mask_token")]
+    # Whitespace runs (newlines inside multi-line documents) become one space before
+    # pre-tokenization: otherwise Metaspace learns thousands of tokens containing "\n".
+    whitespace = normalizers.Replace(Regex(r"\s+"), " ")
+    if model == "unigram":
+        tokenizer = Tokenizer(models.Unigram())
+        tokenizer.normalizer = normalizers.Sequence([normalizers.NFKC(), whitespace])
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+        tokenizer.decoder = decoders.Metaspace()
+        trainer = trainers.UnigramTrainer(
+            vocab_size=vocab_size, special_tokens=tokens, unk_token=special["unk_token"],
+            show_progress=True)
+    elif model == "wordpiece":
+        tokenizer = Tokenizer(models.WordPiece(unk_token=special["unk_token"]))
+        tokenizer.normalizer = normalizers.Sequence([normalizers.NFKC(), whitespace])
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece()
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=tokens,
+            show_progress=True)
+    else:
+        raise ValueError(f"--model {model!r} is not one of {MODELS}")
+    return tokenizer, trainer
+
+
+def add_post_processor(tokenizer: Tokenizer, model: str) -> None:
+    """`[CLS] $A [SEP]` (unigram, wordpiece) or `<s> $A </s>` (bpe) around every document."""
+    special = tokenizer_files.SPECIAL_TOKENS[model]
+    cls, sep = special["cls_token"], special["sep_token"]
+    cls_id, sep_id = tokenizer.token_to_id(cls), tokenizer.token_to_id(sep)
+    if model == "bpe":
+        tokenizer.post_processor = processors.RobertaProcessing((sep, sep_id), (cls, cls_id),
+                                                                add_prefix_space=False)
+    else:
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B:1 {sep}:1",
+            special_tokens=[(cls, cls_id), (sep, sep_id)])
+
+
+class InputReport:
+    """Counts what was read and reports every bad record by file and line."""
+
+    def __init__(self, output_dir: str):
+        self.documents = self.chars = self.rejected = 0
+        self.dead_letters: list[sources.DeadLetter] = []
+        self._last_print = time.monotonic()
+
+    def documents_of(self, records: Iterable[sources.Record]) -> Iterator[str]:
+        for record in records:
+            if isinstance(record, sources.DeadLetter):
+                self.rejected += record.documents
+                self.dead_letters.append(record)
+                if len(self.dead_letters) <= 20:
+                    print(f"skipped {record.source}:{record.line}: {record.reason}",
+                          file=sys.stderr)
+                continue
+            self.documents += 1
+            self.chars += len(record.text)
+            if time.monotonic() - self._last_print > 10:
+                self._last_print = time.monotonic()
+                print(f"read {self.documents:,} documents ({self.chars / 1e6:.1f} M chars)",
+                      flush=True)
+            if record.text.strip():
+                yield record.text
+
+
+def read_corpus(config: TokenizerConfig) -> Iterator[sources.Record]:
+    if config.hf_dataset:
+        num_shards = sources.hf_num_shards(config.hf_dataset, config.hf_config, config.hf_split)
+        for index in range(num_shards):
+            yield from sources.read_hf_shard(
+                config.hf_dataset, config.hf_config, config.hf_split, config.text_field,
+                index, num_shards, config.max_document_bytes)
+        return
+    for path in sources.expand_inputs(config.input):
+        yield from sources.read_file(path, config.text_field, config.max_document_bytes,
+                                     config.txt_unit)
+
+
+def reservoir_sample(texts: Iterable[str], size: int, seed: int) -> list[str]:
+    """A uniform sample of `size` texts in one pass, holding only the sample (Algorithm R)."""
+    rng, sample = random.Random(seed), []
+    for i, text in enumerate(texts):
+        if i < size:
+            sample.append(text)
+        elif (j := rng.randrange(i + 1)) < size:
+            sample[j] = text
+    return sample
+
+
+def train(config: TokenizerConfig) -> dict:
+    """Trains, saves and returns a summary of the run (also written as training_info.json)."""
+    if not config.input and not config.hf_dataset:
+        raise ValueError("give --input (files) or --hf_dataset")
+    start = time.monotonic()
+    tokenizer, trainer = build(config.model, config.vocab_size, config.min_frequency)
+    report = InputReport(config.output_dir)
+    texts = report.documents_of(read_corpus(config))
+    if config.max_documents:
+        texts = reservoir_sample(texts, config.max_documents, config.seed)
+        print(f"sampled {len(texts):,} of {report.documents:,} documents; training "
+              f"{config.model} (vocab {config.vocab_size})", flush=True)
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    if tokenizer.get_vocab_size() == 0 or report.documents == 0:
+        raise ValueError("no usable document was read: nothing to train on")
+    add_post_processor(tokenizer, config.model)
+    special = tokenizer_files.SPECIAL_TOKENS[config.model]
+    fingerprint = tokenizer_files.save(tokenizer, config.output_dir, special,
+                                       config.model_max_length)
+    info = {
+        "config": dataclasses.asdict(config), "fingerprint": fingerprint,
+        "vocab_size": tokenizer.get_vocab_size(), "documents_read": report.documents,
+        "documents_used": len(texts) if config.max_documents else report.documents,
+        "chars_read": report.chars, "documents_rejected": report.rejected,
+        "seconds": round(time.monotonic() - start, 1),
+    }
+    fs.write_json(fs.join(config.output_dir, "training_info.json"), info)
+    if report.dead_letters:
+        fs.write_bytes(fs.join(config.output_dir, "dead_letter.jsonl"),
+                       "".join(d.to_json() + "\n" for d in report.dead_letters).encode())
+    return info
+
+
+def parse_args(argv=None) -> TokenizerConfig:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    defaults = TokenizerConfig(output_dir="")
+    for field in dataclasses.fields(TokenizerConfig):
+        default = getattr(defaults, field.name)
+        kind = {"int": int, "int | None": int}.get(str(field.type), str)
+        parser.add_argument(f"--{field.name}", type=kind, default=default,
+                            required=field.name == "output_dir")
+    args = parser.parse_args(argv)
+    if args.model not in MODELS:
+        parser.error(f"--model must be one of {MODELS}")
+    if args.max_documents == 0:
+        args.max_documents = None  # 0 = use every document
+    return TokenizerConfig(**vars(args))
+
+
+def main(argv=None) -> int:
+    config = parse_args(argv)
+    try:
+        info = train(config)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: v for k, v in info.items() if k != "config"}, indent=2))
+    print(f"tokenizer written to {config.output_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""Training and evaluation input: validated shard lists and per-host `tf.data` pipelines.
+
+A split folder is either what the prepare pipeline writes (manifest.json + _COMPLETE, checked
+by `common.manifest.read_manifest`) or, for interop, a folder of the seed's shards
+(`*-INDEX-COUNT.tfrecord`, counted from the file names).
+
+The training stream is an endless, deterministic function of (seed, step): data epoch `e`
+shuffles its files and records with seeds derived from (seed, e), so a resumed run can start
+the stream at any step and see the batches the uninterrupted run would have seen.
+
+Example:
+    >>> source = resolve_split("gs://b/data/train", tokenizer_info, max_length=128)
+    >>> fn = train_dataset_fn(source, per_replica_batch_size=32, seed=42, start_step=0)
+    >>> dataset = strategy.distribute_datasets_from_function(fn)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import tensorflow as tf
+
+from common import fs, manifest, schema, shards
+from common.manifest import ManifestError
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitSource:
+    """The shards of one split, their record counts and the sequence length."""
+
+    split_dir: str
+    files: tuple
+    counts: tuple
+    max_length: int
+
+    @property
+    def num_examples(self) -> int:
+        return sum(self.counts)
+
+    def for_pipeline(self, pipeline_id: int, num_pipelines: int) -> "SplitSource":
+        """The files one input pipeline (one TPU host) reads: every `num_pipelines`-th."""
+        if len(self.files) < num_pipelines:
+            raise ManifestError(
+                f"{self.split_dir} has {len(self.files)} shard(s), fewer than the "
+                f"{num_pipelines} input pipelines (hosts); prepare it with more shards.")
+        return dataclasses.replace(self, files=self.files[pipeline_id::num_pipelines],
+                                   counts=self.counts[pipeline_id::num_pipelines])
+
+
+def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None) -> SplitSource:
+    """Validates a split folder against the tokenizer; raises `ManifestError` with one reason."""
+    split_dir = split_dir.rstrip("/")
+    files = fs.glob(fs.join(split_dir, "*" + shards.SHARD_SUFFIX))
+    has_manifest = fs.exists(fs.join(split_dir, manifest.MANIFEST_NAME)) or fs.exists(
+        fs.join(split_dir, manifest.MARKER_NAME))
+    ours = files and all(shards.parse_shard_name(f) for f in files)
+    if has_manifest or ours:  # our pipeline's output: only trusted with its marker
+        found = manifest.read_manifest(
+            split_dir, max_length=max_length, tokenizer_fingerprint=tokenizer_info.fingerprint,
+            vocab_size=tokenizer_info.vocab_size)
+        return SplitSource(split_dir, tuple(found.shard_paths(split_dir)),
+                           tuple(s.num_examples for s in found.shards), found.max_length)
+    if not files:
+        raise ManifestError(
+            f"{split_dir} holds no manifest.json and no *{shards.SHARD_SUFFIX} shards; "
+            "point it at a split folder written by the prepare pipeline.")
+    return _seed_format_split(split_dir, files, tokenizer_info, max_length)
+
+
+def _seed_format_split(split_dir, files, tokenizer_info, max_length) -> SplitSource:
+    counts = [shards.count_from_name(f) for f in files]
+    if None in counts:
+        bad = files[counts.index(None)]
+        raise ManifestError(
+            f"{bad} has no record count in its name (expected *-INDEX-COUNT.tfrecord) and "
+            f"{split_dir} has no manifest.json.")
+    # No manifest to check against: look at the first record instead (cheap, one read).
+    first = next(iter(tf.data.TFRecordDataset(files[0]).take(1)), None)
+    if first is None:
+        raise ManifestError(f"{files[0]} holds no records.")
+    example = tf.train.Example.FromString(first.numpy())
+    ids = list(example.features.feature[schema.INPUT_IDS].int64_list.value)
+    if max_length is not None and len(ids) != max_length:
+        raise ManifestError(
+            f"{split_dir} holds sequences of length {len(ids)}, but {max_length} was asked "
+            "for. Prepare the data again or pass the matching --max_length.")
+    if ids and max(ids) >= tokenizer_info.vocab_size:
+        raise ManifestError(
+            f"{split_dir} holds token id {max(ids)}, outside the tokenizer's vocabulary of "
+            f"{tokenizer_info.vocab_size}; it was tokenized with another tokenizer.")
+    return SplitSource(split_dir, tuple(files), tuple(counts), len(ids))
+
+
+def _parse(serialized, max_length: int) -> dict:
+    """One vectorised parse per batch; int32 halves what goes to the accelerator."""
+    parsed = schema.parse_batch(serialized, max_length)
+    return {name: tf.cast(parsed[name], tf.int32) for name in schema.FEATURES}
+
+
+def _records(files, cycle_length: int = 8) -> tf.data.Dataset:
+    """Parallel, deterministic reads from several files at once."""
+    return files.interleave(
+        lambda f: tf.data.TFRecordDataset(f, buffer_size=8 << 20),
+        cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def _one_epoch(source: SplitSource, epoch, batch_size: int, seed: int, shuffle_buffer: int):
+    epoch_seed = tf.cast(epoch, tf.int64) + seed * 1_000_003
+    files = tf.data.Dataset.from_tensor_slices(list(source.files))
+    files = files.shuffle(len(source.files), seed=epoch_seed)
+    records = _records(files).shuffle(
+        max(1, min(shuffle_buffer, source.num_examples)), seed=epoch_seed + 1)
+    return records.batch(batch_size, drop_remainder=True)
+
+
+def start_position(source: SplitSource, batch_size: int, start_step: int,
+                   local_replicas: int = 1) -> tuple[int, int]:
+    """(data epoch, batches to skip in it) of a pipeline at `start_step`."""
+    batches_per_epoch = source.num_examples // batch_size
+    if batches_per_epoch < 1:
+        raise ManifestError(
+            f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
+            f"than one batch of {batch_size}.")
+    return divmod(start_step * local_replicas, batches_per_epoch)
+
+
+def train_dataset(source: SplitSource, batch_size: int, seed: int, start_step: int = 0,
+                  shuffle_buffer: int = 2**16, local_replicas: int = 1) -> tf.data.Dataset:
+    """Endless batches of `{input_ids, attention_mask}` (int32), starting at `start_step`."""
+    first_epoch, skip = start_position(source, batch_size, start_step, local_replicas)
+    epochs = tf.data.Dataset.range(first_epoch, 2**62)
+    batches = epochs.flat_map(
+        lambda e: _one_epoch(source, e, batch_size, seed, shuffle_buffer)).skip(skip)
+    return batches.map(lambda b: _parse(b, source.max_length),
+                       num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None = None):
+    """One pass in file order (no shuffle), so every evaluation sees the same batches."""
+    if source.num_examples < batch_size:
+        raise ManifestError(
+            f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
+            f"than one evaluation batch of {batch_size}.")
+    files = tf.data.Dataset.from_tensor_slices(list(source.files))
+    batches = _records(files).batch(batch_size, drop_remainder=True)
+    if max_batches:
+        batches = batches.take(max_batches)
+    return batches.map(lambda b: _parse(b, source.max_length),
+                       num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _pipeline(source: SplitSource, context: tf.distribute.InputContext) -> tuple:
+    local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
+    return source.for_pipeline(context.input_pipeline_id, context.num_input_pipelines), \
+        local_replicas
+
+
+def train_dataset_fn(source: SplitSource, per_replica_batch_size: int, seed: int,
+                     start_step: int = 0, shuffle_buffer: int = 2**16):
+    """For `strategy.distribute_datasets_from_function`: each host reads only its files."""
+    def dataset_fn(context: tf.distribute.InputContext):
+        mine, local_replicas = _pipeline(source, context)
+        return train_dataset(mine, per_replica_batch_size, seed + context.input_pipeline_id,
+                             start_step, shuffle_buffer, local_replicas)
+    return dataset_fn
+
+
+def eval_dataset_fn(source: SplitSource, per_replica_batch_size: int,
+                    max_batches: int | None = None):
+    def dataset_fn(context: tf.distribute.InputContext):
+        mine, _ = _pipeline(source, context)
+        return eval_dataset(mine, per_replica_batch_size, max_batches)
+    return dataset_fn
+
+
+def distribute(strategy: tf.distribute.Strategy, dataset_fn):
+    """The dataset as `fit` wants it: distributed under a real strategy, plain otherwise."""
+    distributed = (tf.distribute.TPUStrategy, tf.distribute.MirroredStrategy,
+                   tf.distribute.MultiWorkerMirroredStrategy)
+    if not isinstance(strategy, distributed):  # the default strategy (one device)
+        return dataset_fn(tf.distribute.InputContext())
+    return strategy.distribute_datasets_from_function(dataset_fn)

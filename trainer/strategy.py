@@ -1,0 +1,71 @@
+"""One flag to a `tf.distribute` strategy: TPU (VM, named, pod), GPUs, or the default (CPU).
+
+Example:
+    >>> strategy = select_strategy("auto")          # whatever this machine has
+    >>> strategy = select_strategy("tpu", tpu="local")  # on a TPU VM
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+
+class StrategyError(RuntimeError):
+    """No device of the kind asked for; the message says what to do."""
+
+
+def connect_tpu(tpu: str | None = None, zone: str | None = None, project: str | None = None):
+    """TPUStrategy via TPUClusterResolver; resolver failures become one `StrategyError`.
+
+    Without a TPU the resolver raises `ValueError` (no name), `NotFoundError` (`local` on a
+    machine without TPUs) or talks to the GCE metadata server (named TPU); see FACTS.md.
+    """
+    name = tpu or "local"
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+            tpu=name, zone=zone, project=project)
+        if name != "local":  # a named TPU or pod: the hosts are remote workers
+            tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, tf.errors.OpError, RuntimeError, OSError) as err:
+        first_line = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise StrategyError(
+            f"cannot use TPU {name!r}: {first_line}. On a TPU VM pass --tpu local; for a "
+            "remote TPU pass --tpu NAME (and --tpu_zone/--gcp_project); without a TPU pass "
+            "--strategy gpu or cpu."
+        ) from None
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def _has_tpu() -> bool:
+    """A TPU VM shows its chips as /dev/accel* (v2-v4) or /dev/vfio/N (v5+, v6)."""
+    import glob
+    import os
+
+    return bool(os.environ.get("TPU_NAME") or glob.glob("/dev/accel*")
+                or glob.glob("/dev/vfio/[0-9]*"))
+
+
+def select_strategy(kind: str = "auto", tpu: str | None = None, zone: str | None = None,
+                    project: str | None = None) -> tf.distribute.Strategy:
+    """`tpu`, `gpu`, `cpu`, or `auto` (TPU if one is attached or named, else GPUs, else CPU)."""
+    if kind == "tpu" or (kind == "auto" and (tpu or _has_tpu())):
+        return connect_tpu(tpu, zone, project)
+    gpus = tf.config.list_logical_devices("GPU")
+    if kind == "gpu" and not gpus:
+        raise StrategyError("--strategy gpu, but TensorFlow sees no GPU on this machine.")
+    if kind in ("gpu", "auto", "auto_no_tpu") and gpus:
+        return tf.distribute.MirroredStrategy()  # all local GPUs (also right for one)
+    return tf.distribute.get_strategy()  # the default strategy: one CPU device
+
+
+def is_tpu(strategy) -> bool:
+    return isinstance(strategy, (tf.distribute.TPUStrategy,))
+
+
+def runs_on_cpu_replicas(strategy) -> bool:
+    """MirroredStrategy over (logical) CPU devices, where jit_compile fails (keras#19005)."""
+    if not isinstance(strategy, tf.distribute.MirroredStrategy):
+        return False
+    devices = strategy.extended.worker_devices
+    return len(devices) > 1 and all("CPU" in d.upper() for d in devices)
