@@ -64,6 +64,8 @@ class TrainConfig:
     tpu_zone: str = _flag("Zone of a named TPU.")
     gcp_project: str = _flag("Project of a named TPU.")
     no_tpu: bool = _flag("Seed flag: never use a TPU (same as --strategy gpu/cpu).", False)
+    cpu_replicas: int = _flag("With --strategy cpu: split the CPU into N logical devices under "
+                              "MirroredStrategy (exercises the multi-replica path).", 1)
     precision: str = _flag("bf16 = mixed_bfloat16 (the default on TPU), fp32 otherwise.",
                            None, choices=("bf16", "fp32"))
     bfloat16: bool = _flag("Seed flag: same as --precision bf16.", False)

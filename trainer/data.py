@@ -135,16 +135,23 @@ def train_dataset(source: SplitSource, batch_size: int, seed: int, start_step: i
                        num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None = None):
-    """One pass in file order (no shuffle), so every evaluation sees the same batches."""
-    if source.num_examples < batch_size:
+def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None = None,
+                 local_replicas: int = 1):
+    """One pass in file order (no shuffle), so every evaluation sees the same batches.
+
+    The batch count is a multiple of `local_replicas` so every replica gets a full batch
+    at every step (fixed shapes for XLA).
+    """
+    num_batches = source.num_examples // batch_size // local_replicas * local_replicas
+    if max_batches:
+        num_batches = min(num_batches, max_batches * local_replicas)
+    if num_batches < 1:
         raise ManifestError(
             f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
-            f"than one evaluation batch of {batch_size}.")
+            f"than one evaluation batch of {batch_size} per replica.")
     files = tf.data.Dataset.from_tensor_slices(list(source.files))
-    batches = _records(files).batch(batch_size, drop_remainder=True)
-    if max_batches:
-        batches = batches.take(max_batches)
+    batches = _records(files).batch(batch_size, drop_remainder=True).take(num_batches)
+    batches = batches.apply(tf.data.experimental.assert_cardinality(num_batches))
     return batches.map(lambda b: _parse(b, source.max_length),
                        num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
@@ -168,8 +175,8 @@ def train_dataset_fn(source: SplitSource, per_replica_batch_size: int, seed: int
 def eval_dataset_fn(source: SplitSource, per_replica_batch_size: int,
                     max_batches: int | None = None):
     def dataset_fn(context: tf.distribute.InputContext):
-        mine, _ = _pipeline(source, context)
-        return eval_dataset(mine, per_replica_batch_size, max_batches)
+        mine, local_replicas = _pipeline(source, context)
+        return eval_dataset(mine, per_replica_batch_size, max_batches, local_replicas)
     return dataset_fn
 
 

@@ -49,18 +49,20 @@ def step_seed(seed, step, replica_id) -> tf.Tensor:
         >>> step_seed(42, optimizer.iterations, replica_id)
     """
     base = tf.stack([tf.cast(seed, tf.int32), tf.constant(0x5EED, tf.int32)])
-    folded = tf.random.experimental.stateless_fold_in(base, tf.cast(step, tf.int64))
-    return tf.random.experimental.stateless_fold_in(folded, tf.cast(replica_id, tf.int64))
+    folded = tf.random.experimental.stateless_fold_in(base, tf.cast(step, tf.int64), alg="philox")
+    return tf.random.experimental.stateless_fold_in(folded, tf.cast(replica_id, tf.int64), alg="philox")
 
 
 def content_seed(seed, input_ids) -> tf.Tensor:
     """A seed that depends only on a batch's tokens: eval masks are then the same every run
     and every evaluation, whatever step the model is at."""
     ids = tf.cast(input_ids, tf.int32)
-    weights = tf.range(1, tf.shape(ids)[-1] + 1, dtype=tf.int32) * 7919
-    digest = tf.reduce_sum(ids * weights[None, :])  # int32 wrap-around is fine for a hash
+    position_weights = tf.range(1, tf.shape(ids)[1] + 1, dtype=tf.int32) * 7919
+    row_weights = tf.range(1, tf.shape(ids)[0] + 1, dtype=tf.int32) * 104729
+    # int32 wrap-around is fine for a hash.
+    digest = tf.reduce_sum(ids * position_weights[None, :] * row_weights[:, None])
     base = tf.stack([tf.cast(seed, tf.int32), tf.constant(0xE7A1, tf.int32)])
-    return tf.random.experimental.stateless_fold_in(base, tf.cast(digest, tf.int64))
+    return tf.random.experimental.stateless_fold_in(base, tf.cast(digest, tf.int64), alg="philox")
 
 
 def _random_non_special(uniform, spec: MaskingSpec) -> tf.Tensor:
@@ -116,7 +118,8 @@ def mask_tokens(input_ids, attention_mask, seed, spec: MaskingSpec) -> dict:
     input_ids = tf.cast(input_ids, tf.int32)
     batch, length = tf.shape(input_ids)[0], input_ids.shape[1]
     num_slots = spec.max_predictions(length)
-    draws = tf.random.stateless_uniform([4, batch, length], seed=seed)
+    # Philox everywhere: "auto_select" picks other algorithms with and without XLA.
+    draws = tf.random.stateless_uniform([4, batch, length], seed=seed, alg="philox")
     candidates = _candidates(input_ids, attention_mask, spec)
 
     num_candidates = tf.reduce_sum(tf.cast(candidates, tf.float32), axis=1)

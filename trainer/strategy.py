@@ -46,9 +46,33 @@ def _has_tpu() -> bool:
                 or glob.glob("/dev/vfio/[0-9]*"))
 
 
+def cpu_replicas(count: int) -> tf.distribute.Strategy:
+    """MirroredStrategy over `count` logical CPU devices: the multi-replica code path without
+    accelerators (tests, debugging). Logical devices can only be made before TensorFlow
+    initialises its devices; later, enough of them must already exist."""
+    cpus = tf.config.list_physical_devices("CPU")
+    try:
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration()] * count)
+    except RuntimeError:  # already initialised: use what is there
+        pass
+    logical = tf.config.list_logical_devices("CPU")
+    if len(logical) < count:
+        raise StrategyError(
+            f"--cpu_replicas {count}: TensorFlow was initialised with {len(logical)} CPU "
+            "device(s) before the trainer could split the CPU; pass the flag at startup.")
+    return tf.distribute.MirroredStrategy([d.name for d in logical[:count]])
+
+
 def select_strategy(kind: str = "auto", tpu: str | None = None, zone: str | None = None,
-                    project: str | None = None) -> tf.distribute.Strategy:
-    """`tpu`, `gpu`, `cpu`, or `auto` (TPU if one is attached or named, else GPUs, else CPU)."""
+                    project: str | None = None, num_cpu_replicas: int = 1
+                    ) -> tf.distribute.Strategy:
+    """`tpu`, `gpu`, `cpu`, or `auto` (TPU if one is attached or named, else GPUs, else CPU).
+
+    Example:
+        >>> select_strategy("cpu", num_cpu_replicas=2).num_replicas_in_sync
+        2
+    """
     if kind == "tpu" or (kind == "auto" and (tpu or _has_tpu())):
         return connect_tpu(tpu, zone, project)
     gpus = tf.config.list_logical_devices("GPU")
@@ -56,6 +80,8 @@ def select_strategy(kind: str = "auto", tpu: str | None = None, zone: str | None
         raise StrategyError("--strategy gpu, but TensorFlow sees no GPU on this machine.")
     if kind in ("gpu", "auto", "auto_no_tpu") and gpus:
         return tf.distribute.MirroredStrategy()  # all local GPUs (also right for one)
+    if num_cpu_replicas > 1:
+        return cpu_replicas(num_cpu_replicas)
     return tf.distribute.get_strategy()  # the default strategy: one CPU device
 
 

@@ -1,0 +1,117 @@
+import gzip
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from tokenizers import Tokenizer
+from transformers import AutoTokenizer
+
+from beam_pipelines import train_tokenizer
+from common import tokenizer_files
+
+
+def _train(tmp_path, **kwargs):
+    out = tmp_path / "tok"
+    config = train_tokenizer.TokenizerConfig(output_dir=str(out), vocab_size=400, **kwargs)
+    info = train_tokenizer.train(config)
+    return str(out), info
+
+
+def _check_loads_everywhere(tok_dir, model):
+    special = tokenizer_files.SPECIAL_TOKENS[model]
+    raw = Tokenizer.from_file(f"{tok_dir}/tokenizer.json")
+    auto = AutoTokenizer.from_pretrained(tok_dir)
+    for role, token in special.items():
+        assert getattr(auto, role) == token
+        assert getattr(auto, role + "_id") == raw.token_to_id(token)
+    text = f"The function returns a {auto.mask_token} value."
+    ids = auto(text)["input_ids"]
+    assert ids[0] == auto.cls_token_id and ids[-1] == auto.sep_token_id
+    assert auto.mask_token_id in ids
+    assert raw.encode(text).ids == ids  # both libraries agree
+    decoded = auto.decode(ids, skip_special_tokens=True)
+    assert "function returns" in decoded
+    _, info = tokenizer_files.load(tok_dir)
+    assert info.mask_id == auto.mask_token_id and info.pad_id == auto.pad_token_id
+    return raw
+
+
+def test_from_txt_unigram(tmp_path, corpus_texts):
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(t.replace("\n", " ") for t in corpus_texts), encoding="utf-8")
+    tok_dir, info = _train(tmp_path, input=str(path))
+    assert info["documents_read"] == len(corpus_texts)
+    _check_loads_everywhere(tok_dir, "unigram")
+    config = json.loads((tmp_path / "tok" / "tokenizer_config.json").read_text())
+    assert config["tokenizer_class"] == "PreTrainedTokenizerFast"  # loads in transformers 4.x
+
+
+def test_from_gzipped_jsonl_multiline_documents_keep_vocab_clean(tmp_path, corpus_texts):
+    path = tmp_path / "corpus.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for text in corpus_texts:
+            f.write(json.dumps({"text": text}) + "\n")
+    assert sum("\n" in t for t in corpus_texts) > 100  # the documents do span lines
+    tok_dir, _ = _train(tmp_path, input=str(path))
+    raw = _check_loads_everywhere(tok_dir, "unigram")
+    assert not [t for t in raw.get_vocab() if "\n" in t]
+
+
+def test_from_parquet_bpe(tmp_path, corpus_texts):
+    path = tmp_path / "corpus.parquet"
+    pq.write_table(pa.table({"body": corpus_texts}), path, row_group_size=100)
+    tok_dir, info = _train(tmp_path, input=str(path), text_field="body", model="bpe")
+    assert info["documents_read"] == len(corpus_texts)
+    _check_loads_everywhere(tok_dir, "bpe")
+
+
+def test_from_saved_datasets_dataset_wordpiece(tmp_path, corpus_texts):
+    import datasets
+
+    saved = tmp_path / "hf"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": corpus_texts})}) \
+        .save_to_disk(str(saved))
+    tok_dir, info = _train(tmp_path, hf_dataset=str(saved), hf_split="train", model="wordpiece")
+    assert info["documents_read"] == len(corpus_texts)
+    _check_loads_everywhere(tok_dir, "wordpiece")
+
+
+def test_max_documents_samples(tmp_path, corpus_texts):
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts))
+    _, info = _train(tmp_path, input=str(path), max_documents=50)
+    assert info["documents_read"] == len(corpus_texts) and info["documents_used"] == 50
+
+
+def test_reservoir_sample_is_uniform():
+    counts = [0] * 10
+    for seed in range(2000):
+        for x in train_tokenizer.reservoir_sample(range(10), 3, seed):
+            counts[x] += 1
+    assert all(500 < c < 700 for c in counts), counts  # expected 600 each
+
+
+def test_bad_input_is_reported_by_file_and_line(tmp_path, corpus_texts, capsys):
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts[:300]))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"text": "fine"}\n{"body": "no text field"}\n{"text": "caf\xe9 latin-1"}\n'
+                    b'{not json\n')
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 this is not parquet")
+    tok_dir, info = _train(tmp_path, input=f"{good},{bad},{broken}")
+    err = capsys.readouterr().err
+    assert f"{bad}:2: missing field 'text'" in err
+    assert f"{bad}:3: invalid UTF-8 at byte" in err
+    assert f"{bad}:4: malformed JSON" in err
+    assert f"{broken}:0: unreadable" in err
+    assert info["documents_rejected"] == 4
+    assert (tmp_path / "tok" / "dead_letter.jsonl").read_text().count("\n") == 4
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    code = train_tokenizer.main(["--input", str(tmp_path / "missing*.txt"),
+                                 "--output_dir", str(tmp_path / "o")])
+    assert code == 2
+    assert capsys.readouterr().err.strip().startswith("error: --input")

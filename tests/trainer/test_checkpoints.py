@@ -1,0 +1,149 @@
+"""Finding and loading checkpoints of fake training runs (tiny models, tiny tokenizers).
+
+`make_training_dir` writes exactly the trainer's layout; test_export.py and test_predict.py
+import it.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from common import fs, tokenizer_files  # noqa: E402
+from trainer import checkpoints  # noqa: E402
+from trainer.model import backbone_config, build_masked_lm  # noqa: E402
+
+MAX_LENGTH = 32
+TINY = dict(num_layers=2, hidden_dim=32, num_heads=2, intermediate_dim=64)
+STEPS = (900, 1000)  # 8-digit names: 1000 must win over 900
+TEXTS = [
+    "The cat sat on the mat.",
+    "The dog sat on the log.",
+    "A bird sang in the tree near the house.",
+    "Paris is the capital of France and Rome is the capital of Italy.",
+    "The quick brown fox jumps over the lazy dog.",
+    "She sells sea shells by the sea shore.",
+    "Models learn to predict the missing word in a sentence.",
+    "The weather today is sunny with a light breeze from the west.",
+] * 5
+
+
+def train_tokenizer(family: str):
+    """A tiny tokenizer with the repo's special tokens: byte-level BPE or WordPiece."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers import trainers
+
+    kind = "bpe" if family == "roberta" else "wordpiece"
+    special = tokenizer_files.SPECIAL_TOKENS[kind]
+    order = list(special.values())  # ids 0..4
+    if kind == "bpe":
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=order,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    else:
+        tokenizer = Tokenizer(models.WordPiece(unk_token=special["unk_token"]))
+        tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece()
+        trainer = trainers.WordPieceTrainer(vocab_size=200, special_tokens=order)
+    tokenizer.train_from_iterator(TEXTS, trainer)
+    cls, sep = special["cls_token"], special["sep_token"]
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B:1 {sep}:1",
+        special_tokens=[(cls, order.index(cls)), (sep, order.index(sep))])
+    return tokenizer, special
+
+
+def randomize(masked_lm, seed: int, scale: float = 0.1) -> None:
+    """Adds noise to every weight (biases, layer norms too) so no test passes by accident."""
+    rng = np.random.default_rng(seed)
+    for variable in masked_lm.weights:
+        noise = rng.normal(0.0, scale, variable.shape).astype("float32")
+        variable.assign(variable.numpy() + noise)
+
+
+def make_training_dir(root: str, family: str):
+    """Writes run_config.json, tokenizer/ and checkpoints/ckpt-*.weights.h5 like the trainer.
+
+    Returns (output_dir, masked_lm) where masked_lm holds the latest checkpoint's weights.
+    """
+    output_dir = os.path.join(root, f"run-{family}")
+    tokenizer, special = train_tokenizer(family)
+    fp = tokenizer_files.save(tokenizer, os.path.join(output_dir, "tokenizer"), special, 512)
+    _, info = tokenizer_files.load(os.path.join(output_dir, "tokenizer"))
+    assert info.fingerprint == fp
+    config = backbone_config(family, "tiny", info.vocab_size, MAX_LENGTH, TINY)
+    fs.write_json(os.path.join(output_dir, "run_config.json"), {
+        "family": family, "size": "tiny", "backbone_config": config, "max_length": MAX_LENGTH,
+        "tokenizer": info.to_dict(), "seed": 1,
+    })
+    masked_lm = build_masked_lm(family, config)
+    os.makedirs(os.path.join(output_dir, "checkpoints"))
+    for step in STEPS:
+        randomize(masked_lm, seed=step)
+        masked_lm.save_weights(os.path.join(output_dir, "checkpoints",
+                                            f"ckpt-{step:08d}.weights.h5"))
+    return output_dir, masked_lm
+
+
+def assert_same_weights(a, b):
+    assert [v.path for v in a.weights] == [v.path for v in b.weights]
+    for x, y in zip(a.weights, b.weights):
+        np.testing.assert_array_equal(x.numpy(), y.numpy(), err_msg=x.path)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("runs"))
+    return {family: make_training_dir(root, family) for family in ("roberta", "bert")}
+
+
+def test_latest_checkpoint_is_highest_step(runs, tmp_path):
+    output_dir, _ = runs["roberta"]
+    latest = checkpoints.latest_checkpoint(output_dir)
+    assert latest.endswith("checkpoints/ckpt-00001000.weights.h5")
+    assert checkpoints.latest_checkpoint(str(tmp_path)) is None
+
+
+@pytest.mark.parametrize("family", ["roberta", "bert"])
+def test_load_output_dir_gives_latest_checkpoint(runs, family):
+    output_dir, trained = runs[family]
+    masked_lm, run_config, tokenizer_dir = checkpoints.load_masked_lm(output_dir)
+    assert type(masked_lm) is type(trained)
+    assert_same_weights(masked_lm, trained)
+    assert run_config["family"] == family
+    assert tokenizer_dir == os.path.join(output_dir, "tokenizer")
+
+
+def test_load_one_checkpoint_file(runs):
+    output_dir, trained = runs["roberta"]
+    path = os.path.join(output_dir, "checkpoints", "ckpt-00000900.weights.h5")
+    masked_lm, run_config, _ = checkpoints.load_masked_lm(path)
+    # The earlier step: weights differ from the latest ones by the last step's noise.
+    first = masked_lm.weights[0].numpy()
+    assert not np.array_equal(first, trained.weights[0].numpy())
+    assert checkpoints.resolve(path).path == path
+    assert run_config["max_length"] == MAX_LENGTH
+
+
+def test_errors_are_one_sentence(runs, tmp_path):
+    output_dir, _ = runs["roberta"]
+    empty_run = tmp_path / "run"
+    empty_run.mkdir()
+    (empty_run / "run_config.json").write_text("{}")
+    cases = {
+        str(tmp_path / "nothing"): "neither a training output dir",
+        str(empty_run): "has no checkpoints/ckpt-*",
+        str(tmp_path / "ckpt-00000001.weights.h5"): "does not exist",
+    }
+    (tmp_path / "nothing").mkdir()
+    for path, message in cases.items():
+        with pytest.raises(checkpoints.ModelNotFoundError, match=message) as error:
+            checkpoints.load_masked_lm(path)
+        assert "\n" not in str(error.value)

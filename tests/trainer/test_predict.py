@@ -1,0 +1,93 @@
+"""Mask filling from training runs and presets: right answers, batching, one-line errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from tests.trainer.test_checkpoints import MAX_LENGTH, make_training_dir  # noqa: E402
+from trainer import export, predict  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEXTS = {
+    "roberta": ["The cat <mask> on the mat.", "<mask> dog sat on the <mask>.", "A <mask>"],
+    "bert": ["the cat [MASK] on the mat.", "[MASK] dog sat on the [MASK].", "a [MASK]"],
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("predict"))
+    return {family: make_training_dir(root, family) for family in ("roberta", "bert")}
+
+
+def expected_top(masked_lm, predictor, text, top_k):
+    """Independent reference: one unpadded row, the full softmax, sorted ids."""
+    ids = predictor.tokenizer.encode(text).ids
+    positions = [p for p, t in enumerate(ids) if t == predictor.info.mask_id]
+    inputs = {"token_ids": np.array([ids], np.int32), "padding_mask": np.ones((1, len(ids)), np.int32),
+              "mask_positions": np.array([positions], np.int32)}
+    if "segment_ids" in masked_lm.input:
+        inputs["segment_ids"] = np.zeros((1, len(ids)), np.int32)
+    logits = np.asarray(masked_lm(inputs, training=False), np.float64)[0]
+    probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    return [[(int(t), probs[m, t]) for t in np.argsort(-probs[m])[:top_k]]
+            for m in range(len(positions))]
+
+
+@pytest.mark.parametrize("family", ["roberta", "bert"])
+def test_predict_matches_the_model_and_batching_changes_nothing(runs, family):
+    run_dir, masked_lm = runs[family]
+    predictor = predict.MaskPredictor(run_dir)
+    results = predictor.predict(TEXTS[family], top_k=4)  # one batch, mixed lengths and masks
+    assert [len(masks) for masks in results] == [1, 2, 1]
+    for text, masks in zip(TEXTS[family], results):
+        expected = expected_top(masked_lm, predictor, text, 4)
+        for candidates, reference in zip(masks, expected):
+            assert [tok for tok, _ in candidates] == [
+                predictor.tokenizer.decode([i], skip_special_tokens=False) for i, _ in reference]
+            np.testing.assert_allclose([s for _, s in candidates], [s for _, s in reference],
+                                       rtol=1e-5)
+
+
+def test_predict_masks_from_preset_equals_checkpoint(runs, tmp_path):
+    run_dir, _ = runs["roberta"]
+    preset = export.export(run_dir, str(tmp_path / "preset"), "keras-hub")["keras-hub"]
+    from_run = predict.predict_masks(run_dir, TEXTS["roberta"][:1], top_k=3)
+    from_preset = predict.predict_masks(preset, TEXTS["roberta"][:1], top_k=3)
+    assert len(from_run[0][0]) == 3
+    assert [t for t, _ in from_run[0][0]] == [t for t, _ in from_preset[0][0]]
+    np.testing.assert_allclose([s for _, s in from_run[0][0]], [s for _, s in from_preset[0][0]],
+                               rtol=1e-6)
+
+
+def test_input_errors(runs):
+    predictor = predict.MaskPredictor(runs["roberta"][0])
+    assert predictor.mask_token == "<mask>"
+    with pytest.raises(predict.InputError, match="text 2 has no <mask> token"):
+        predictor.predict(["a <mask>", "BERT style [MASK] is not this tokenizer's"])
+    with pytest.raises(predict.InputError, match=f"at most {MAX_LENGTH}"):
+        predictor.predict(["<mask> " + "word " * MAX_LENGTH])
+    assert predictor._masked_lm is None  # refused before loading the model
+
+
+def test_cli(runs, capsys):
+    assert predict.main(["--model", runs["bert"][0], "the [MASK] sat.", "--top_k", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["[1] the [MASK] sat.", "  mask 1:"] and len(out) == 4
+
+
+def test_cli_error_is_one_line_with_exit_code_2(runs):
+    """A real process: no traceback and no TensorFlow noise (the model is never loaded)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer.predict", "--model", runs["roberta"][0], "no mask here"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: text 1 has no <mask> token: 'no mask here'"]
