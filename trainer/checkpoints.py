@@ -78,9 +78,11 @@ def latest_checkpoint(output_dir: str) -> str | None:
 def resolve(path: str) -> ModelSource:
     """Finds what `path` is (see the module docstring); raises ModelNotFoundError if nothing."""
     path = path.rstrip("/")
-    if path.endswith(CHECKPOINT_SUFFIX):
-        if not fs.exists(path):
-            raise ModelNotFoundError(f"checkpoint {path} does not exist.")
+    is_file = path.endswith(CHECKPOINT_SUFFIX)
+    # gs:// has no folder objects to test for; only files are checked there.
+    if (is_file or not fs.is_remote(path)) and not fs.exists(path):
+        raise ModelNotFoundError(f"{path} does not exist.")
+    if is_file:
         # The file lies in {output_dir}/checkpoints/: the run config is two levels up.
         output_dir = posixpath.dirname(posixpath.dirname(path)) or "."
         return _checkpoint_source(path, output_dir)

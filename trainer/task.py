@@ -129,7 +129,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
         masked_lm = model.build_masked_lm(config.family, backbone)
         trainer_model = MaskedLMTrainer(masked_lm, spec, seed=config.seed,
                                         eval_seed=config.eval_seed,
-                                        xla_masking=cpu_replicas and not jit)
+                                        xla_masking=not jit)  # same masks as a jit step
         dummy = {"input_ids": keras.ops.ones((1, max_length), "int32"),
                  "attention_mask": keras.ops.ones((1, max_length), "int32")}
         trainer_model(dummy)  # build, so BackupAndRestore can load into it

@@ -86,7 +86,11 @@ def _patch_emulator_once() -> None:
 
 
 def _start_emulator(bucket: str, stack: contextlib.ExitStack) -> int:
-    """Starts the emulator on a free port and returns the port."""
+    """Starts the emulator on a free port and returns the port.
+
+    Reaches into the emulator's server thread (`_api`, `_httpd`): it has no public way to bind
+    port 0 or to run as a daemon. gcp-storage-emulator is pinned in setup.py's test extra.
+    """
     from gcp_storage_emulator.server import create_server
 
     _patch_emulator_once()

@@ -1,75 +1,8 @@
-"""Tiny tokenizer and shard folders for trainer tests (written with common/'s own writers)."""
+"""Fixtures of the trainer tests; the data helpers live in tests/trainer/mlm_data.py."""
 
-from __future__ import annotations
-
-import os
-
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import numpy as np
 import pytest
 
-from common import manifest, schema, shards, tokenizer_files
-
-SPECIALS = tokenizer_files.SPECIAL_TOKENS["wordpiece"]  # [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4
-NUM_WORDS = 95  # vocabulary 100: 5 special tokens + w0..w94
-SEQ_LEN = 32
-
-
-def make_tokenizer(path) -> tokenizer_files.TokenizerInfo:
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    vocab = {tok: i for i, tok in enumerate(SPECIALS[r] for r in
-                                            ("pad_token", "unk_token", "cls_token",
-                                             "sep_token", "mask_token"))}
-    vocab.update({f"w{i}": 5 + i for i in range(NUM_WORDS)})
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer_files.save(tok, str(path), SPECIALS, model_max_length=SEQ_LEN)
-    return tokenizer_files.load(str(path))[1]
-
-
-def repetitive_sequences(num: int, seed: int, length: int = SEQ_LEN):
-    """[CLS] w_k w_k+1 ... [SEP] [PAD]...: each word predicts its neighbours (learnable)."""
-    rng = np.random.default_rng(seed)
-    ids = np.zeros((num, length), np.int64)
-    mask = np.zeros((num, length), np.int64)
-    for row in range(num):
-        n = int(rng.integers(length // 2, length - 1))  # words, leaves room for CLS/SEP
-        start = int(rng.integers(0, NUM_WORDS))
-        ids[row, 0], ids[row, n + 1] = 2, 3
-        ids[row, 1:n + 1] = 5 + (start + np.arange(n)) % NUM_WORDS
-        mask[row, : n + 2] = 1
-    return ids, mask
-
-
-def write_split(split_dir: str, ids, mask, info, num_shards: int = 4, split: str = "train",
-                marker: bool = True, seed_format: bool = False) -> list[str]:
-    """Writes shards (ours + manifest + marker, or the seed's names); returns their paths."""
-    import tensorflow as tf
-
-    tf.io.gfile.makedirs(split_dir)
-    parts = np.array_split(np.arange(len(ids)), num_shards)
-    paths, shard_entries = [], []
-    for index, rows in enumerate(parts):
-        name = (f"dataset-{index}-{len(rows)}.tfrecord" if seed_format
-                else shards.shard_name(split, index, len(rows)))
-        path = f"{split_dir.rstrip('/')}/{name}"
-        with tf.io.TFRecordWriter(path) as writer:
-            for r in rows:
-                writer.write(schema.encode_example(ids[r], mask[r]))
-        paths.append(path)
-        shard_entries.append(manifest.Shard(name, len(rows), int(mask[rows].sum())))
-    if not seed_format:
-        found = manifest.Manifest(
-            split=split, max_length=ids.shape[1], num_examples=len(ids),
-            num_tokens=int(mask.sum()), shards=shard_entries, tokenizer=info.to_dict(),
-            pipeline_args={}, accounting={})
-        digest = manifest.write_manifest(split_dir, found)
-        if marker:
-            manifest.write_marker(split_dir, digest)
-    return paths
+from tests.trainer.mlm_data import make_tokenizer, repetitive_sequences, write_split
 
 
 @pytest.fixture(scope="session")
@@ -84,13 +17,19 @@ def corpus(tmp_path_factory):
             "train": str(root / "train"), "eval": str(root / "eval")}
 
 
-TINY = '{"num_layers": 1, "num_heads": 2, "hidden_dim": 32, "intermediate_dim": 64}'
 
 
-def task_args(corpus, output_dir, *extra) -> list[str]:
-    """Flags for a tiny, fast run on the corpus fixture."""
-    return ["--train_data", corpus["train"], "--eval_data", corpus["eval"],
-            "--tokenizer", corpus["tokenizer"], "--output_dir", str(output_dir),
-            "--model", "tiny", "--config", TINY, "--strategy", "cpu",
-            "--per_replica_batch_size", "16", "--learning_rate", "3e-3", "--verbose", "0",
-            *extra]
+def _split_cpu_for_mirrored_tests():
+    """Two logical CPUs for the MirroredStrategy test: only possible before TensorFlow
+    initialises its devices, i.e. at collection time, before any test runs."""
+    import tensorflow as tf
+
+    try:
+        tf.config.set_logical_device_configuration(
+            tf.config.list_physical_devices("CPU")[0],
+            [tf.config.LogicalDeviceConfiguration()] * 2)
+    except RuntimeError:  # already initialised: the test then fails with a clear message
+        pass
+
+
+_split_cpu_for_mirrored_tests()

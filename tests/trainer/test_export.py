@@ -138,7 +138,11 @@ def test_bert_logits_close_as_shipped(exported):
     diff = np.abs(keras_logits - hf_logits).max()
     print(f"bert max abs logit difference (as shipped): {diff:.2e}")
     assert diff <= BERT_SHIPPED_TOLERANCE
-    np.testing.assert_array_equal(keras_logits.argmax(-1), hf_logits.argmax(-1))
+    # Same top token wherever the top two are further apart than the tolerance.
+    top2 = np.sort(keras_logits, -1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 2 * BERT_SHIPPED_TOLERANCE
+    assert clear.mean() > 0.5
+    np.testing.assert_array_equal(keras_logits.argmax(-1)[clear], hf_logits.argmax(-1)[clear])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -152,11 +156,33 @@ def test_fill_mask_pipeline_agrees_with_predict(exported, family):
     np.testing.assert_allclose([c["score"] for c in hf_top], [s for _, s in ours], atol=1e-3)
 
 
+def test_hf_export_from_the_preset_is_the_same(exported, tmp_path):
+    """Variable paths do not depend on how the model was built (checkpoint or preset)."""
+    from safetensors.numpy import load_file
+
+    case = exported["bert"]
+    again = export.export(case["paths"]["keras-hub"], str(tmp_path), "hf")["hf"]
+    first = load_file(os.path.join(case["paths"]["hf"], "model.safetensors"))
+    second = load_file(os.path.join(again, "model.safetensors"))
+    assert first.keys() == second.keys()
+    for name in first:
+        np.testing.assert_array_equal(first[name], second[name], err_msg=name)
+
+
 def test_weight_table_must_cover_the_model(exported, monkeypatch):
     table, prefix = export.WEIGHT_TABLES["roberta"]
     monkeypatch.setitem(export.WEIGHT_TABLES, "roberta", (table[:-1], prefix))
     with pytest.raises(export.ExportError, match="unlisted variables.*mlm_head/output_bias"):
         export.hf_state_dict(exported["roberta"]["keras"], "roberta", pad_id=1)
+
+
+def test_refuses_a_tokenizer_that_is_not_the_trained_one(exported):
+    import dataclasses
+
+    source = checkpoints.resolve(exported["roberta"]["run"])
+    run_config = {**source.run_config, "tokenizer": {"fingerprint": "0" * 64}}
+    with pytest.raises(export.ExportError, match="not the tokenizer the model was trained with"):
+        export._tokenizer_info(dataclasses.replace(source, run_config=run_config))
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):

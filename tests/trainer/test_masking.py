@@ -110,12 +110,16 @@ def test_short_sequences_still_get_masked_at_the_expected_rate():
     assert abs(out["mask_weights"].numpy().sum() / (2 * 4000) - 0.15) < 0.02
 
 
-def test_compiles_with_xla_and_matches_the_eager_result():
+def test_compiles_with_xla_and_is_deterministic():
+    """(XLA and TensorFlow kernels draw different Philox streams from one seed, so the
+    trainer always masks inside XLA; here: compiled twice gives the same masks.)"""
     ids, mask = _batch(32, 128)
     seed = step_seed(3, 11, 1)
     compiled = tf.function(lambda i, m, s: mask_tokens(i, m, s, SPEC), jit_compile=True)
     hlo = compiled.experimental_get_compiler_ir(ids, mask, seed)(stage="hlo")
     assert "ENTRY" in hlo
-    eager = mask_tokens(ids, mask, seed, SPEC)
-    for key, value in compiled(ids, mask, seed).items():
-        np.testing.assert_array_equal(value.numpy(), eager[key].numpy())
+    first, second = compiled(ids, mask, seed), compiled(ids, mask, seed)
+    for key, value in first.items():
+        assert value.shape[0] == 32
+        np.testing.assert_array_equal(value.numpy(), second[key].numpy())
+    assert first["mask_positions"].shape[1] == SPEC.max_predictions(128) == 20

@@ -1,0 +1,77 @@
+"""Prepare-pipeline throughput against its ceiling, the tokenizer's own encode_batch.
+
+    python -m benchmarks.bench_prepare [--corpus_mb 20] [--workers N] [--out bench_out/prepare]
+
+Runs, on the same corpus (docstrings of installed packages, no download): (a) the fast
+tokenizer's encode_batch over every document (the ceiling: all cores, no I/O, nothing
+written) and (b) the full prepare pipeline on Beam's local runner with one worker process
+per core; prints tokens/s of each and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from beam_pipelines import demo_corpus, prepare, train_tokenizer
+from common import manifest, tokenizer_files
+
+
+def ceiling(corpus: str, tokenizer_dir: str, batch_chars: int) -> tuple[int, float]:
+    tokenizer, _ = tokenizer_files.load(tokenizer_dir)
+    with open(corpus, encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for line in f]
+    start, tokens, batch, size = time.perf_counter(), 0, [], 0
+    for text in texts + [None]:
+        if text is not None:
+            batch.append(text)
+            size += len(text)
+        if batch and (text is None or size >= batch_chars):
+            tokens += sum(len(e.ids) for e in tokenizer.encode_batch_fast(batch))
+            batch, size = [], 0
+    return tokens, time.perf_counter() - start
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus_mb", type=float, default=20)
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--out", default="bench_out/prepare")
+    parser.add_argument("--model", default="unigram")
+    args = parser.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    corpus = os.path.join(args.out, f"corpus-{args.corpus_mb:g}mb.jsonl")
+    if not os.path.exists(corpus):
+        demo_corpus.write_corpus(corpus, int(args.corpus_mb * 1e6))
+    tok_dir = os.path.join(args.out, f"tokenizer-{args.model}")
+    if not os.path.exists(os.path.join(tok_dir, "tokenizer.json")):
+        train_tokenizer.train(train_tokenizer.TokenizerConfig(
+            output_dir=tok_dir, input=corpus, model=args.model, vocab_size=25000,
+            max_documents=20000))
+    mb = os.path.getsize(corpus) / 1e6
+    tokens, seconds = ceiling(corpus, tok_dir, 1_000_000)
+    print(f"(a) encode_batch ceiling: {tokens:,} tokens in {seconds:.1f} s = "
+          f"{tokens / seconds:,.0f} tokens/s ({mb:.1f} MB, {os.cpu_count()} cores)", flush=True)
+    out = os.path.join(args.out, "prepared")
+    start = time.perf_counter()
+    code = prepare.run(["--input", corpus, "--tokenizer", tok_dir, "--output_dir", out,
+                        "--max_length", "128", "--validation_fraction", "0.01",
+                        "--runner=FnApiRunner", "--direct_running_mode=multi_processing",
+                        f"--direct_num_workers={args.workers}"])
+    wall = time.perf_counter() - start
+    if code:
+        return code
+    tokens_in = sum(manifest.read_manifest(os.path.join(out, s)).accounting["split"]["tokens_in"]
+                    for s in ("train", "validation"))
+    assert tokens_in == tokens, (tokens_in, tokens)
+    print(f"(b) prepare pipeline ({args.workers} worker processes, wall incl. start-up): "
+          f"{tokens_in:,} tokens in {wall:.1f} s = {tokens_in / wall:,.0f} tokens/s")
+    print(f"ratio (b)/(a) = {seconds / wall:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

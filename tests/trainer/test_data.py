@@ -1,0 +1,115 @@
+"""Split validation (manifest and seed format) and the deterministic, resumable tf.data input."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common.manifest import ManifestError
+from trainer import data
+
+from tests.trainer.mlm_data import make_tokenizer, repetitive_sequences, write_split
+
+
+@pytest.fixture(scope="module")
+def info(tmp_path_factory):
+    return make_tokenizer(tmp_path_factory.mktemp("tok"))
+
+
+def _unique_rows(num=200):
+    """Rows made distinct by their first two words, so rows identify examples."""
+    ids, mask = repetitive_sequences(num, seed=3)
+    ids[:, 1], ids[:, 2] = 5 + np.arange(num) % 95, 5 + np.arange(num) // 95
+    return ids, mask
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory, info):
+    path = str(tmp_path_factory.mktemp("split"))
+    write_split(path, *_unique_rows(), info, num_shards=4)
+    return data.resolve_split(path, info)
+
+
+def test_manifest_split_is_read(split):
+    assert split.num_examples == 200 and split.max_length == 32 and len(split.files) == 4
+
+
+@pytest.mark.parametrize("problem, message", [
+    ("no_marker", "_COMPLETE"),
+    ("length", "length 32, but 64"),
+    ("tokenizer", "another tokenizer"),
+    ("vocab", "vocabulary size"),
+    ("empty", "no manifest.json and no"),
+])
+def test_bad_splits_are_refused_with_one_reason(tmp_path, info, problem, message):
+    import dataclasses
+
+    path = str(tmp_path / "split")
+    ids, mask = repetitive_sequences(20, seed=0)
+    tmp_path.joinpath("split").mkdir()
+    if problem != "empty":
+        write_split(path, ids, mask, info, num_shards=2, marker=problem != "no_marker")
+    asked = info
+    if problem == "tokenizer":
+        asked = dataclasses.replace(info, fingerprint="0" * 64)
+    if problem == "vocab":
+        asked = dataclasses.replace(info, vocab_size=123)
+    with pytest.raises(ManifestError, match=message):
+        data.resolve_split(path, asked, max_length=64 if problem == "length" else None)
+
+
+def test_seed_format_is_counted_from_names(tmp_path, info):
+    ids, mask = repetitive_sequences(30, seed=0)
+    write_split(str(tmp_path), ids, mask, info, num_shards=3, seed_format=True)
+    source = data.resolve_split(str(tmp_path), info)
+    assert source.counts == (10, 10, 10) and source.max_length == 32
+    assert [f.rsplit("/", 1)[1] for f in source.files][0] == "dataset-0-10.tfrecord"
+    with pytest.raises(ManifestError, match="length 32, but 16"):
+        data.resolve_split(str(tmp_path), info, max_length=16)
+    small = info.__class__(info.fingerprint, 50, info.special_token_ids)
+    with pytest.raises(ManifestError, match="outside the tokenizer's vocabulary"):
+        data.resolve_split(str(tmp_path), small)
+
+
+def _take(dataset, n):
+    return [b["input_ids"].numpy() for b in dataset.take(n)]
+
+
+def test_batches_are_parsed_int32_and_full(split):
+    batch = next(iter(data.train_dataset(split, 8, seed=0)))
+    assert batch["input_ids"].dtype == tf.int32 and batch["input_ids"].shape == (8, 32)
+    assert set(np.unique(batch["attention_mask"].numpy())) <= {0, 1}
+
+
+def test_order_is_deterministic_reshuffled_per_epoch_and_resumable(split):
+    epoch_batches = 200 // 8  # 25
+    run = _take(data.train_dataset(split, 8, seed=5, shuffle_buffer=64), 60)
+    again = _take(data.train_dataset(split, 8, seed=5, shuffle_buffer=64), 60)
+    other = _take(data.train_dataset(split, 8, seed=6, shuffle_buffer=64), 1)
+    assert all((a == b).all() for a, b in zip(run, again))
+    assert not (run[0] == other[0]).all()
+    # Every example once per epoch, a new order the next epoch.
+    first_epoch = np.concatenate(run[:epoch_batches])
+    expected = _unique_rows()[0]
+    assert sorted(map(tuple, first_epoch)) == sorted(map(tuple, expected))
+    assert not (run[0] == run[epoch_batches]).all()
+    # Resuming at step 37 yields exactly what the uninterrupted stream had there.
+    resumed = _take(data.train_dataset(split, 8, seed=5, start_step=37, shuffle_buffer=64), 23)
+    assert all((a == b).all() for a, b in zip(run[37:], resumed))
+
+
+def test_each_input_pipeline_reads_only_its_files(split):
+    seen = []
+    for pipeline in range(2):
+        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline,
+                                             num_replicas_in_sync=2)
+        dataset = data.train_dataset_fn(split, 4, seed=0)(context)
+        seen.append({tuple(r) for b in _take(dataset, 25) for r in b})
+    # Two shards of 50 rows each per pipeline: each reads its 100 rows, none of the other's.
+    assert len(seen[0]) == len(seen[1]) == 100 and not seen[0] & seen[1]
+
+
+def test_eval_is_one_fixed_pass(split):
+    one = _take(data.eval_dataset(split, 16), 100)
+    two = _take(data.eval_dataset(split, 16), 100)
+    assert len(one) == 200 // 16 and all((a == b).all() for a, b in zip(one, two))
+    assert len(_take(data.eval_dataset(split, 16, max_batches=3), 100)) == 3

@@ -1,0 +1,28 @@
+"""Strategy selection without accelerators: CPU default, one clear message for a missing TPU/GPU."""
+
+import pytest
+import tensorflow as tf
+
+from trainer.strategy import StrategyError, runs_on_cpu_replicas, select_strategy
+
+
+def test_cpu_and_auto_give_the_default_strategy_here():
+    for kind in ("cpu", "auto"):
+        strategy = select_strategy(kind)
+        assert strategy.num_replicas_in_sync == 1 and not runs_on_cpu_replicas(strategy)
+
+
+@pytest.mark.parametrize("tpu", [None, "local"])
+def test_missing_tpu_is_one_clear_message(tpu):
+    with pytest.raises(StrategyError) as err:
+        select_strategy("tpu", tpu=tpu)
+    message = str(err.value)
+    assert message.startswith("cannot use TPU 'local'") and "--strategy gpu or cpu" in message
+    assert "\n" not in message
+
+
+def test_missing_gpu_is_one_clear_message():
+    if tf.config.list_logical_devices("GPU"):
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(StrategyError, match="sees no GPU"):
+        select_strategy("gpu")

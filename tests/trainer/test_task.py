@@ -1,0 +1,154 @@
+"""End to end: the CLI trains a tiny model, writes the output contract, resumes exactly after
+an interruption, runs under MirroredStrategy, and rejects bad input with one line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.trainer.mlm_data import task_args
+from trainer import task
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STEPS = ["--train_steps", "120", "--eval_every", "40", "--save_every", "40"]
+
+
+def _history(output_dir):
+    return json.loads((output_dir / "history.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def full_run(corpus, tmp_path_factory):
+    output_dir = tmp_path_factory.mktemp("full")
+    assert task.main(task_args(corpus, output_dir, *STEPS, "--keep_checkpoints", "2")) == 0
+    return output_dir
+
+
+def test_eval_loss_falls_clearly(full_run):
+    evals = [e["eval_loss"] for e in _history(full_run) if "eval_loss" in e]
+    assert len(evals) == 3
+    assert evals[-1] < evals[0] - 0.4, evals
+    assert evals[-1] < np.log(95) - 0.4  # well below guessing among the 95 words
+    metrics = json.loads((full_run / "metrics.json").read_text())
+    assert metrics["steps"] == 120 and metrics["eval_loss"] == evals[-1]
+    assert metrics["eval_perplexity"] == pytest.approx(np.exp(evals[-1]), rel=1e-4)
+    assert 0 < metrics["eval_accuracy"] <= 1 and metrics["examples_per_second"] > 0
+
+
+def test_output_dir_follows_the_export_contract(full_run, corpus):
+    from trainer.model import build_masked_lm
+
+    run_config = json.loads((full_run / "run_config.json").read_text())
+    assert run_config["family"] == "roberta" and run_config["size"] == "tiny"
+    assert run_config["max_length"] == 32 and run_config["seed"] == 42
+    assert run_config["tokenizer"] == corpus["info"].to_dict()
+    assert run_config["backbone_config"]["hidden_dim"] == 32
+    assert sorted(os.listdir(full_run / "tokenizer")) == [
+        "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
+    assert sorted(os.listdir(full_run / "checkpoints")) == [  # keep_checkpoints 2
+        "ckpt-00000080.weights.h5", "ckpt-00000120.weights.h5"]
+    assert os.listdir(full_run / "logs" / "train") and os.listdir(full_run / "logs" / "validation")
+    assert (full_run / "backup" / "latest.weights.h5").exists()
+    steps = [e["step"] for e in _history(full_run)]
+    assert steps == [40, 80, 120]
+    assert {"loss", "accuracy", "perplexity", "learning_rate", "examples_per_second"} <= set(
+        _history(full_run)[0])
+
+    masked_lm = build_masked_lm(run_config["family"], run_config["backbone_config"])
+    fresh = masked_lm.get_weights()
+    masked_lm.load_weights(str(full_run / "checkpoints" / "ckpt-00000120.weights.h5"))
+    changed = [not np.allclose(a, b) for a, b in zip(fresh, masked_lm.get_weights())]
+    assert sum(changed) > len(changed) // 2
+
+
+class Preempted(Exception):
+    pass
+
+
+class PreemptAt:
+    """Raises at the end of the interval that reaches `step` (after the backup is written)."""
+
+    def __new__(cls, step):
+        import keras
+
+        class _Callback(keras.callbacks.Callback):
+            def on_epoch_end(self, epoch, logs=None):
+                if int(self.model.optimizer.iterations.numpy()) >= step:
+                    raise Preempted(step)
+        return _Callback()
+
+
+def test_interrupted_run_resumes_where_it_stopped(full_run, corpus, tmp_path):
+    args = task_args(corpus, tmp_path, *STEPS, "--keep_checkpoints", "2")
+    with pytest.raises(Preempted):
+        task.run(task.parse_args(args), extra_callbacks=[PreemptAt(40)])
+    assert [e["step"] for e in _history(tmp_path)] == [40]
+    task.run(task.parse_args(args))  # the same command again
+    resumed, uninterrupted = _history(tmp_path), _history(full_run)
+    assert [e["step"] for e in resumed] == [40, 80, 120]
+    for key in ("loss", "eval_loss", "learning_rate"):
+        np.testing.assert_allclose([e[key] for e in resumed],
+                                   [e[key] for e in uninterrupted], rtol=2e-4, err_msg=key)
+    # Running the finished command once more changes nothing.
+    before = (tmp_path / "metrics.json").read_text()
+    assert task.main(args) == 0 and (tmp_path / "metrics.json").read_text() == before
+
+
+def test_mirrored_strategy_over_two_logical_cpus(corpus, tmp_path):
+    args = task_args(corpus, tmp_path, "--train_steps", "40", "--eval_every", "20",
+                     "--save_every", "20", "--cpu_replicas", "2",
+                     "--per_replica_batch_size", "8")
+    metrics = task.run(task.parse_args(args))
+    run_config = json.loads((tmp_path / "run_config.json").read_text())
+    assert run_config["replicas"] == 2 and run_config["global_batch_size"] == 16
+    assert run_config["jit_compile"] is False  # keras#19005; masking itself is XLA-compiled
+    evals = [e["eval_loss"] for e in _history(tmp_path) if "eval_loss" in e]
+    assert np.isfinite(evals).all() and evals[-1] < evals[0]
+    assert metrics["steps"] == 40
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "trainer.task", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_cli_rejects_incomplete_data_with_one_line(corpus, tmp_path):
+    from tests.trainer.mlm_data import repetitive_sequences, write_split
+
+    bad = tmp_path / "unfinished"
+    write_split(str(bad), *repetitive_sequences(64, seed=0), corpus["info"], marker=False)
+    args = task_args(corpus, tmp_path / "out", "--train_steps", "5")
+    args[args.index("--train_data") + 1] = str(bad)
+    proc = _cli(*args)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+    assert len(lines) == 1 and "_COMPLETE" in lines[0] and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("problem", ["length", "tokenizer", "output_dir"])
+def test_mismatches_exit_2_with_one_line(corpus, tmp_path, capsys, problem):
+    from tests.trainer.mlm_data import make_tokenizer
+
+    args = task_args(corpus, tmp_path / "out", "--train_steps", "5")
+    if problem == "length":
+        args += ["--max_length", "64"]
+        expected = "length 32, but 64"
+    elif problem == "tokenizer":
+        (tmp_path / "tok").mkdir()
+        make_tokenizer(tmp_path / "tok")
+        (tmp_path / "tok" / "tokenizer.json").write_text(
+            (tmp_path / "tok" / "tokenizer.json").read_text().replace('"w1"', '"w1x"'))
+        args[args.index("--tokenizer") + 1] = str(tmp_path / "tok")
+        expected = "another tokenizer"
+    else:
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out" / "run_config.json").write_text(json.dumps(
+            {"family": "bert", "backbone_config": {}, "max_length": 32, "tokenizer": {},
+             "seed": 42}))
+        expected = "holds a run with another family"
+    assert task.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0], err
