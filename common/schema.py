@@ -43,28 +43,46 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _packed_varints(values: np.ndarray) -> bytes:
-    """Packed varint encoding of non-negative int64s, vectorised for values < 2**28."""
+def _packed_rows(values: np.ndarray) -> list[bytes]:
+    """Packed varint encoding of each row of a non-negative int array, vectorised over the
+    whole array (the per-value Python loop was 150 us a record)."""
     values = np.asarray(values, dtype=np.int64)
     if values.size and (values.min() < 0 or values.max() >= 1 << 28):
-        return b"".join(_varint(int(v) if v >= 0 else int(v) + (1 << 64)) for v in values)
-    nbytes = 1 + (values >= 1 << 7) + (values >= 1 << 14) + (values >= 1 << 21)
-    groups = np.stack([(values >> (7 * k)) & 0x7F for k in range(4)], axis=1)
-    continuation = np.arange(4)[None, :] < (nbytes[:, None] - 1)
-    groups = groups | (continuation * 0x80)
-    keep = np.arange(4)[None, :] < nbytes[:, None]
-    return groups[keep].astype(np.uint8).tobytes()
+        to_u64 = lambda v: int(v) if v >= 0 else int(v) + (1 << 64)  # noqa: E731
+        return [b"".join(_varint(to_u64(v)) for v in row) for row in values]
+    nbytes = 1 + (values >= 1 << 7) + (values >= 1 << 14) + (values >= 1 << 21)  # [n, L]
+    groups = np.stack([(values >> (7 * k)) & 0x7F for k in range(4)], axis=-1)  # [n, L, 4]
+    slot = np.arange(4)
+    groups |= (slot < nbytes[..., None] - 1) * 0x80  # continuation bits
+    flat = groups[slot < nbytes[..., None]].astype(np.uint8).tobytes()
+    ends = np.cumsum(nbytes.sum(axis=1))
+    starts = ends - nbytes.sum(axis=1)
+    return [flat[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
 
 
 def _length_delimited(field_number: int, payload: bytes) -> bytes:
     return _varint((field_number << 3) | 2) + _varint(len(payload)) + payload
 
 
-def _int64_feature_entry(name: str, values: np.ndarray) -> bytes:
-    int64_list = _length_delimited(1, _packed_varints(values))  # Int64List.value (packed)
+def _feature_entry(name: bytes, packed: bytes) -> bytes:
+    int64_list = _length_delimited(1, packed)  # Int64List.value (packed)
     feature = _length_delimited(3, int64_list)  # Feature.int64_list
-    entry = _length_delimited(1, name.encode()) + _length_delimited(2, feature)
-    return _length_delimited(1, entry)  # Features.feature map entry
+    entry = _length_delimited(1, name) + _length_delimited(2, feature)
+    return _length_delimited(1, entry)  # one Features.feature map entry
+
+
+def encode_examples(input_ids: np.ndarray, attention_mask: np.ndarray) -> list[bytes]:
+    """Serializes rows [n, max_length]; each equals `tf.train.Example(...).SerializeToString()`."""
+    input_ids, attention_mask = np.asarray(input_ids), np.asarray(attention_mask)
+    if input_ids.shape != attention_mask.shape:
+        raise ValueError(
+            f"input_ids has shape {input_ids.shape} but attention_mask has {attention_mask.shape}"
+        )
+    names = (INPUT_IDS.encode(), ATTENTION_MASK.encode())
+    return [
+        _length_delimited(1, _feature_entry(names[0], ids) + _feature_entry(names[1], mask))
+        for ids, mask in zip(_packed_rows(input_ids), _packed_rows(attention_mask))
+    ]
 
 
 def encode_example(input_ids, attention_mask) -> bytes:
@@ -73,7 +91,4 @@ def encode_example(input_ids, attention_mask) -> bytes:
         raise ValueError(
             f"input_ids has {len(input_ids)} ids but attention_mask has {len(attention_mask)}"
         )
-    features = _int64_feature_entry(INPUT_IDS, input_ids) + _int64_feature_entry(
-        ATTENTION_MASK, attention_mask
-    )
-    return _length_delimited(1, features)  # Example.features
+    return encode_examples(np.asarray([input_ids]), np.asarray([attention_mask]))[0]

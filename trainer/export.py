@@ -78,7 +78,7 @@ def _heads_out_kernel(w, ctx):  # EinsumDense (heads, head_dim, hidden) -> (hidd
 def _roberta_positions(w, ctx):
     # HF RoBERTa numbers positions from pad_id + 1 (pad tokens get position pad_id), so its
     # table has pad_id + 1 leading rows that keras-hub's table does not have.
-    return np.concatenate([np.zeros((ctx.pad_id, w.shape[1]), w.dtype), w])
+    return np.concatenate([np.zeros((ctx.pad_id + 1, w.shape[1]), w.dtype), w])
 
 
 def _zero_token_type(w, ctx):

@@ -42,3 +42,12 @@ def test_parse_rejects_wrong_length():
 def test_mismatched_lengths_are_refused():
     with pytest.raises(ValueError, match="attention_mask"):
         schema.encode_example([1, 2, 3], [1, 1])
+
+
+def test_batch_encoder_matches_tf_example_row_by_row():
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, 300_000, size=(20, 33))
+    ids[3, :5] = [0, 127, 128, 16383, 16384]  # varint byte-length boundaries
+    masks = (rng.random((20, 33)) < 0.9).astype(np.int64)
+    encoded = schema.encode_examples(ids, masks)
+    assert encoded == [_tf_example(i.tolist(), m.tolist()) for i, m in zip(ids, masks)]

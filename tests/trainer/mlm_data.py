@@ -72,7 +72,7 @@ def write_split(split_dir: str, ids, mask, info, num_shards: int = 4, split: str
     return paths
 
 
-TINY = os.environ.get("T_TINY", '{"num_layers": 1, "num_heads": 2, "hidden_dim": 32, "intermediate_dim": 64}')
+TINY = '{"num_layers": 1, "num_heads": 2, "hidden_dim": 64, "intermediate_dim": 128}'
 
 
 def task_args(corpus, output_dir, *extra) -> list[str]:
@@ -80,5 +80,5 @@ def task_args(corpus, output_dir, *extra) -> list[str]:
     return ["--train_data", corpus["train"], "--eval_data", corpus["eval"],
             "--tokenizer", corpus["tokenizer"], "--output_dir", str(output_dir),
             "--model", "tiny", "--config", TINY, "--strategy", "cpu",
-            "--per_replica_batch_size", "16", "--learning_rate", os.environ.get("T_LR", "1e-2"), "--verbose", "0",
+            "--per_replica_batch_size", "16", "--learning_rate", "1e-2", "--verbose", "0",
             *extra]

@@ -30,8 +30,8 @@ def full_run(corpus, tmp_path_factory):
 def test_eval_loss_falls_clearly(full_run):
     evals = [e["eval_loss"] for e in _history(full_run) if "eval_loss" in e]
     assert len(evals) == 3
-    assert evals[-1] < evals[0] - 0.4, evals
-    assert evals[-1] < np.log(95) - 0.4  # well below guessing among the 95 words
+    assert evals[-1] < evals[0] - 0.5, evals
+    assert evals[-1] < np.log(95) - 1.0  # well below guessing among the 95 words
     metrics = json.loads((full_run / "metrics.json").read_text())
     assert metrics["steps"] == 120 and metrics["eval_loss"] == evals[-1]
     assert metrics["eval_perplexity"] == pytest.approx(np.exp(evals[-1]), rel=1e-4)
@@ -45,7 +45,7 @@ def test_output_dir_follows_the_export_contract(full_run, corpus):
     assert run_config["family"] == "roberta" and run_config["size"] == "tiny"
     assert run_config["max_length"] == 32 and run_config["seed"] == 42
     assert run_config["tokenizer"] == corpus["info"].to_dict()
-    assert run_config["backbone_config"]["hidden_dim"] == 32
+    assert run_config["backbone_config"]["hidden_dim"] == 64
     assert sorted(os.listdir(full_run / "tokenizer")) == [
         "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
     assert sorted(os.listdir(full_run / "checkpoints")) == [  # keep_checkpoints 2
