@@ -37,8 +37,9 @@ class MaskedLMTrainer(keras.Model):
         spec: a `MaskingSpec` (vocabulary size, special ids, rates).
         seed: masking seed for training (combined with step and replica).
         eval_seed: masking seed for evaluation (combined with the batch's tokens).
-        xla_masking: compile the masking function on its own with XLA; for when the whole
-            step cannot be (MirroredStrategy on logical CPUs, keras#19005, FACTS.md).
+        xla_masking: compile the masking function on its own with XLA, for when the step
+            itself is not (MirroredStrategy on logical CPUs, keras#19005, FACTS.md): XLA and
+            TensorFlow kernels draw different random streams, so masks then match a jit step.
     """
 
     def __init__(self, masked_lm, spec: MaskingSpec, seed: int = 0, eval_seed: int = 1234,

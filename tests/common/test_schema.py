@@ -10,7 +10,7 @@ def _tf_example(ids, mask):
         schema.INPUT_IDS: tf.train.Feature(int64_list=tf.train.Int64List(value=ids)),
         schema.ATTENTION_MASK: tf.train.Feature(int64_list=tf.train.Int64List(value=mask)),
     }
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(deterministic=True)
 
 
 @pytest.mark.parametrize("high", [2, 130, 20_000, 3_000_000, 2**40])

@@ -1,0 +1,81 @@
+# Two commands for a newcomer: `make demo` and `make test` (both create .venv if missing).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export KERAS_BACKEND := tensorflow
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+
+# --- Demo (local, CPU, no network) --------------------------------------------------------
+DEMO ?= runs/demo
+DEMO_CORPUS_MB ?= 12
+DEMO_STEPS ?= 1500
+LOCAL_BEAM := --runner=FnApiRunner
+
+# --- Dataflow (make prepare) and TPU VM (make train) --------------------------------------
+PROJECT ?=
+REGION ?= us-central1
+BUCKET ?=
+INPUT ?= gs://$(BUCKET)/corpus/*.jsonl.gz
+TOKENIZER ?= gs://$(BUCKET)/tokenizer
+DATA ?= gs://$(BUCKET)/prepared
+OUTPUT ?= gs://$(BUCKET)/runs/base
+MAX_LENGTH ?= 128
+MAX_WORKERS ?= 32
+TPU ?= local
+MODEL ?= base
+BATCH ?= 128
+STEPS ?= 500000
+
+.PHONY: venv test demo prepare train bench bench-prepare bench-train clean
+
+venv: $(STAMP)
+$(STAMP): setup.py constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[trainer,test]"
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest tests -q -p no:cacheprovider
+
+demo: $(STAMP)
+	@mkdir -p $(DEMO)
+	test -s $(DEMO)/corpus.jsonl || $(PY) -m beam_pipelines.demo_corpus --output $(DEMO)/corpus.jsonl --max_mb $(DEMO_CORPUS_MB)
+	test -s $(DEMO)/tokenizer/tokenizer.json || $(PY) -m beam_pipelines.train_tokenizer --input $(DEMO)/corpus.jsonl --output_dir $(DEMO)/tokenizer --model bpe --vocab_size 8000
+	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(DEMO)/corpus.jsonl --tokenizer $(DEMO)/tokenizer --output_dir $(DEMO)/prepared --max_length 128 --validation_fraction 0.02
+	rm -rf $(DEMO)/train $(DEMO)/export
+	$(PY) -m trainer.task --train_data $(DEMO)/prepared/train --eval_data $(DEMO)/prepared/validation --tokenizer $(DEMO)/tokenizer --output_dir $(DEMO)/train --model tiny --strategy cpu --per_replica_batch_size 32 --train_steps $(DEMO_STEPS) --learning_rate 1e-3 --eval_every 500 --save_every 500 --max_eval_batches 20 --verbose 2
+	$(PY) -m trainer.export --checkpoint $(DEMO)/train --output_dir $(DEMO)/export --format all
+	$(PY) -m trainer.plot --run_dir $(DEMO)/train --output $(DEMO)/train/curves.png
+	$(PY) -m trainer.predict --model $(DEMO)/export/keras-hub --top_k 3 \
+	  "Return a <mask> of the values in the list." \
+	  "Raise an exception if the file does not <mask>." \
+	  "The default <mask> is None."
+	@echo "demo outputs: corpus, tokenizer, prepared shards, run and exports under $(DEMO)/ (curves: $(DEMO)/train/curves.png)"
+
+prepare: $(STAMP)
+	@test -n "$(PROJECT)" -a -n "$(BUCKET)" || { echo "usage: make prepare PROJECT=... REGION=... BUCKET=... [INPUT=gs://...]"; exit 2; }
+	$(PY) -m beam_pipelines.prepare --runner DataflowRunner --project $(PROJECT) --region $(REGION) \
+	  --temp_location gs://$(BUCKET)/dataflow/tmp --staging_location gs://$(BUCKET)/dataflow/staging \
+	  --setup_file ./setup.py --max_num_workers $(MAX_WORKERS) --experiments=use_runner_v2 \
+	  --input '$(INPUT)' --tokenizer $(TOKENIZER) --output_dir $(DATA) --max_length $(MAX_LENGTH) \
+	  --validation_fraction 0.005 $(ARGS)
+
+train: $(STAMP)
+	@test -n "$(BUCKET)$(DATA)" || { echo "usage: make train TPU=local DATA=gs://... OUTPUT=gs://..."; exit 2; }
+	$(PY) -m trainer.task --strategy tpu --tpu $(TPU) --train_data $(DATA)/train --eval_data $(DATA)/validation \
+	  --tokenizer $(TOKENIZER) --output_dir $(OUTPUT) --model $(MODEL) --per_replica_batch_size $(BATCH) \
+	  --train_steps $(STEPS) --precision bf16 $(ARGS)
+
+bench: bench-prepare bench-train
+
+bench-prepare: $(STAMP)
+	$(PY) -m benchmarks.bench_prepare
+
+bench-train: $(STAMP)
+	$(PY) -m benchmarks.bench_train
+
+clean:
+	rm -rf runs bench_out

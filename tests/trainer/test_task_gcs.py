@@ -1,0 +1,63 @@
+"""`python -m trainer.task` reading shards and writing its output on gs:// (local emulator)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import urllib.parse
+import urllib.request
+
+from tests.trainer.mlm_data import task_args
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+UPLOAD = """
+import os, sys
+from common import fs
+local, remote = sys.argv[1:]
+for split in ("train", "eval", "tokenizer"):
+    for name in sorted(os.listdir(os.path.join(local, split))):
+        with open(os.path.join(local, split, name), "rb") as f:
+            fs.write_bytes(fs.join(remote, split, name), f.read())
+"""
+
+
+def _objects(gcs, prefix):
+    """Object names under a prefix, straight from the emulator's JSON API (no proxy)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    query = urllib.parse.urlencode({"prefix": prefix})
+    with opener.open(f"{gcs.endpoint}/storage/v1/b/{gcs.bucket}/o?{query}", timeout=30) as r:
+        return sorted(item["name"] for item in json.load(r).get("items", []))
+
+
+def _read(gcs, name):
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    quoted = urllib.parse.quote(name, safe="")
+    with opener.open(f"{gcs.endpoint}/storage/v1/b/{gcs.bucket}/o/{quoted}?alt=media",
+                     timeout=30) as r:
+        return r.read()
+
+
+def _run(args, env):
+    proc = subprocess.run([sys.executable, *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_train_from_and_to_gcs(gcs, corpus):
+    env = {**os.environ, **gcs.env}
+    _run(["-c", textwrap.dedent(UPLOAD), str(corpus["root"]), gcs.url("data")], env)
+    remote = {"train": gcs.url("data", "train"), "eval": gcs.url("data", "eval"),
+              "tokenizer": gcs.url("data", "tokenizer")}
+    _run(["-m", "trainer.task", *task_args(remote, gcs.url("run"), "--train_steps", "20",
+                                           "--eval_every", "10", "--save_every", "10")], env)
+    names = _objects(gcs, "run/")
+    for expected in ("run/run_config.json", "run/metrics.json", "run/history.json",
+                     "run/tokenizer/tokenizer.json", "run/checkpoints/ckpt-00000020.weights.h5",
+                     "run/backup/latest.weights.h5"):
+        assert expected in names, names
+    assert any(n.startswith("run/logs/train/events.out.tfevents") for n in names)
+    metrics = json.loads(_read(gcs, "run/metrics.json"))
+    assert metrics["steps"] == 20 and metrics["eval_loss"] > 0
