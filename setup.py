@@ -29,6 +29,7 @@ setuptools.setup(
             "keras-hub==0.32.0",
             "tensorboard==2.21.0",
             "transformers==5.23.0",
+            "safetensors==0.8.0",
             "matplotlib==3.11.2",
         ],
         "test": [

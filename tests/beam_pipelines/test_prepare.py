@@ -259,3 +259,29 @@ def test_dataflow_job_graph_builds_offline(tmp_path, bpe_tokenizer_dir, corpus_t
         "--output_dir", str(tmp_path / "out"), "--max_length", "32"])
     assert code == 0
     assert not os.path.exists(tmp_path / "out" / "train" / "_COMPLETE")
+
+
+def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenizer_dir):
+    """Default settings, several files and worker processes: the tail loss stays tiny."""
+    from beam_pipelines import demo_corpus
+
+    big = tmp_path / "big.jsonl"
+    demo_corpus.write_corpus(str(big), 3_600_000)
+    lines = big.read_text(encoding="utf-8").splitlines(keepends=True)
+    inputs = []
+    for i in range(8):
+        path = tmp_path / f"part-{i}.jsonl"
+        path.write_text("".join(lines[i::8]), encoding="utf-8")
+        inputs.append(str(path))
+    out = tmp_path / "out"
+    run_prepare("--input", ",".join(inputs), "--tokenizer", bpe_tokenizer_dir, "--output_dir",
+                out, "--validation_fraction", 0.01, "--direct_running_mode=multi_processing",
+                "--direct_num_workers=2")
+    total_in = total_dropped = 0
+    for split in ("train", "validation"):
+        acc = manifest.read_manifest(str(out / split), max_length=128).accounting["split"]
+        total_in += acc["tokens_in"]
+        total_dropped += acc["tokens_dropped"]
+        assert acc["tokens_dropped"] < 128
+    assert total_in >= 1_000_000
+    assert total_dropped / total_in < 0.005
