@@ -48,6 +48,9 @@ class PrepareOptions(PipelineOptions):
             help="pad the last partial sequence of each split instead of dropping it")
         add("--max_document_bytes", type=int, default=sources.DEFAULT_MAX_DOCUMENT_BYTES,
             help="longer documents are dead-lettered")
+        add("--read_range_bytes", type=int, default=sources.DEFAULT_RANGE_BYTES,
+            help="uncompressed .jsonl / line .txt files larger than this are read in "
+                 "parallel byte ranges")
         add("--tokenize_batch_chars", type=int, default=1_000_000,
             help="characters handed to the fast tokenizer per encode_batch call")
         add("--seed", type=int, default=0, help="seed of the deterministic shuffle")

@@ -33,11 +33,12 @@ def read_tasks(opts) -> list[tuple]:
                 for split in opts_lib.split_names(opts)
                 for n in [sources.hf_num_shards(opts.hf_dataset, opts.hf_config, split)]
                 for index in range(n)]
-    if opts.splits:
-        return [("file", path, split)
-                for split, pattern in opts_lib.parse_splits(opts.splits).items()
-                for path in sources.expand_inputs(pattern)]
-    return [("file", path, None) for path in sources.expand_inputs(opts.input)]
+    patterns = opts_lib.parse_splits(opts.splits) if opts.splits else {None: opts.input}
+    return [("file", path, split, start, end)
+            for split, pattern in patterns.items()
+            for path in sources.expand_inputs(pattern)
+            for start, end in sources.byte_ranges(path, fs.size(path), opts.txt_unit,
+                                                  opts.read_range_bytes)]
 
 
 def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: dict):

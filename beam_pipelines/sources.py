@@ -18,6 +18,7 @@ from typing import Iterator, Union
 from common import fs
 
 DEFAULT_MAX_DOCUMENT_BYTES = 10_000_000  # larger documents are dead-lettered, not tokenized
+DEFAULT_RANGE_BYTES = 64 << 20  # larger uncompressed text/JSONL files are read in ranges
 _COMPRESSED = (".gz", ".bz2", ".zst", ".deflate")
 _READ_CHUNK = 1 << 20
 
@@ -28,6 +29,7 @@ class Document:
     line: int  # 1-based line of a text/JSONL file, 0-based row of parquet / dataset
     text: str
     split: str | None = None  # set when the input names its split
+    offset: int | None = None  # byte offset of the line, for reads of a byte range
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +39,7 @@ class DeadLetter:
     reason: str
     excerpt: str = ""
     documents: int = 1  # how many input documents this record stands for
+    offset: int | None = None  # byte offset of the line, for reads of a byte range
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), ensure_ascii=False)
@@ -65,10 +68,28 @@ def _excerpt(raw: bytes | str, size: int = 120) -> str:
     return raw[:size]
 
 
-def _lines(f, limit: int) -> Iterator[tuple[int, bytes | None, int]]:
-    """Yields `(line_no, line, nbytes)`; `line` is None for a line over `limit` bytes,
-    which is skipped through without being held in memory (a 50 MB "document")."""
-    buf, nbytes, too_long, line_no = bytearray(), 0, False, 1
+def _skip_partial_line(f, start: int) -> int:
+    """Positions `f` at the first line that starts at or after `start`; returns that offset.
+    The line running through `start` belongs to the range before it."""
+    f.seek(start - 1)
+    pos = start - 1
+    while chunk := f.read(_READ_CHUNK):
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            f.seek(pos + newline + 1)
+            return pos + newline + 1
+        pos += len(chunk)
+    return pos
+
+
+def _lines(f, limit: int, start: int = 0, end: int | None = None):
+    """Yields `(line_no, offset, line, nbytes)` for the lines that start in [start, end);
+    `line_no` is 0 when reading a range that does not begin the file (unknown there).
+    `line` is None for a line over `limit` bytes, which is skipped through without being
+    held in memory (a 50 MB "document")."""
+    offset = _skip_partial_line(f, start) if start else 0
+    line_no = 0 if start else 1
+    buf, nbytes, too_long = bytearray(), 0, False
 
     def add(piece):
         nonlocal nbytes, too_long
@@ -79,41 +100,46 @@ def _lines(f, limit: int) -> Iterator[tuple[int, bytes | None, int]]:
         else:
             buf.extend(piece)
 
-    while chunk := f.read(_READ_CHUNK):
-        start = 0
-        while (newline := chunk.find(b"\n", start)) >= 0:
-            add(chunk[start:newline])
-            yield line_no, None if too_long else bytes(buf).rstrip(b"\r"), nbytes
-            buf, nbytes, too_long, line_no = bytearray(), 0, False, line_no + 1
-            start = newline + 1
-        add(chunk[start:])
+    while (end is None or offset < end) and (chunk := f.read(_READ_CHUNK)):
+        begin = 0
+        while (newline := chunk.find(b"\n", begin)) >= 0:
+            add(chunk[begin:newline])
+            yield line_no, offset, None if too_long else bytes(buf).rstrip(b"\r"), nbytes
+            offset += nbytes + 1
+            buf, nbytes, too_long = bytearray(), 0, False
+            line_no, begin = line_no + 1 if line_no else 0, newline + 1
+            if end is not None and offset >= end:
+                return
+        add(chunk[begin:])
     if nbytes or too_long:
-        yield line_no, None if too_long else bytes(buf).rstrip(b"\r"), nbytes
+        yield line_no, offset, None if too_long else bytes(buf).rstrip(b"\r"), nbytes
 
 
-def _decoded_lines(path: str, f, limit: int) -> Iterator[Record | tuple[int, str]]:
-    """`(line_no, text)` for good lines, DeadLetter for too long / invalid UTF-8 ones."""
-    for line_no, raw, nbytes in _lines(f, limit):
+def _decoded_lines(path, f, limit, start=0, end=None):
+    """`(line_no, offset, text)` for good lines, DeadLetter for too long / bad UTF-8 ones."""
+    ranged = bool(start or end)
+    for line_no, offset, raw, nbytes in _lines(f, limit, start, end):
+        where = dict(offset=offset if ranged else None)
         if raw is None:
             yield DeadLetter(path, line_no, f"document of {nbytes} bytes is over the "
-                             f"limit of {limit} bytes (--max_document_bytes)")
+                             f"limit of {limit} bytes (--max_document_bytes)", **where)
             continue
         try:
-            yield line_no, raw.decode("utf-8")
+            yield line_no, where["offset"], raw.decode("utf-8")
         except UnicodeDecodeError as err:
             yield DeadLetter(path, line_no, f"invalid UTF-8 at byte {err.start}",
-                             _excerpt(raw))
+                             _excerpt(raw), **where)
 
 
-def _read_txt(path, f, limit, unit) -> Iterator[Record]:
+def _read_txt(path, f, limit, unit, start=0, end=None) -> Iterator[Record]:
     paragraph, first_line = [], 0
-    for item in _decoded_lines(path, f, limit):
+    for item in _decoded_lines(path, f, limit, start, end):
         if isinstance(item, DeadLetter):
             yield item
             continue
-        line_no, text = item
+        line_no, offset, text = item
         if unit == "line":
-            yield Document(path, line_no, text)
+            yield Document(path, line_no, text, offset=offset)
         elif text.strip():
             first_line = first_line or line_no
             paragraph.append(text)
@@ -136,22 +162,23 @@ def _text_of(obj, text_field: str) -> tuple[str | None, str]:
     return value, ""
 
 
-def _read_jsonl(path, f, limit, text_field) -> Iterator[Record]:
-    for item in _decoded_lines(path, f, limit):
+def _read_jsonl(path, f, limit, text_field, start=0, end=None) -> Iterator[Record]:
+    for item in _decoded_lines(path, f, limit, start, end):
         if isinstance(item, DeadLetter):
             yield item
             continue
-        line_no, line = item
+        line_no, offset, line = item
         if not line.strip():
             continue  # blank lines between JSON objects are not documents
         try:
             obj = json.loads(line)
         except ValueError as err:
-            yield DeadLetter(path, line_no, f"malformed JSON: {err}", _excerpt(line))
+            yield DeadLetter(path, line_no, f"malformed JSON: {err}", _excerpt(line),
+                             offset=offset)
             continue
         text, reason = _text_of(obj, text_field)
-        yield Document(path, line_no, text) if reason == "" else DeadLetter(
-            path, line_no, reason, _excerpt(line))
+        yield Document(path, line_no, text, offset=offset) if reason == "" else DeadLetter(
+            path, line_no, reason, _excerpt(line), offset=offset)
 
 
 def _read_parquet(path, f, limit, text_field) -> Iterator[Record]:
@@ -183,8 +210,11 @@ def read_file(
     text_field: str = "text",
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
     txt_unit: str = "line",
+    start: int = 0,
+    end: int | None = None,
 ) -> Iterator[Record]:
-    """Every document of one file, or a DeadLetter saying why it could not be read."""
+    """Every document of one file (or of the lines starting in the byte range
+    [start, end), see `byte_ranges`), or a DeadLetter saying why it could not be read."""
     fmt = file_format(path)
     if fmt is None:
         yield DeadLetter(path, 0, "unsupported file type (expected .txt, .jsonl or .parquet, "
@@ -194,9 +224,9 @@ def read_file(
     try:
         with fs.open_read(path, compressed=fmt != "parquet") as f:
             if fmt == "txt":
-                records = _read_txt(path, f, max_document_bytes, txt_unit)
+                records = _read_txt(path, f, max_document_bytes, txt_unit, start, end)
             elif fmt == "jsonl":
-                records = _read_jsonl(path, f, max_document_bytes, text_field)
+                records = _read_jsonl(path, f, max_document_bytes, text_field, start, end)
             else:
                 records = _read_parquet(path, f, max_document_bytes, text_field)
             for record in records:
@@ -204,7 +234,21 @@ def read_file(
                 yield record
     except Exception as err:  # a corrupt gzip / parquet, a vanished file: say which
         yield DeadLetter(path, produced, f"unreadable after {produced} records: "
-                         f"{type(err).__name__}: {err}")
+                         f"{type(err).__name__}: {err}", offset=start or None)
+
+
+def byte_ranges(path: str, size: int, txt_unit: str = "line",
+                range_bytes: int = DEFAULT_RANGE_BYTES) -> list[tuple[int, int | None]]:
+    """How to read one file in parallel: uncompressed line-per-document files larger than
+    `range_bytes` are cut into byte ranges (each worker reads the lines starting in its
+    range); everything else is read whole, `[(0, None)]`."""
+    fmt = file_format(path)
+    splittable = (fmt == "jsonl" or (fmt == "txt" and txt_unit == "line")) and \
+        not path.lower().endswith(_COMPRESSED)
+    if not splittable or size <= range_bytes:
+        return [(0, None)]
+    cuts = list(range(0, size, range_bytes))
+    return [(a, b) for a, b in zip(cuts, cuts[1:] + [size])]
 
 
 def expand_inputs(patterns: str | list[str]) -> list[str]:

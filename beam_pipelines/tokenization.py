@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import Counter
 
@@ -121,7 +122,8 @@ class ChunkTails(beam.DoFn):
 class ReadDocuments(beam.DoFn):
     """A read task -> Documents (main) and DeadLetters ('dead'); counts what it read.
 
-    A task is `("file", path, split)` or `("hf", split, index, num_shards)`.
+    A task is `("file", path, split, start, end)` (a byte range, see
+    `sources.byte_ranges`) or `("hf", split, index, num_shards)`.
     """
 
     def __init__(self, text_field, max_document_bytes, txt_unit="line", hf_name=None,
@@ -134,11 +136,11 @@ class ReadDocuments(beam.DoFn):
 
     def _records(self, task):
         if task[0] == "file":
-            _, path, split = task
+            _, path, split, start, end = task
             for record in sources.read_file(path, self.text_field, self.max_document_bytes,
-                                            self.txt_unit):
+                                            self.txt_unit, start, end):
                 if isinstance(record, sources.Document) and split:
-                    record = sources.Document(record.source, record.line, record.text, split)
+                    record = dataclasses.replace(record, split=split)
                 yield record
         else:
             _, split, index, num_shards = task

@@ -213,7 +213,7 @@ def test_read_transform_routes_bad_records(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_bytes(b'{"text": "a"}\n{"text": null}\n\xff\n')
     with BeamTestPipeline(runner="FnApiRunner") as p:
-        out = (p | beam.Create([("file", str(path), "train")])
+        out = (p | beam.Create([("file", str(path), "train", 0, None)])
                | beam.ParDo(tokenization.ReadDocuments("text", 1000)).with_outputs(
                    "dead", tokenization.STATS, main="docs"))
         assert_that(out.docs | "texts" >> beam.Map(lambda d: (d.text, d.split, d.line)),
@@ -269,14 +269,14 @@ def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenize
     demo_corpus.write_corpus(str(big), 3_600_000)
     lines = big.read_text(encoding="utf-8").splitlines(keepends=True)
     inputs = []
-    for i in range(8):
+    for i in range(2):
         path = tmp_path / f"part-{i}.jsonl"
-        path.write_text("".join(lines[i::8]), encoding="utf-8")
+        path.write_text("".join(lines[i::2]), encoding="utf-8")
         inputs.append(str(path))
     out = tmp_path / "out"
     run_prepare("--input", ",".join(inputs), "--tokenizer", bpe_tokenizer_dir, "--output_dir",
                 out, "--validation_fraction", 0.01, "--direct_running_mode=multi_processing",
-                "--direct_num_workers=2")
+                "--direct_num_workers=2", "--read_range_bytes", 400_000)  # ~9 byte ranges
     total_in = total_dropped = 0
     for split in ("train", "validation"):
         acc = manifest.read_manifest(str(out / split), max_length=128).accounting["split"]
@@ -285,3 +285,5 @@ def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenize
         assert acc["tokens_dropped"] < 128
     assert total_in >= 1_000_000
     assert total_dropped / total_in < 0.005
+    run = acc = manifest.read_manifest(str(out / "train")).accounting["run"]
+    assert run["documents_read"] == len(lines) == run["documents_tokenized"]
