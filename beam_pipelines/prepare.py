@@ -123,8 +123,9 @@ def run(argv=None) -> int:
         opts_lib.check(opts)
         _, tokenizer_info = tokenizer_files.load(opts.tokenizer)  # fail early, on the launcher
         splits = opts_lib.split_names(opts)
-        for split in splits:  # from here on the old output no longer reads as complete
-            manifest.remove_marker(shards.split_dir(opts.output_dir, split))
+        dry_run = bool(options.get_all_options().get("dry_run"))
+        if not dry_run:  # from here on no old split in OUT reads as complete
+            fs.delete(fs.glob(fs.join(opts.output_dir, "*", manifest.MARKER_NAME)))
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
         args = {k: v for k, v in options.get_all_options(drop_default=True).items()
                 if "credential" not in k and "token" not in k}
@@ -134,8 +135,7 @@ def run(argv=None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if getattr(options.view_as(StandardOptions), "runner", "") == "DataflowRunner" and \
-            options.get_all_options().get("dry_run"):
+    if dry_run:
         print("dry run: the Dataflow job graph was built and validated; nothing ran")
         return 0
     print(f"prepared {opts.output_dir} in {time.monotonic() - start:.1f} s")

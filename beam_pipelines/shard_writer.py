@@ -104,6 +104,7 @@ class Finalize(beam.DoFn):
         stats = dict(stats)
         check_accounting(stats, written, self.splits)
         self._commit_dead_letters(dead_letter_files)
+        self._remove_stale_splits()
         digests, manifests = {}, {}
         for split in self.splits:
             split_dir = shards.split_dir(self.output_dir, split)
@@ -126,6 +127,13 @@ class Finalize(beam.DoFn):
             manifest.write_marker(shards.split_dir(self.output_dir, split), digests[split])
         fs.delete_tree(self.temp_dir)
         yield {split: m.accounting["split"] for split, m in manifests.items()}
+
+    def _remove_stale_splits(self):
+        """Splits an earlier run wrote and this one does not (e.g. a dropped --test_fraction)."""
+        for path in fs.glob(fs.join(self.output_dir, "*", manifest.MANIFEST_NAME)):
+            split_dir = path[: -len(manifest.MANIFEST_NAME) - 1]
+            if fs.basename(split_dir) not in self.splits:
+                fs.delete(fs.glob(fs.join(split_dir, "*" + shards.SHARD_SUFFIX)) + [path])
 
     def _commit_dead_letters(self, files):
         dead_dir = fs.join(self.output_dir, "dead_letter")

@@ -174,7 +174,10 @@ def test_rerun_replaces_output_and_is_deterministic(tmp_path, corpus_texts, bpe_
     run_prepare(*common, "--num_shards", 2)
     assert len(glob.glob(str(out / "train" / "*.tfrecord"))) == 2
     assert len(manifest.read_manifest(str(out / "train")).shards) == 2
+    run_prepare(*common, "--num_shards", 3, "--test_fraction", 0.2)
+    assert manifest.read_manifest(str(out / "test")).num_examples > 0
     run_prepare(*common, "--num_shards", 3)
+    assert not glob.glob(str(out / "test" / "*"))  # a split this run does not write is removed
     again = {p: open(p, "rb").read() for p in glob.glob(str(out / "train" / "*.tfrecord"))}
     assert again == first  # same data + seed -> byte-identical shards
     assert not glob.glob(str(out / ".tmp-*"))
@@ -258,7 +261,7 @@ def test_dataflow_job_graph_builds_offline(tmp_path, bpe_tokenizer_dir, corpus_t
         "--input", str(src), "--tokenizer", bpe_tokenizer_dir,
         "--output_dir", str(tmp_path / "out"), "--max_length", "32"])
     assert code == 0
-    assert not os.path.exists(tmp_path / "out" / "train" / "_COMPLETE")
+    assert not os.path.exists(tmp_path / "out")  # a dry run writes nothing
 
 
 def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenizer_dir):
