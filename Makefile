@@ -10,7 +10,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 # --- Demo (local, CPU, no network) --------------------------------------------------------
 DEMO ?= runs/demo
 DEMO_CORPUS_MB ?= 12
-DEMO_STEPS ?= 1200
+DEMO_STEPS ?= 2400
 LOCAL_BEAM := --runner=FnApiRunner
 
 # --- Dataflow (make prepare) and TPU VM (make train) --------------------------------------
@@ -43,16 +43,17 @@ test: $(STAMP)
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
 	test -s $(DEMO)/corpus.jsonl || $(PY) -m beam_pipelines.demo_corpus --output $(DEMO)/corpus.jsonl --max_mb $(DEMO_CORPUS_MB)
-	test -s $(DEMO)/tokenizer/tokenizer.json || $(PY) -m beam_pipelines.train_tokenizer --input $(DEMO)/corpus.jsonl --output_dir $(DEMO)/tokenizer --model bpe --vocab_size 8000
+	test -s $(DEMO)/tokenizer/tokenizer.json || $(PY) -m beam_pipelines.train_tokenizer --input $(DEMO)/corpus.jsonl --output_dir $(DEMO)/tokenizer --model unigram --vocab_size 8000
 	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(DEMO)/corpus.jsonl --tokenizer $(DEMO)/tokenizer --output_dir $(DEMO)/prepared --max_length 128 --validation_fraction 0.02
 	rm -rf $(DEMO)/train $(DEMO)/export
-	$(PY) -m trainer.task --train_data $(DEMO)/prepared/train --eval_data $(DEMO)/prepared/validation --tokenizer $(DEMO)/tokenizer --output_dir $(DEMO)/train --model tiny --strategy cpu --per_replica_batch_size 32 --train_steps $(DEMO_STEPS) --learning_rate 1e-3 --eval_every 200 --save_every 200 --max_eval_batches 20 --verbose 2
+	$(PY) -m trainer.task --train_data $(DEMO)/prepared/train --eval_data $(DEMO)/prepared/validation --tokenizer $(DEMO)/tokenizer --output_dir $(DEMO)/train --model tiny --strategy cpu --per_replica_batch_size 32 --train_steps $(DEMO_STEPS) --learning_rate 2e-3 --eval_every 300 --save_every 300 --max_eval_batches 20 --verbose 2
 	$(PY) -m trainer.export --checkpoint $(DEMO)/train --output_dir $(DEMO)/export --format all
 	$(PY) -m trainer.plot --run_dir $(DEMO)/train --output $(DEMO)/train/curves.png
 	$(PY) -m trainer.predict --model $(DEMO)/export/keras-hub --top_k 3 \
-	  "Return a <mask> of the values in the list." \
-	  "Raise an exception if the file does not <mask>." \
-	  "The default <mask> is None."
+	  "Return a [MASK] of the values in the list." \
+	  "Raise an exception if the file does not [MASK]." \
+	  "The default [MASK] is None." \
+	  "This function returns the number of [MASK] in the string."
 	@echo "demo outputs: corpus, tokenizer, prepared shards, run and exports under $(DEMO)/ (curves: $(DEMO)/train/curves.png)"
 
 prepare: $(STAMP)

@@ -20,6 +20,7 @@ setuptools.setup(
         "tokenizers==0.23.3",
         "datasets==5.2.0",
         "numpy>=1.26",
+        "orjson>=3.10",  # fast JSONL parsing (already a dependency of apache-beam[gcp])
     ],
     extras_require={
         "trainer": [

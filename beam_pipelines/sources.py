@@ -15,6 +15,8 @@ import dataclasses
 import json
 from typing import Iterator, Union
 
+import orjson
+
 from common import fs
 
 DEFAULT_MAX_DOCUMENT_BYTES = 10_000_000  # larger documents are dead-lettered, not tokenized
@@ -171,8 +173,8 @@ def _read_jsonl(path, f, limit, text_field, start=0, end=None) -> Iterator[Recor
         if not line.strip():
             continue  # blank lines between JSON objects are not documents
         try:
-            obj = json.loads(line)
-        except ValueError as err:
+            obj = orjson.loads(line)  # ~4x json.loads; JSONL parsing is on the hot path
+        except orjson.JSONDecodeError as err:
             yield DeadLetter(path, line_no, f"malformed JSON: {err}", _excerpt(line),
                              offset=offset)
             continue
