@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import hashlib
 from collections import Counter
@@ -34,7 +35,9 @@ class TokenizeAndChunk(beam.DoFn):
     """Document -> blocks of full rows (main), leftover tail per split (TAIL), counts (STATS).
 
     The tokenizer is loaded once per worker in setup(); documents are tokenized in batches
-    of ~`batch_chars` characters with `encode_batch_fast` (Rust, multi-threaded).
+    of ~`batch_chars` characters with `encode_batch_fast` (Rust, multi-threaded). The Rust
+    call runs in a helper thread (it releases the GIL) while this thread reads the next
+    batch and chunks the previous one, so the Python work overlaps the tokenizer's.
     """
 
     def __init__(self, tokenizer_dir, max_length, validation_fraction=0.0, test_fraction=0.0,
@@ -50,10 +53,15 @@ class TokenizeAndChunk(beam.DoFn):
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
         self.special_only = self.tokenizer.num_special_tokens_to_add(False)
+        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+    def teardown(self):
+        self.executor.shutdown(wait=False)
 
     def start_bundle(self):
         self.pending: list[tuple[str, str]] = []
         self.pending_chars = 0
+        self.in_flight = None  # (splits, future of encodings)
         self.chunkers: dict[str, chunking.Chunker] = {}
         self.stats: Counter = Counter()
 
@@ -67,10 +75,20 @@ class TokenizeAndChunk(beam.DoFn):
         if self.pending_chars >= self.batch_chars:
             yield from self._flush(min_rows=BLOCK_ROWS)
 
-    def _tokenize_pending(self):
-        texts = [text for _, text in self.pending]
-        encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=True)
-        for (split, _), encoding in zip(self.pending, encodings):
+    def _submit_pending(self):
+        """Starts tokenizing the pending batch; returns the batch that was in flight."""
+        previous, self.in_flight = self.in_flight, None
+        if self.pending:
+            splits = [split for split, _ in self.pending]
+            texts = [text for _, text in self.pending]
+            self.in_flight = (splits, self.executor.submit(
+                self.tokenizer.encode_batch_fast, texts, add_special_tokens=True))
+        self.pending, self.pending_chars = [], 0
+        return previous
+
+    def _chunk(self, batch):
+        splits, future = batch
+        for split, encoding in zip(splits, future.result()):
             ids = encoding.ids
             if len(ids) <= self.special_only:  # e.g. only control characters
                 self.stats[f"{split}/documents_empty"] += 1
@@ -79,18 +97,20 @@ class TokenizeAndChunk(beam.DoFn):
             self.stats[f"{split}/tokens_in"] += len(ids)
             chunker = self.chunkers.setdefault(split, chunking.Chunker(self.max_length))
             chunker.add(np.fromiter(ids, dtype=np.int32, count=len(ids)))
-        self.pending, self.pending_chars = [], 0
 
-    def _flush(self, min_rows: int):
-        if self.pending:
-            self._tokenize_pending()
+    def _flush(self, min_rows: int, drain: bool = False):
+        previous = self._submit_pending()
+        if previous:
+            self._chunk(previous)
+        if drain and self.in_flight:
+            self._chunk(self._submit_pending())
         for split, chunker in self.chunkers.items():
             if chunker.size >= min_rows * self.max_length:
                 rows = chunker.full_rows()
                 yield (split, rows, chunking.full_lengths(rows))
 
     def finish_bundle(self):
-        for block in self._flush(min_rows=1):
+        for block in self._flush(min_rows=1, drain=True):
             yield GlobalWindows.windowed_value(block)
         for split, chunker in self.chunkers.items():
             rest = chunker.remainder()

@@ -41,15 +41,27 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--out", default="bench_out/prepare")
     parser.add_argument("--model", default="unigram")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="concatenate the corpus N times (the docstring corpus tops out "
+                             "at ~90 MB): shows how fixed start-up costs amortise")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     corpus = os.path.join(args.out, f"corpus-{args.corpus_mb:g}mb.jsonl")
     if not os.path.exists(corpus):
         demo_corpus.write_corpus(corpus, int(args.corpus_mb * 1e6))
+    base_corpus = corpus
+    if args.repeat > 1:
+        repeated = corpus.replace(".jsonl", f"-x{args.repeat}.jsonl")
+        if not os.path.exists(repeated):
+            with open(corpus, "rb") as f:
+                data = f.read()
+            with open(repeated, "wb") as f:
+                f.write(data * args.repeat)
+        corpus = repeated
     tok_dir = os.path.join(args.out, f"tokenizer-{args.model}")
     if not os.path.exists(os.path.join(tok_dir, "tokenizer.json")):
         train_tokenizer.train(train_tokenizer.TokenizerConfig(
-            output_dir=tok_dir, input=corpus, model=args.model, vocab_size=25000,
+            output_dir=tok_dir, input=base_corpus, model=args.model, vocab_size=25000,
             max_documents=20000))
     mb = os.path.getsize(corpus) / 1e6
     tokens, seconds = ceiling(corpus, tok_dir, 1_000_000)

@@ -84,6 +84,12 @@ def _feature_entry(name: bytes, packed: bytes) -> bytes:
     return _length_delimited(1, entry)  # one Features.feature map entry
 
 
+def _feature_header(name: bytes, payload_size: int) -> bytes:
+    """Everything of a map entry that precedes its packed payload; it depends only on the
+    payload's size, so encode_examples caches it (nested length prefixes, no Python loop)."""
+    return _feature_entry(name, b"\0" * payload_size)[:-payload_size or None]
+
+
 def encode_examples(input_ids: np.ndarray, attention_mask: np.ndarray) -> list[bytes]:
     """Serializes rows [n, max_length]; each equals TF's deterministic serialization."""
     input_ids, attention_mask = np.asarray(input_ids), np.asarray(attention_mask)
@@ -92,11 +98,18 @@ def encode_examples(input_ids: np.ndarray, attention_mask: np.ndarray) -> list[b
             f"input_ids has shape {input_ids.shape} but attention_mask has {attention_mask.shape}"
         )
     # Map entries in key order, as protobuf's deterministic serialization writes them.
-    names = (ATTENTION_MASK.encode(), INPUT_IDS.encode())
-    return [
-        _length_delimited(1, _feature_entry(names[0], mask) + _feature_entry(names[1], ids))
-        for ids, mask in zip(_packed_rows(input_ids), _packed_rows(attention_mask))
-    ]
+    mask_name, ids_name = ATTENTION_MASK.encode(), INPUT_IDS.encode()
+    headers: dict = {}
+    out = []
+    for ids, mask in zip(_packed_rows(input_ids), _packed_rows(attention_mask)):
+        key = (len(mask), len(ids))
+        if key not in headers:
+            headers[key] = (_feature_header(mask_name, len(mask)),
+                            _feature_header(ids_name, len(ids)))
+        mask_header, ids_header = headers[key]
+        features = b"".join((mask_header, mask, ids_header, ids))
+        out.append(b"\x0a" + _varint(len(features)) + features)  # Example.features
+    return out
 
 
 def encode_example(input_ids, attention_mask) -> bytes:
