@@ -54,7 +54,14 @@ demo: $(STAMP)
 	  "Raise an exception if the file does not [MASK]." \
 	  "The default [MASK] is None." \
 	  "This function returns the number of [MASK] in the string."
-	@echo "demo outputs: corpus, tokenizer, prepared shards, run and exports under $(DEMO)/ (curves: $(DEMO)/train/curves.png)"
+	@echo; echo "Demo outputs (a second run reuses corpus and tokenizer, replaces the rest):"
+	@echo "  corpus            $(DEMO)/corpus.jsonl"
+	@echo "  tokenizer         $(DEMO)/tokenizer/"
+	@echo "  prepared shards   $(DEMO)/prepared/{train,validation}/ (manifest.json, dead_letter/)"
+	@echo "  training run      $(DEMO)/train/ (metrics.json, history.json, logs/ for TensorBoard, checkpoints/)"
+	@echo "  curves            $(DEMO)/train/curves.png"
+	@echo "  exports           $(DEMO)/export/keras-hub/ and $(DEMO)/export/hf/"
+	@echo "  final metrics     $$(cat $(DEMO)/train/metrics.json | tr -d '\n ')"
 
 prepare: $(STAMP)
 	@test -n "$(PROJECT)" -a -n "$(BUCKET)" || { echo "usage: make prepare PROJECT=... REGION=... BUCKET=... [INPUT=gs://...]"; exit 2; }

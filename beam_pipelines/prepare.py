@@ -22,7 +22,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from beam_pipelines import options as opts_lib
 from beam_pipelines import shard_writer, sources, tokenization
-from beam_pipelines.tokenization import STATS, TAIL
+from beam_pipelines.tokenization import STATS
 from common import fs, manifest, shards, tokenizer_files
 
 
@@ -51,15 +51,9 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
             | "Read" >> beam.ParDo(tokenization.ReadDocuments(
                 opts.text_field, opts.max_document_bytes, opts.txt_unit, opts.hf_dataset,
                 opts.hf_config)).with_outputs("dead", STATS, main="docs"))
-    tokenized = read.docs | "TokenizeAndChunk" >> beam.ParDo(tokenization.TokenizeAndChunk(
-        opts.tokenizer, opts.max_length, opts.validation_fraction, opts.test_fraction,
-        opts.tokenize_batch_chars)).with_outputs(TAIL, STATS, main="blocks")
-    tails = (tokenized[TAIL]
-             | "GroupTails" >> beam.GroupByKey()
-             | "ChunkTails" >> beam.ParDo(tokenization.ChunkTails(
-                 opts.max_length, opts.pad_tail, tokenizer_info.pad_id)).with_outputs(
-                     STATS, main="blocks"))
-    blocks = (tokenized.blocks, tails.blocks) | "AllBlocks" >> beam.Flatten()
+    blocks, sequence_stats = read.docs | "ToSequences" >> tokenization.ToSequences(
+        opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
+        opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars)
     counts = (blocks
               | "RowsPerBlock" >> beam.Map(lambda block: (block[0], len(block[1])))
               | "RowsPerSplit" >> beam.CombinePerKey(sum))
@@ -70,7 +64,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                    counts=beam.pvalue.AsDict(counts))
                | "GroupShards" >> beam.GroupByKey()
                | "WriteShards" >> beam.ParDo(shard_writer.WriteShard(temp_dir)))
-    stats = ((read[STATS], tokenized[STATS], tails[STATS])
+    stats = ((read[STATS], sequence_stats)
              | "AllStats" >> beam.Flatten()
              | "SumStats" >> beam.CombinePerKey(sum))
     dead_files = (read.dead

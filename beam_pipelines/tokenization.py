@@ -182,3 +182,31 @@ class ReadDocuments(beam.DoFn):
         for key, value in self.stats.items():
             beam.metrics.Metrics.counter("prepare", key).inc(value)
             yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))
+
+
+class ToSequences(beam.PTransform):
+    """Documents -> `(blocks, stats)`: blocks `(split, ids, lengths)` of rows of exactly
+    `max_length` tokens (every token once, tails of all bundles chunked together), and
+    `(name, count)` pairs for the manifest's accounting.
+
+    Example:
+        >>> blocks, stats = docs | ToSequences("gs://b/tokenizer", 128, pad_tail=False, pad_id=1)
+    """
+
+    def __init__(self, tokenizer_dir, max_length, pad_tail, pad_id, validation_fraction=0.0,
+                 test_fraction=0.0, batch_chars=1_000_000):
+        super().__init__()
+        self.tokenize = TokenizeAndChunk(tokenizer_dir, max_length, validation_fraction,
+                                         test_fraction, batch_chars)
+        self.chunk_tails = ChunkTails(max_length, pad_tail, pad_id)
+
+    def expand(self, docs):
+        tokenized = docs | "TokenizeAndChunk" >> beam.ParDo(self.tokenize).with_outputs(
+            TAIL, STATS, main="blocks")
+        tails = (tokenized[TAIL]
+                 | "GroupTails" >> beam.GroupByKey()
+                 | "ChunkTails" >> beam.ParDo(self.chunk_tails).with_outputs(STATS,
+                                                                            main="blocks"))
+        blocks = (tokenized.blocks, tails.blocks) | "AllBlocks" >> beam.Flatten()
+        stats = (tokenized[STATS], tails[STATS]) | "SequenceStats" >> beam.Flatten()
+        return blocks, stats

@@ -290,3 +290,44 @@ def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenize
     assert total_dropped / total_in < 0.005
     run = acc = manifest.read_manifest(str(out / "train")).accounting["run"]
     assert run["documents_read"] == len(lines) == run["documents_tokenized"]
+
+
+@pytest.mark.parametrize("pad_tail", [True, False])
+def test_to_sequences_writes_every_token_once(corpus_texts, bpe_tokenizer_dir, pad_tail):
+    """assert_that on the transform: the multiset of tokens out equals the tokens in (minus
+    the reported drop), rows are exactly max_length, and stats add up."""
+    from collections import Counter
+
+    texts = corpus_texts[:120]
+    encoded = encode_all(bpe_tokenizer_dir, texts)
+    expected = Counter(t for ids in encoded for t in ids)
+    total = sum(expected.values())
+    docs = [sources.Document("mem", i, t) for i, t in enumerate(texts)]
+
+    def token_counts(blocks):
+        counts = Counter()
+        for _, ids, lengths in blocks:
+            assert ids.shape[1] == 24
+            for row, length in zip(ids, lengths):
+                counts.update(row[:length].tolist())
+        return counts
+
+    def check(result):
+        (counts, stats), = result
+        stats = dict(stats)
+        missing = expected - counts
+        assert not counts - expected  # nothing invented
+        assert sum(missing.values()) == stats.get("train/tokens_dropped", 0)
+        assert stats["train/tokens_in"] == total
+        assert stats["train/documents_tokenized"] == len(texts)
+        if pad_tail:
+            assert not missing
+
+    with BeamTestPipeline(runner="FnApiRunner") as p:
+        blocks, stats = (p | beam.Create(docs)
+                         | tokenization.ToSequences(bpe_tokenizer_dir, 24, pad_tail, 1,
+                                                    batch_chars=5_000))
+        counts = blocks | "All" >> beam.combiners.ToList() | beam.Map(token_counts)
+        summed = stats | beam.CombinePerKey(sum) | "Stats" >> beam.combiners.ToList()
+        joined = (counts | beam.Map(lambda c, s: (c, s), s=beam.pvalue.AsSingleton(summed)))
+        assert_that(joined, check)
