@@ -26,23 +26,43 @@ from common.manifest import ManifestError
 
 @dataclasses.dataclass(frozen=True)
 class SplitSource:
-    """The shards of one split, their record counts and the sequence length."""
+    """The shards of one split, their record counts and the sequence length.
+
+    `record_shard = (index, count)` makes a pipeline keep every `count`-th record from
+    `index` of the common file order: how hosts share a split with fewer files than hosts
+    (a small validation split is often one shard), and how evaluation always shares, so
+    every host gets the same number of eval batches.
+    """
 
     split_dir: str
     files: tuple
     counts: tuple
     max_length: int
+    record_shard: tuple = ()
 
     @property
     def num_examples(self) -> int:
-        return sum(self.counts)
+        """Examples this pipeline reads in one pass."""
+        total = sum(self.counts)
+        if not self.record_shard:
+            return total
+        index, count = self.record_shard
+        return (total - index + count - 1) // count
 
-    def for_pipeline(self, pipeline_id: int, num_pipelines: int) -> "SplitSource":
-        """The files one input pipeline (one TPU host) reads: every `num_pipelines`-th."""
-        if len(self.files) < num_pipelines:
-            raise ManifestError(
-                f"{self.split_dir} has {len(self.files)} shard(s), fewer than the "
-                f"{num_pipelines} input pipelines (hosts); prepare it with more shards.")
+    @property
+    def min_examples(self) -> int:
+        """The smallest `num_examples` over the pipelines sharing the split by records."""
+        return sum(self.counts) // self.record_shard[1] if self.record_shard else \
+            self.num_examples
+
+    def for_pipeline(self, pipeline_id: int, num_pipelines: int,
+                     by_records: bool = False) -> "SplitSource":
+        """What one input pipeline (one TPU host) reads: every `num_pipelines`-th file, or
+        every `num_pipelines`-th record when there are too few files (or `by_records`)."""
+        if num_pipelines == 1:
+            return self
+        if by_records or len(self.files) < num_pipelines:
+            return dataclasses.replace(self, record_shard=(pipeline_id, num_pipelines))
         return dataclasses.replace(self, files=self.files[pipeline_id::num_pipelines],
                                    counts=self.counts[pipeline_id::num_pipelines])
 
@@ -97,18 +117,22 @@ def _parse(serialized, max_length: int) -> dict:
     return {name: tf.cast(parsed[name], tf.int32) for name in schema.FEATURES}
 
 
-def _records(files, cycle_length: int = 8) -> tf.data.Dataset:
-    """Parallel, deterministic reads from several files at once."""
-    return files.interleave(
+def _records(files, source: SplitSource, cycle_length: int = 8) -> tf.data.Dataset:
+    """Parallel, deterministic reads from several files at once (this pipeline's share)."""
+    records = files.interleave(
         lambda f: tf.data.TFRecordDataset(f, buffer_size=8 << 20),
         cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if source.record_shard:  # the file order is the same on every host: shares are disjoint
+        index, count = source.record_shard
+        records = records.shard(count, index)
+    return records
 
 
 def _one_epoch(source: SplitSource, epoch, batch_size: int, seed: int, shuffle_buffer: int):
     epoch_seed = tf.cast(epoch, tf.int64) + seed * 1_000_003
     files = tf.data.Dataset.from_tensor_slices(list(source.files))
     files = files.shuffle(len(source.files), seed=epoch_seed)
-    records = _records(files).shuffle(
+    records = _records(files, source).shuffle(
         max(1, min(shuffle_buffer, source.num_examples)), seed=epoch_seed + 1)
     return records.batch(batch_size, drop_remainder=True)
 
@@ -142,7 +166,7 @@ def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None =
     The batch count is a multiple of `local_replicas` so every replica gets a full batch
     at every step (fixed shapes for XLA).
     """
-    num_batches = source.num_examples // batch_size // local_replicas * local_replicas
+    num_batches = source.min_examples // batch_size // local_replicas * local_replicas
     if max_batches:
         num_batches = min(num_batches, max_batches * local_replicas)
     if num_batches < 1:
@@ -150,32 +174,36 @@ def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None =
             f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
             f"than one evaluation batch of {batch_size} per replica.")
     files = tf.data.Dataset.from_tensor_slices(list(source.files))
-    batches = _records(files).batch(batch_size, drop_remainder=True).take(num_batches)
+    batches = _records(files, source).batch(batch_size, drop_remainder=True).take(num_batches)
     batches = batches.apply(tf.data.experimental.assert_cardinality(num_batches))
     return batches.map(lambda b: _parse(b, source.max_length),
                        num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def _pipeline(source: SplitSource, context: tf.distribute.InputContext) -> tuple:
+def _pipeline(source: SplitSource, context: tf.distribute.InputContext,
+              by_records: bool = False) -> tuple:
     local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
-    return source.for_pipeline(context.input_pipeline_id, context.num_input_pipelines), \
-        local_replicas
+    return source.for_pipeline(context.input_pipeline_id, context.num_input_pipelines,
+                               by_records), local_replicas
 
 
 def train_dataset_fn(source: SplitSource, per_replica_batch_size: int, seed: int,
                      start_step: int = 0, shuffle_buffer: int = 2**16):
-    """For `strategy.distribute_datasets_from_function`: each host reads only its files."""
+    """For `strategy.distribute_datasets_from_function`: each host reads only its files
+    (or its share of the records when there are fewer files than hosts). The seed is the
+    same on every host, so record shares of a common file order stay disjoint."""
     def dataset_fn(context: tf.distribute.InputContext):
         mine, local_replicas = _pipeline(source, context)
-        return train_dataset(mine, per_replica_batch_size, seed + context.input_pipeline_id,
-                             start_step, shuffle_buffer, local_replicas)
+        return train_dataset(mine, per_replica_batch_size, seed, start_step, shuffle_buffer,
+                             local_replicas)
     return dataset_fn
 
 
 def eval_dataset_fn(source: SplitSource, per_replica_batch_size: int,
                     max_batches: int | None = None):
+    """Evaluation shares by records: every host then runs the same number of batches."""
     def dataset_fn(context: tf.distribute.InputContext):
-        mine, local_replicas = _pipeline(source, context)
+        mine, local_replicas = _pipeline(source, context, by_records=True)
         return eval_dataset(mine, per_replica_batch_size, max_batches, local_replicas)
     return dataset_fn
 

@@ -113,3 +113,20 @@ def test_eval_is_one_fixed_pass(split):
     two = _take(data.eval_dataset(split, 16), 100)
     assert len(one) == 200 // 16 and all((a == b).all() for a, b in zip(one, two))
     assert len(_take(data.eval_dataset(split, 16, max_batches=3), 100)) == 3
+
+
+def test_hosts_share_a_split_with_fewer_files_than_hosts(split):
+    """4 files, 8 hosts (a pod with a one-shard validation split is the usual case):
+    each host keeps every 8th record of the common file order; shares are disjoint."""
+    train, evals = [], []
+    for pipeline in range(8):
+        context = tf.distribute.InputContext(num_input_pipelines=8, input_pipeline_id=pipeline,
+                                             num_replicas_in_sync=8)
+        first_epoch = _take(data.train_dataset_fn(split, 5, seed=0)(context), 5)
+        train.append({tuple(r) for b in first_epoch for r in b})
+        evals.append(_take(data.eval_dataset_fn(split, 4)(context), 100))
+    assert all(len(rows) == 25 for rows in train)  # 200 rows / 8 hosts, one epoch each
+    assert len(set().union(*train)) == 200  # disjoint and complete
+    assert {len(e) for e in evals} == {6}  # 200 // 8 = 25 rows -> 6 batches of 4 on every host
+    eval_rows = [tuple(r) for e in evals for b in e for r in b]
+    assert len(eval_rows) == len(set(eval_rows)) == 8 * 6 * 4
