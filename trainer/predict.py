@@ -92,9 +92,14 @@ class MaskPredictor:
         probs = np.exp(logits - logits.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
         top = np.argsort(-probs, axis=-1)[..., :top_k]
-        return [[[(self.tokenizer.decode([int(t)], skip_special_tokens=False), float(probs[i, m, t]))
-                  for t in top[i, m]] for m in range(count)]
-                for i, count in enumerate(mask_counts)]
+        return [[[(self._token_text(int(t)), float(probs[i, m, t])) for t in top[i, m]]
+                 for m in range(count)] for i, count in enumerate(mask_counts)]
+
+    def _token_text(self, token_id: int) -> str:
+        """The token as text; pieces that decode to nothing (a lone word-start marker such
+        as "▁") are shown as the raw token so the listing never shows an empty string."""
+        text = self.tokenizer.decode([token_id], skip_special_tokens=False)
+        return text if text else self.tokenizer.id_to_token(token_id)
 
     def model_inputs(self, ids: list[list[int]]):
         """keras-hub inputs for a batch, right-padded; returns (inputs, masks per row).
