@@ -331,3 +331,20 @@ def test_to_sequences_writes_every_token_once(corpus_texts, bpe_tokenizer_dir, p
         summed = stats | beam.CombinePerKey(sum) | "Stats" >> beam.combiners.ToList()
         joined = (counts | beam.Map(lambda c, s: (c, s), s=beam.pvalue.AsSingleton(summed)))
         assert_that(joined, check)
+
+
+def test_the_pipeline_runs_without_tensorflow(tmp_path, corpus_texts, bpe_tokenizer_dir):
+    """Dataflow workers install only setup.py's install_requires (no TensorFlow)."""
+    import subprocess
+    import sys
+
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:30])
+    code = ("import sys; sys.modules['tensorflow'] = None  # any import of it now fails\n"
+            "from beam_pipelines import prepare\n"
+            f"sys.exit(prepare.run(['--runner=FnApiRunner', '--input', {str(src)!r}, "
+            f"'--tokenizer', {bpe_tokenizer_dir!r}, '--output_dir', "
+            f"{str(tmp_path / 'out')!r}, '--max_length', '32']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert manifest.read_manifest(str(tmp_path / "out" / "train")).num_examples > 0
