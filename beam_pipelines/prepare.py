@@ -36,8 +36,8 @@ def read_tasks(opts) -> list[tuple]:
     patterns = opts_lib.parse_splits(opts.splits) if opts.splits else {None: opts.input}
     return [("file", path, split, start, end)
             for split, pattern in patterns.items()
-            for path in sources.expand_inputs(pattern)
-            for start, end in sources.byte_ranges(path, fs.size(path), opts.txt_unit,
+            for path, size in sources.expand_inputs(pattern).items()
+            for start, end in sources.byte_ranges(path, size, opts.txt_unit,
                                                   opts.read_range_bytes)]
 
 

@@ -111,11 +111,11 @@ class Finalize(beam.DoFn):
             manifest.remove_marker(split_dir)
             mine = sorted((w for w in written if w["split"] == split), key=lambda w: w["shard"])
             fs.delete(fs.glob(fs.join(split_dir, "*" + shards.SHARD_SUFFIX)))
-            entries = []
-            for index, w in enumerate(mine):
-                name = shards.shard_name(split, index, w["num_examples"])
-                fs.rename([w["path"]], [fs.join(split_dir, name)])
-                entries.append(manifest.Shard(name, w["num_examples"], w["num_tokens"]))
+            entries = [manifest.Shard(shards.shard_name(split, index, w["num_examples"]),
+                                      w["num_examples"], w["num_tokens"])
+                       for index, w in enumerate(mine)]
+            # One call: object stores rename (copy + delete) in batches.
+            fs.rename([w["path"] for w in mine], [fs.join(split_dir, e.name) for e in entries])
             manifests[split] = manifest.Manifest(
                 split=split, max_length=self.max_length,
                 num_examples=sum(s.num_examples for s in entries),
@@ -138,8 +138,7 @@ class Finalize(beam.DoFn):
     def _commit_dead_letters(self, files):
         dead_dir = fs.join(self.output_dir, "dead_letter")
         fs.delete(fs.glob(fs.join(dead_dir, "*")))
-        for path in files:
-            fs.rename([path], [fs.join(dead_dir, fs.basename(path))])
+        fs.rename(files, [fs.join(dead_dir, fs.basename(path)) for path in files])
 
 
 SPLIT_KEYS = ("documents_tokenized", "documents_empty", "tokens_in", "tokens_dropped",

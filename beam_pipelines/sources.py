@@ -253,17 +253,18 @@ def byte_ranges(path: str, size: int, txt_unit: str = "line",
     return [(a, b) for a, b in zip(cuts, cuts[1:] + [size])]
 
 
-def expand_inputs(patterns: str | list[str]) -> list[str]:
-    """Paths matching comma-separated globs; a clear error when one matches nothing."""
+def expand_inputs(patterns: str | list[str]) -> dict[str, int]:
+    """`{path: size}` of the files matching comma-separated globs, sorted by path; a clear
+    error when a glob matches nothing. Sizes come with the listing (one call per glob)."""
     if isinstance(patterns, str):
         patterns = [p for p in patterns.split(",") if p]
-    paths = []
+    found = {}
     for pattern in patterns:
-        matched = fs.glob(pattern)
+        matched = fs.glob_sizes(pattern)
         if not matched:
             raise FileNotFoundError(f"--input {pattern!r} matches no file")
-        paths.extend(matched)
-    return sorted(set(paths))
+        found.update(matched)
+    return dict(sorted(found.items()))
 
 
 # --- Hugging Face datasets --------------------------------------------------------------

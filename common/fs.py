@@ -32,14 +32,15 @@ def exists(path: str) -> bool:
     return FileSystems.exists(path)
 
 
+def glob_sizes(pattern: str) -> dict[str, int]:
+    """`{path: size in bytes}` for a glob, from one listing (no call per file)."""
+    result = FileSystems.match([pattern])[0]
+    return {m.path: m.size_in_bytes for m in result.metadata_list}
+
+
 def glob(pattern: str) -> list[str]:
     """Sorted paths matching a glob (an empty list when nothing matches)."""
-    result = FileSystems.match([pattern])[0]
-    return sorted(m.path for m in result.metadata_list)
-
-
-def size(path: str) -> int:
-    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+    return sorted(glob_sizes(pattern))
 
 
 def open_read(path: str, compressed: bool = False):
