@@ -80,7 +80,7 @@ train: $(STAMP)
 bench: bench-prepare bench-train
 
 bench-prepare: $(STAMP)
-	$(PY) -m benchmarks.bench_prepare
+	$(PY) -m benchmarks.bench_prepare --corpus_mb 60
 
 bench-train: $(STAMP)
 	$(PY) -m benchmarks.bench_train

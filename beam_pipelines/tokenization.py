@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import hashlib
+import itertools
 from collections import Counter
 
 import apache_beam as beam
@@ -88,15 +89,19 @@ class TokenizeAndChunk(beam.DoFn):
 
     def _chunk(self, batch):
         splits, future = batch
+        kept: dict[str, list] = {}
         for split, encoding in zip(splits, future.result()):
             ids = encoding.ids
             if len(ids) <= self.special_only:  # e.g. only control characters
                 self.stats[f"{split}/documents_empty"] += 1
-                continue
-            self.stats[f"{split}/documents_tokenized"] += 1
-            self.stats[f"{split}/tokens_in"] += len(ids)
-            chunker = self.chunkers.setdefault(split, chunking.Chunker(self.max_length))
-            chunker.add(np.fromiter(ids, dtype=np.int32, count=len(ids)))
+            else:
+                kept.setdefault(split, []).append(ids)
+        for split, id_lists in kept.items():  # one numpy conversion per split and batch
+            flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=np.int32,
+                               count=sum(map(len, id_lists)))
+            self.stats[f"{split}/documents_tokenized"] += len(id_lists)
+            self.stats[f"{split}/tokens_in"] += len(flat)
+            self.chunkers.setdefault(split, chunking.Chunker(self.max_length)).add(flat)
 
     def _flush(self, min_rows: int, drain: bool = False):
         previous = self._submit_pending()
