@@ -12,7 +12,6 @@ dataset shards) in parallel, the launching machine only lists them.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import uuid

@@ -3,7 +3,6 @@
 import glob
 import json
 import os
-import re
 
 import apache_beam as beam
 import numpy as np
@@ -288,7 +287,7 @@ def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenize
         assert acc["tokens_dropped"] < 128
     assert total_in >= 1_000_000
     assert total_dropped / total_in < 0.005
-    run = acc = manifest.read_manifest(str(out / "train")).accounting["run"]
+    run = manifest.read_manifest(str(out / "train")).accounting["run"]
     assert run["documents_read"] == len(lines) == run["documents_tokenized"]
 
 

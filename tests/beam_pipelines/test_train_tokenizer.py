@@ -3,7 +3,6 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
