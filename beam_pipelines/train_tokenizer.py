@@ -6,13 +6,15 @@
 The output folder loads with `tokenizers.Tokenizer.from_file(dir + "/tokenizer.json")` and
 with `transformers.AutoTokenizer.from_pretrained(dir)` (transformers 4.x and 5).
 Training runs on one machine; `--max_documents` bounds its time and memory by a uniform
-reservoir sample of the corpus, so the corpus itself is streamed and never held.
+reservoir sample, and reading stops after `--max_read_documents` (10x the sample by default)
+taken from the files in a seeded random order, so a huge corpus is neither held nor read whole.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import random
 import sys
@@ -42,6 +44,7 @@ class TokenizerConfig:
     # The time budget: unigram at 25k trains at ~200 documents (~200 KB) a second on one
     # core (24,368 docstrings, 24 MB: 118 s), so 100k documents take ~8 minutes.
     max_documents: int | None = 100_000
+    max_read_documents: int | None = None  # default 10 x max_documents; 0 = no limit
     min_frequency: int = 2
     model_max_length: int = 512
     max_document_bytes: int = sources.DEFAULT_MAX_DOCUMENT_BYTES
@@ -130,16 +133,31 @@ class InputReport:
 
 
 def read_corpus(config: TokenizerConfig) -> Iterator[sources.Record]:
+    """Every record of the input. When sampling, files (or dataset shards) come in a seeded
+    random order, so stopping after `read_budget` documents still samples the whole corpus."""
+    shuffle = random.Random(config.seed).shuffle if config.max_documents else (lambda x: x)
     if config.hf_dataset:
         num_shards = sources.hf_num_shards(config.hf_dataset, config.hf_config, config.hf_split)
-        for index in range(num_shards):
+        order = list(range(num_shards))
+        shuffle(order)
+        for index in order:
             yield from sources.read_hf_shard(
                 config.hf_dataset, config.hf_config, config.hf_split, config.text_field,
                 index, num_shards, config.max_document_bytes)
         return
-    for path in sources.expand_inputs(config.input):
+    paths = list(sources.expand_inputs(config.input))
+    shuffle(paths)
+    for path in paths:
         yield from sources.read_file(path, config.text_field, config.max_document_bytes,
                                      config.txt_unit)
+
+
+def read_budget(config: TokenizerConfig) -> int | None:
+    """How many documents to read at most: `--max_read_documents`, by default 10x the
+    sample, so a 100 GB corpus is not read in full on one machine (0 = read everything)."""
+    if config.max_read_documents is not None:
+        return config.max_read_documents or None
+    return 10 * config.max_documents if config.max_documents else None
 
 
 def reservoir_sample(texts: Iterable[str], size: int, seed: int) -> list[str]:
@@ -161,6 +179,9 @@ def train(config: TokenizerConfig) -> dict:
     tokenizer, trainer = build(config.model, config.vocab_size, config.min_frequency)
     report = InputReport(config.output_dir)
     texts = report.documents_of(read_corpus(config))
+    budget = read_budget(config)
+    if budget:
+        texts = itertools.islice(texts, budget)
     if config.max_documents:
         texts = reservoir_sample(texts, config.max_documents, config.seed)
         print(f"sampled {len(texts):,} of {report.documents:,} documents; training "
@@ -177,6 +198,7 @@ def train(config: TokenizerConfig) -> dict:
         "vocab_size": tokenizer.get_vocab_size(), "documents_read": report.documents,
         "documents_used": len(texts) if config.max_documents else report.documents,
         "chars_read": report.chars, "documents_rejected": report.rejected,
+        "read_budget": read_budget(config),
         "seconds": round(time.monotonic() - start, 1),
     }
     fs.write_json(fs.join(config.output_dir, "training_info.json"), info)

@@ -79,8 +79,24 @@ def test_from_saved_datasets_dataset_wordpiece(tmp_path, corpus_texts):
 def test_max_documents_samples(tmp_path, corpus_texts):
     path = tmp_path / "c.jsonl"
     path.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts))
-    _, info = _train(tmp_path, input=str(path), max_documents=50)
+    _, info = _train(tmp_path, input=str(path), max_documents=50, max_read_documents=0)
     assert info["documents_read"] == len(corpus_texts) and info["documents_used"] == 50
+
+
+def test_reading_stops_at_the_budget_from_files_in_random_order(tmp_path, corpus_texts):
+    paths = []
+    for i in range(8):
+        path = tmp_path / f"part-{i}.jsonl"
+        path.write_text("".join(json.dumps({"text": f"file {i}: {t}"}) + "\n"
+                                for t in corpus_texts[i * 40:(i + 1) * 40]))
+        paths.append(str(path))
+    config = train_tokenizer.TokenizerConfig(output_dir=str(tmp_path / "tok"),
+                                             input=",".join(paths), max_documents=20)
+    assert train_tokenizer.read_budget(config) == 200  # 10x the sample by default
+    texts = [r.text for r in train_tokenizer.read_corpus(config)]
+    assert texts[0].split(":")[0] != "file 0" or texts[40].split(":")[0] != "file 1"
+    info = train_tokenizer.train(config)
+    assert info["documents_read"] == 200 and info["documents_used"] == 20
 
 
 def test_reservoir_sample_is_uniform():
