@@ -133,8 +133,9 @@ class InputReport:
 
 
 def read_corpus(config: TokenizerConfig) -> Iterator[sources.Record]:
-    """Every record of the input. When sampling, files (or dataset shards) come in a seeded
-    random order, so stopping after `read_budget` documents still samples the whole corpus."""
+    """Every record of the input. When sampling, files, byte ranges of large files (or
+    dataset shards) come in a seeded random order, so stopping after `read_budget`
+    documents still samples the whole corpus."""
     shuffle = random.Random(config.seed).shuffle if config.max_documents else (lambda x: x)
     if config.hf_dataset:
         num_shards = sources.hf_num_shards(config.hf_dataset, config.hf_config, config.hf_split)
@@ -145,11 +146,14 @@ def read_corpus(config: TokenizerConfig) -> Iterator[sources.Record]:
                 config.hf_dataset, config.hf_config, config.hf_split, config.text_field,
                 index, num_shards, config.max_document_bytes)
         return
-    paths = list(sources.expand_inputs(config.input))
-    shuffle(paths)
-    for path in paths:
+    # Large uncompressed files come as 64 MB byte ranges, so sampling reaches all of them.
+    pieces = [(path, start, end)
+              for path, size in sources.expand_inputs(config.input).items()
+              for start, end in sources.byte_ranges(path, size, config.txt_unit)]
+    shuffle(pieces)
+    for path, start, end in pieces:
         yield from sources.read_file(path, config.text_field, config.max_document_bytes,
-                                     config.txt_unit)
+                                     config.txt_unit, start, end)
 
 
 def read_budget(config: TokenizerConfig) -> int | None:
