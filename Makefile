@@ -17,10 +17,12 @@ LOCAL_BEAM := --runner=FnApiRunner
 PROJECT ?=
 REGION ?= us-central1
 BUCKET ?=
+ifneq ($(BUCKET),)
 INPUT ?= gs://$(BUCKET)/corpus/*.jsonl.gz
 TOKENIZER ?= gs://$(BUCKET)/tokenizer
 DATA ?= gs://$(BUCKET)/prepared
 OUTPUT ?= gs://$(BUCKET)/runs/base
+endif
 MAX_LENGTH ?= 128
 MAX_WORKERS ?= 32
 TPU ?= local
@@ -64,7 +66,7 @@ demo: $(STAMP)
 	@echo "  final metrics     $$(cat $(DEMO)/train/metrics.json | tr -d '\n ')"
 
 prepare: $(STAMP)
-	@test -n "$(PROJECT)" -a -n "$(BUCKET)" || { echo "usage: make prepare PROJECT=... REGION=... BUCKET=... [INPUT=gs://...]"; exit 2; }
+	@test -n "$(PROJECT)" -a -n "$(BUCKET)" || { echo "usage: make prepare PROJECT=... REGION=... BUCKET=... [INPUT=gs://... TOKENIZER=gs://... DATA=gs://...]"; exit 2; }
 	$(PY) -m beam_pipelines.prepare --runner DataflowRunner --project $(PROJECT) --region $(REGION) \
 	  --temp_location gs://$(BUCKET)/dataflow/tmp --staging_location gs://$(BUCKET)/dataflow/staging \
 	  --setup_file ./setup.py --max_num_workers $(MAX_WORKERS) --experiments=use_runner_v2 \
@@ -72,10 +74,10 @@ prepare: $(STAMP)
 	  --validation_fraction 0.005 $(ARGS)
 
 train: $(STAMP)
-	@test -n "$(BUCKET)$(DATA)" || { echo "usage: make train TPU=local DATA=gs://... OUTPUT=gs://..."; exit 2; }
+	@test -n "$(DATA)" -a -n "$(OUTPUT)" || { echo "usage: make train TPU=local DATA=gs://.../prepared OUTPUT=gs://.../runs/NAME [TOKENIZER=...] (or BUCKET=...)"; exit 2; }
 	$(PY) -m trainer.task --strategy tpu --tpu $(TPU) --train_data $(DATA)/train --eval_data $(DATA)/validation \
-	  --tokenizer $(TOKENIZER) --output_dir $(OUTPUT) --model $(MODEL) --per_replica_batch_size $(BATCH) \
-	  --train_steps $(STEPS) --precision bf16 $(ARGS)
+	  $(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --output_dir $(OUTPUT) --model $(MODEL) \
+	  --per_replica_batch_size $(BATCH) --train_steps $(STEPS) --precision bf16 $(ARGS)
 
 bench: bench-prepare bench-train
 

@@ -42,8 +42,8 @@ class TrainConfig:
                             "gs://.", aliases=["--train_dataset"], required=True)
     eval_data: str = _flag("Folder of evaluation shards.", aliases=["--eval_dataset"],
                            required=True)
-    tokenizer: str = _flag("Tokenizer folder (tokenizer.json, tokenizer_config.json).",
-                           required=True)
+    tokenizer: str = _flag("Tokenizer folder (tokenizer.json, tokenizer_config.json); by "
+                           "default the one the training split's manifest names.")
     output_dir: str = _flag("Where checkpoints, logs and metrics go (local or gs://).",
                             required=True)
     max_length: int = _flag("Sequence length of the data; read from the manifest when "

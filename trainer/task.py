@@ -72,6 +72,19 @@ def interval_length(*steps: int) -> int:
     return math.gcd(*steps)
 
 
+def tokenizer_of(train_data: str) -> str:
+    """The tokenizer folder recorded in the training split's manifest (prepare writes it)."""
+    from common import fs, manifest
+
+    if not fs.exists(manifest.manifest_path_of(train_data.rstrip("/"))):
+        raise RunConfigError(f"{train_data} has no manifest naming its tokenizer (seed-format "
+                             "shards?); pass --tokenizer.")
+    path = manifest.read_manifest(train_data, check_shards=False).tokenizer.get("path")
+    if not path:
+        raise RunConfigError(f"{train_data} does not name its tokenizer; pass --tokenizer.")
+    return path
+
+
 def run(config: TrainConfig, extra_callbacks=()) -> dict:
     """Trains (or resumes) as `config` says; returns the final metrics."""
     import keras
@@ -84,6 +97,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     from trainer.train_model import MaskedLMTrainer
 
     out = config.output_dir.rstrip("/")
+    config.tokenizer = config.tokenizer or tokenizer_of(config.train_data)
     try:
         _, info = tokenizer_files.load(config.tokenizer)
     except ValueError as err:  # a tokenizer folder without the special tokens MLM needs
