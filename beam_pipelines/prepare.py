@@ -58,8 +58,8 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
               | "RowsPerSplit" >> beam.CombinePerKey(sum))
     written = (blocks
                | "AssignShards" >> beam.ParDo(
-                   shard_writer.AssignShards(opts.seed, opts_lib.shard_size(opts),
-                                             opts.num_shards),
+                   shard_writer.AssignShards(opts.seed, opts.max_length,
+                                             opts_lib.shard_size(opts), opts.num_shards),
                    counts=beam.pvalue.AsDict(counts))
                | "GroupShards" >> beam.GroupByKey()
                | "WriteShards" >> beam.ParDo(shard_writer.WriteShard(temp_dir)))
@@ -67,7 +67,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
              | "AllStats" >> beam.Flatten()
              | "SumStats" >> beam.CombinePerKey(sum))
     dead_files = (read.dead
-                  | "DeadLetterJson" >> beam.Map(shard_writer.dead_letter_json)
+                  | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
                   | "WriteDeadLetters" >> beam.io.WriteToText(
                       fs.join(temp_dir, "dead_letter", "dead_letter"),
                       file_name_suffix=".jsonl", num_shards=1))

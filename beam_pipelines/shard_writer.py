@@ -22,7 +22,6 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.tfrecordio import _TFRecordUtil  # TFRecord framing + crc32c
 
-from beam_pipelines.sources import DeadLetter
 from common import fs, manifest, schema, shards
 
 
@@ -39,10 +38,14 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(31))
 
 
-def row_keys(ids: np.ndarray, lengths: np.ndarray, seed: int) -> np.ndarray:
-    """A 64-bit pseudo-random key per row, a pure function of (row, seed)."""
-    weights = np.random.default_rng(seed).integers(1, 2**63, size=ids.shape[1],
-                                                   dtype=np.uint64) | np.uint64(1)
+def key_weights(seed: int, max_length: int) -> np.ndarray:
+    """Odd 64-bit weights, one per position, from the seed."""
+    return np.random.default_rng(seed).integers(1, 2**63, size=max_length,
+                                                dtype=np.uint64) | np.uint64(1)
+
+
+def row_keys(ids: np.ndarray, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """A 64-bit pseudo-random key per row, a pure function of (row, seed's weights)."""
     with np.errstate(over="ignore"):
         h = (ids.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
         return _mix(h ^ lengths.astype(np.uint64))
@@ -51,13 +54,17 @@ def row_keys(ids: np.ndarray, lengths: np.ndarray, seed: int) -> np.ndarray:
 class AssignShards(beam.DoFn):
     """(split, ids, lengths) -> ((split, shard), (keys, ids, lengths)) per shard touched."""
 
-    def __init__(self, seed: int, shard_size: int, fixed_shards: int):
-        self.seed, self.shard_size, self.fixed_shards = seed, shard_size, fixed_shards
+    def __init__(self, seed: int, max_length: int, shard_size: int, fixed_shards: int):
+        self.seed, self.max_length = seed, max_length
+        self.shard_size, self.fixed_shards = shard_size, fixed_shards
+
+    def setup(self):
+        self.weights = key_weights(self.seed, self.max_length)
 
     def process(self, block, counts: dict):
         split, ids, lengths = block
         n = num_shards_for(counts[split], self.shard_size, self.fixed_shards)
-        keys = row_keys(ids, lengths, self.seed)
+        keys = row_keys(ids, lengths, self.weights)
         shard_of = keys % np.uint64(n)
         for shard in np.unique(shard_of):
             take = shard_of == shard
@@ -174,7 +181,3 @@ def check_accounting(stats: dict, written: list, splits: list) -> None:
         if own["tokens_in"] - own["tokens_dropped"] != on_disk:
             raise AccountingError(f"{split}: {own['tokens_in']} tokens in, "
                                   f"{own['tokens_dropped']} dropped, but {on_disk} written")
-
-
-def dead_letter_json(record: DeadLetter) -> str:
-    return record.to_json()

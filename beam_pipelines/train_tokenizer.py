@@ -108,7 +108,7 @@ def add_post_processor(tokenizer: Tokenizer, model: str) -> None:
 class InputReport:
     """Counts what was read and reports every bad record by file and line."""
 
-    def __init__(self, output_dir: str):
+    def __init__(self):
         self.documents = self.chars = self.rejected = 0
         self.dead_letters: list[sources.DeadLetter] = []
         self._last_print = time.monotonic()
@@ -181,7 +181,7 @@ def train(config: TokenizerConfig) -> dict:
         raise ValueError("give --input (files) or --hf_dataset")
     start = time.monotonic()
     tokenizer, trainer = build(config.model, config.vocab_size, config.min_frequency)
-    report = InputReport(config.output_dir)
+    report = InputReport()
     texts = report.documents_of(read_corpus(config))
     budget = read_budget(config)
     if budget:

@@ -18,14 +18,15 @@ SPECIAL_TOKENS_MAP = "special_tokens_map.json"
 ROLES = ("cls_token", "sep_token", "pad_token", "unk_token", "mask_token")
 
 # Special tokens per tokenizer model: BERT-style for unigram (as the seed) and wordpiece,
-# RoBERTa-style for byte-level BPE. Order = ids 0..4.
+# RoBERTa-style for byte-level BPE. Distinct tokens in order = ids 0..4.
 SPECIAL_TOKENS = {
     "unigram": {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
                 "sep_token": "[SEP]", "mask_token": "[MASK]"},
     "wordpiece": {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
                   "sep_token": "[SEP]", "mask_token": "[MASK]"},
     "bpe": {"cls_token": "<s>", "pad_token": "<pad>", "sep_token": "</s>",
-            "unk_token": "<unk>", "mask_token": "<mask>"},
+            "unk_token": "<unk>", "mask_token": "<mask>",
+            "bos_token": "<s>", "eos_token": "</s>"},  # RoBERTa also names them bos/eos
 }
 
 
@@ -102,8 +103,6 @@ def save(tokenizer, tokenizer_dir: str, special_tokens: dict, model_max_length: 
         "clean_up_tokenization_spaces": False,
         **special_tokens,
     }
-    if special_tokens["cls_token"] == "<s>":  # RoBERTa also names them bos/eos
-        config.update(bos_token="<s>", eos_token="</s>")
     fs.write_json(fs.join(tokenizer_dir, TOKENIZER_CONFIG), config)
     special_map = {k: v for k, v in config.items() if k.endswith("_token")}
     fs.write_json(fs.join(tokenizer_dir, SPECIAL_TOKENS_MAP), special_map)

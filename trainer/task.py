@@ -22,48 +22,25 @@ class RunConfigError(ValueError):
     """output_dir holds a run that the current flags cannot continue."""
 
 
-def _json_read(path):
-    import json
-
-    import tensorflow as tf
-
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
-
-
-def _json_write(path, obj):
-    import json
-
-    import tensorflow as tf
-
-    with tf.io.gfile.GFile(path, "w") as f:
-        f.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-
-
 def write_run_files(config: TrainConfig, run_config: dict) -> None:
     """run_config.json and a copy of the tokenizer; refuses to mix two runs in one folder."""
-    import tensorflow as tf
-
     from common import fs, tokenizer_files
 
     out = config.output_dir.rstrip("/")
-    tf.io.gfile.makedirs(out)
     path = f"{out}/run_config.json"
-    if tf.io.gfile.exists(path):
-        old = _json_read(path)
+    if fs.exists(path):
+        old = fs.read_json(path)
         for key in ("family", "backbone_config", "max_length", "tokenizer", "seed"):
             if old.get(key) != run_config[key]:
                 raise RunConfigError(
                     f"{out} holds a run with another {key} ({old.get(key)!r} there, "
                     f"{run_config[key]!r} now); use a new --output_dir or the same flags.")
-    _json_write(path, run_config)
+    fs.write_json(path, run_config)
     for name in (tokenizer_files.TOKENIZER_JSON, tokenizer_files.TOKENIZER_CONFIG,
                  tokenizer_files.SPECIAL_TOKENS_MAP):
         source = fs.join(config.tokenizer, name)
         if fs.exists(source):
-            tf.io.gfile.makedirs(f"{out}/tokenizer")
-            with tf.io.gfile.GFile(f"{out}/tokenizer/{name}", "wb") as f:
-                f.write(fs.read_bytes(source))
+            fs.write_bytes(f"{out}/tokenizer/{name}", fs.read_bytes(source))
 
 
 def interval_length(*steps: int) -> int:
@@ -89,7 +66,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     """Trains (or resumes) as `config` says; returns the final metrics."""
     import keras
 
-    from common import tokenizer_files
+    from common import fs, tokenizer_files
     from trainer import callbacks as cb
     from trainer import data, model, strategy as strategies
     from trainer.masking import MaskingSpec
@@ -134,7 +111,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     start_step = cb.restored_step(f"{out}/backup", steps_per_interval)
     if start_step >= total_steps:
         print(f"{out} already finished {total_steps} steps; nothing to do.")
-        return _json_read(f"{out}/metrics.json")
+        return fs.read_json(f"{out}/metrics.json")
 
     spec = MaskingSpec(info.vocab_size, info.mask_id, tuple(info.all_special_ids),
                        rate=config.mlm_probability)
@@ -177,7 +154,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
                       validation_data=eval_batches, validation_freq=eval_intervals,
                       callbacks=callbacks, verbose=config.verbose)
     metrics = final_metrics(log.history, log.rates, total_steps, global_batch)
-    _json_write(f"{out}/metrics.json", metrics)
+    fs.write_json(f"{out}/metrics.json", metrics)
     return metrics
 
 

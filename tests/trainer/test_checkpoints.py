@@ -39,7 +39,7 @@ def train_tokenizer(family: str):
 
     kind = "bpe" if family == "roberta" else "wordpiece"
     special = tokenizer_files.SPECIAL_TOKENS[kind]
-    order = list(special.values())  # ids 0..4
+    order = list(dict.fromkeys(special.values()))  # ids 0..4
     if kind == "bpe":
         tokenizer = Tokenizer(models.BPE())
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
