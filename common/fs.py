@@ -11,6 +11,7 @@ import json
 import os
 import posixpath
 import shutil
+import uuid
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -60,8 +61,41 @@ def read_bytes(path: str) -> bytes:
 
 
 def write_bytes(path: str, data: bytes) -> None:
-    with open_write(path) as f:
-        f.write(data)
+    """Writes a whole file atomically: readers see the old content or the new, never a part."""
+    upload_stream(path, [data])
+
+
+def upload_stream(path: str, chunks) -> None:
+    """Writes the concatenated `chunks` to `path` atomically.
+
+    Local: a temporary file in the same folder, then `os.replace` (atomic on one filesystem).
+    Object stores: one upload, which creates the object only when `close()` completes; on an
+    error the writer is deliberately not closed, so no partial object is ever committed.
+    """
+    if is_remote(path):
+        writer = open_write(path)
+        for chunk in chunks:
+            writer.write(chunk)
+        writer.close()
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    temp = os.path.join(folder, f".tmp-{uuid.uuid4().hex}-{basename(path)}")
+    try:
+        with open(temp, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(temp, path)
+    finally:
+        if os.path.exists(temp):
+            os.remove(temp)
+
+
+def file_chunks(local_path: str, size: int = 64 << 20):
+    """A local file's bytes in pieces (for `upload_stream` of large files)."""
+    with open(local_path, "rb") as f:
+        while chunk := f.read(size):
+            yield chunk
 
 
 def read_json(path: str):

@@ -1,24 +1,34 @@
 """Callbacks that make a run resumable and observable, all keyed by the optimizer step.
 
 `fit` runs in "intervals" (Keras epochs of a fixed number of steps); these callbacks act at
-interval ends: weight checkpoints for export, the Keras backup for resumption, dropout RNG
-state derived from the step, examples/s and a history.json that a plotting script reads.
+interval ends, in this order (the order is the protocol; see README "Preemption"):
+
+1. `TrainingLog`: history.json and TensorBoard summaries at the step;
+2. `StepCheckpoints`: `checkpoints/ckpt-{step}.weights.h5` of the MaskedLM (for export);
+3. `StateBackup`: `backup/state-{step}.weights.h5`, weights + optimizer state: the commit of
+   the interval. A restart resumes from the newest readable one; everything the earlier
+   callbacks wrote for later steps is then rewritten identically.
+
+Only the chief process writes (`chief=False` turns every writer into a no-op).
 
 Example:
+    >>> run = RunDir("out")
     >>> callbacks = [DeterministicDropout(seed=42),
-    ...              StepCheckpoints("out/checkpoints", masked_lm, every=1000, last_step=10_000),
-    ...              PeriodicBackupAndRestore("out/backup", every=1000, last_step=10_000),
-    ...              TrainingLog("out/history.json", global_batch_size=256)]
+    ...              TrainingLog(run, global_batch_size=256),
+    ...              StepCheckpoints(run, masked_lm, every=1000, last_step=10_000),
+    ...              StateBackup(run, every=1000, last_step=10_000)]
 """
 
 from __future__ import annotations
 
-import json
 import time
 
 import keras
 import numpy as np
-import tensorflow as tf
+
+from common import fs
+from trainer import checkpoints
+from trainer.run_dir import RunDir
 
 
 def _step(model) -> int:
@@ -29,62 +39,59 @@ def _due(step: int, every: int, last_step: int) -> bool:
     return step % every == 0 or step >= last_step
 
 
-def checkpoint_path(directory: str, step: int) -> str:
-    return f"{directory.rstrip('/')}/ckpt-{step:08d}.weights.h5"
-
-
-def restored_step(backup_dir: str, steps_per_interval: int) -> int:
-    """The step a restarted run resumes at, read from BackupAndRestore's own metadata
-    (needed before `fit`, which restores the weights, to start the data stream there)."""
-    path = f"{backup_dir.rstrip('/')}/training_metadata.json"
-    if not tf.io.gfile.exists(path):
-        return 0
-    with tf.io.gfile.GFile(path) as f:
-        return int(json.load(f)["epoch"]) * steps_per_interval
-
-
-class PeriodicBackupAndRestore(keras.callbacks.BackupAndRestore):
-    """Keras' BackupAndRestore, saving at interval ends that are due (every `every` steps and
-    the last step); it only resumes correctly at interval ends, so never saves mid-interval."""
-
-    def __init__(self, backup_dir: str, every: int, last_step: int):
-        super().__init__(backup_dir, save_freq="epoch", delete_checkpoint=False)
-        self.every, self.last_step = every, last_step
-
-    def on_epoch_end(self, epoch, logs=None):
-        self._current_epoch = epoch + 1
-        self._last_batch_seen = 0
-        if _due(_step(self.model), self.every, self.last_step):
-            self._save_model()
-
-
 class StepCheckpoints(keras.callbacks.Callback):
     """`ckpt-{step:08d}.weights.h5` of the keras-hub MaskedLM (the export contract), keeping
     the newest `keep`. Hand-written because ModelCheckpoint saves the outer model."""
 
-    def __init__(self, directory: str, masked_lm, every: int, last_step: int, keep: int = 3):
+    def __init__(self, run: RunDir, masked_lm, every: int, last_step: int, keep: int = 3,
+                 chief: bool = True):
         super().__init__()
-        self.directory, self.masked_lm = directory.rstrip("/"), masked_lm
+        self.run, self.masked_lm, self.chief = run, masked_lm, chief
         self.every, self.last_step, self.keep = every, last_step, keep
 
     def on_epoch_end(self, epoch, logs=None):
         step = _step(self.model)
-        if _due(step, self.every, self.last_step):
-            tf.io.gfile.makedirs(self.directory)
-            self.masked_lm.save_weights(checkpoint_path(self.directory, step))
-            self._prune()
+        if self.chief and _due(step, self.every, self.last_step):
+            checkpoints.publish(self.masked_lm, self.run.checkpoint(step))
+            checkpoints.prune(self.run.checkpoints(), self.keep)
 
-    def _prune(self):
-        found = sorted(tf.io.gfile.glob(f"{self.directory}/ckpt-*.weights.h5"))
-        for path in found[: max(0, len(found) - self.keep)]:
-            tf.io.gfile.remove(path)
+
+class StateBackup(keras.callbacks.Callback):
+    """Weights + optimizer state (its `iterations` is the step) at due interval ends; keeps
+    the newest two, so a backup that turns out unreadable still has a predecessor.
+
+    Replaces Keras' BackupAndRestore, which overwrites one file in place and records an
+    epoch count instead of the step (a resume then depends on today's interval length)."""
+
+    def __init__(self, run: RunDir, every: int, last_step: int, keep: int = 2,
+                 chief: bool = True):
+        super().__init__()
+        self.run, self.every, self.last_step = run, every, last_step
+        self.keep, self.chief = keep, chief
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = _step(self.model)
+        if self.chief and _due(step, self.every, self.last_step):
+            checkpoints.publish(self.model, self.run.backup(step))
+            checkpoints.prune(self.run.backups(), self.keep)
+
+
+def seed_generators(model) -> list:
+    """Every `keras.random.SeedGenerator` of the model's layers, in a fixed order.
+
+    Uses two private Keras attributes (`_flatten_layers`, `_seed_generators`); a test
+    (tests/trainer/test_callbacks.py) fails loudly if a Keras upgrade renames them."""
+    return [g for layer in model._flatten_layers()
+            for g in getattr(layer, "_seed_generators", [])]
 
 
 class DeterministicDropout(keras.callbacks.Callback):
     """Sets every dropout RNG state from (seed, step) at each interval start.
 
     Keras does not save SeedGenerator states with the weights, so without this a resumed run
-    would draw other dropout masks than the uninterrupted one.
+    would draw other dropout masks than the uninterrupted one. Each generator advances its
+    counter by one per training step, so the state at a step does not depend on where the
+    intervals start: changing --eval_every between restarts keeps the masks.
     """
 
     def __init__(self, seed: int):
@@ -93,26 +100,27 @@ class DeterministicDropout(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         step = _step(self.model)
-        generators = [g for layer in self.model._flatten_layers()
-                      for g in getattr(layer, "_seed_generators", [])]
-        for index, generator in enumerate(generators):
+        for index, generator in enumerate(seed_generators(self.model)):
             state = generator.state
             value = np.array([(self.seed * 7919 + index) % 2**31, step % 2**31])
             state.assign(value.astype(state.dtype))
 
 
 class TrainingLog(keras.callbacks.Callback):
-    """Adds `examples_per_second` and the step to each interval's logs (so TensorBoard,
-    placed after it, records them) and rewrites `history.json` (CSVLogger fails on gs://).
+    """Adds `examples_per_second` and the step to each interval's logs, rewrites
+    `history.json` (CSVLogger fails on gs://) and writes TensorBoard summaries whose x-axis
+    is the optimizer step (Keras' TensorBoard callback counts epochs, which restart).
 
     Examples/s counts training time only: the interval's validation time is excluded.
     """
 
-    def __init__(self, path: str, global_batch_size: int, history: list | None = None):
+    def __init__(self, run: RunDir, global_batch_size: int, history: list | None = None,
+                 chief: bool = True):
         super().__init__()
-        self.path, self.global_batch_size = path, global_batch_size
+        self.run, self.global_batch_size, self.chief = run, global_batch_size, chief
         self.history = list(history or [])
         self.rates = []  # examples/s of this process's intervals
+        self._writers = {}
 
     def on_epoch_begin(self, epoch, logs=None):
         self._start, self._train_end = time.perf_counter(), None
@@ -136,13 +144,25 @@ class TrainingLog(keras.callbacks.Callback):
             key = "eval_" + name[4:] if name.startswith("val_") else name
             entry.setdefault(key, float(value))
         self.history.append(entry)
-        with tf.io.gfile.GFile(self.path, "w") as f:
-            f.write(json.dumps(self.history, indent=1) + "\n")
+        if self.chief:
+            fs.write_json(self.run.history, self.history)
+            self._summaries(entry)
+
+    def _summaries(self, entry: dict) -> None:
+        import tensorflow as tf
+
+        for kind in ("train", "validation"):
+            if kind not in self._writers:
+                self._writers[kind] = tf.summary.create_file_writer(self.run.logs(kind))
+            with self._writers[kind].as_default(step=entry["step"]):
+                for key, value in entry.items():
+                    if key != "step" and key.startswith("eval_") == (kind == "validation"):
+                        tf.summary.scalar(key.removeprefix("eval_"), value)
+            self._writers[kind].flush()
 
 
 def read_history(path: str, up_to_step: int) -> list:
     """A previous attempt's history, cut at the step this attempt resumes from."""
-    if not tf.io.gfile.exists(path):
+    if not fs.exists(path):
         return []
-    with tf.io.gfile.GFile(path) as f:
-        return [e for e in json.load(f) if e["step"] <= up_to_step]
+    return [e for e in fs.read_json(path) if e["step"] <= up_to_step]

@@ -1,9 +1,14 @@
-"""Finds and loads trained masked language models: training output dirs, checkpoints, presets.
+"""Writes and reads the weight files of training runs; finds models wherever a path points.
+
+Writing: `publish` saves a Keras weight file whole or not at all (local: temporary name, then
+rename; gs://: one object upload), so a kill at any instant leaves either the previous file
+or the new one. Reading: `restore_state` resumes a run from its newest *readable* backup, and
+`resolve` picks the newest readable checkpoint, so a torn or foreign file is skipped with one
+line instead of crashing a restart or an export.
 
 Three layouts are accepted wherever a "model" path is asked for:
 
-- a training output dir: `run_config.json`, `tokenizer/`, `checkpoints/ckpt-{step:08d}.weights.h5`
-  (the latest checkpoint is used);
+- a training output dir (`trainer.run_dir` names its files): the newest readable checkpoint;
 - one `.weights.h5` file in such a dir's `checkpoints/` folder;
 - a keras-hub preset written by `trainer.export` (`config.json`, `task.json`, weights, plus our
   `run_config.json` and `tokenizer/`).
@@ -20,18 +25,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
-import re
+import sys
 import tempfile
 
 from common import fs
+from trainer import run_dir
+from trainer.run_dir import RUN_CONFIG, TOKENIZER_DIR, WEIGHTS_SUFFIX, RunDir
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-RUN_CONFIG = "run_config.json"
-TOKENIZER_DIR = "tokenizer"
-CHECKPOINTS_DIR = "checkpoints"
-CHECKPOINT_SUFFIX = ".weights.h5"
-_CHECKPOINT_RE = re.compile(r"ckpt-(\d+)\.weights\.h5$")
 # keras-hub preset files (keras_hub/src/utils/preset_utils.py).
 PRESET_CONFIG = "config.json"
 PRESET_TASK = "task.json"
@@ -61,44 +63,152 @@ class ModelSource:
         return int(self.run_config["backbone_config"]["max_sequence_length"])
 
 
+# --- Writing -------------------------------------------------------------------------------
+
+def publish(model, path: str) -> None:
+    """`model.save_weights(path)`, atomically: a kill or an error leaves no partial file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        local = os.path.join(tmp, "w" + WEIGHTS_SUFFIX)  # Keras wants the suffix
+        model.save_weights(local)
+        fs.upload_stream(path, fs.file_chunks(local))
+
+
+def prune(paths_newest_first: list[str], keep: int) -> None:
+    """Deletes all but the newest `keep` files (after a new one was published)."""
+    fs.delete(paths_newest_first[max(keep, 1):])
+
+
+# --- Reading -------------------------------------------------------------------------------
+
+def unreadable_reason(path: str) -> str | None:
+    """None if `path` opens as a complete HDF5 weight file, else why not (cheap: h5py checks
+    the file's recorded end against its size, which catches truncation)."""
+    import h5py
+
+    try:
+        with _local(path) as local, h5py.File(local, "r") as f:
+            if "layers" not in f and "vars" not in f:
+                return "not a Keras weight file"
+    except (OSError, ValueError) as err:
+        return (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return None
+
+
+class _local:
+    """A local path for `path`: itself, or a temporary download of a gs:// file."""
+
+    def __init__(self, path: str):
+        self.path, self._tmp = path, None
+
+    def __enter__(self) -> str:
+        if not fs.is_remote(self.path):
+            return self.path
+        self._tmp = tempfile.TemporaryDirectory()
+        local = os.path.join(self._tmp.name, fs.basename(self.path))
+        fs.local_copy(self.path, local)
+        return local
+
+    def __exit__(self, *exc):
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+
+def load_weights(model, path: str) -> None:
+    with _local(path) as local:
+        model.load_weights(local)
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def newest_readable(paths_newest_first: list[str]) -> str | None:
+    """The first readable file; each unreadable one is reported in one line and skipped.
+    gs:// files are not downloaded to be checked: an object upload is all-or-nothing."""
+    for path in paths_newest_first:
+        reason = None if fs.is_remote(path) else unreadable_reason(path)
+        if reason is None:
+            return path
+        _warn(f"skipping unreadable {path}: {reason}")
+    return None
+
+
+class UnreadableRunError(ValueError):
+    """A run folder whose saved state exists but cannot be read; one line for the user."""
+
+
+def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
+    """Loads the newest readable backup (weights and optimizer, so the step too) and returns
+    the optimizer step it holds; 0 for a run with no saved state.
+
+    If backups exist but none is readable, the newest readable checkpoint is used instead:
+    its weights, its step, and a fresh optimizer state (said in one warning). The model and
+    optimizer must be built (`optimizer.build`) before this is called.
+    """
+    backups = run.backups()
+    for path in backups:
+        try:
+            load_weights(trainer_model, path)
+        except (OSError, ValueError, KeyError) as err:
+            _warn(f"skipping unreadable backup {path}: {str(err).splitlines()[0]}")
+            continue
+        return int(trainer_model.optimizer.iterations.numpy())
+    if not backups:
+        return 0
+    checkpoint = newest_readable(run.checkpoints())
+    if checkpoint is None:
+        raise UnreadableRunError(
+            f"{run.root} has {len(backups)} backup(s) and no checkpoint that can be read; "
+            "move them away to restart from scratch, or use a new --output_dir.")
+    load_weights(masked_lm, checkpoint)
+    step = run_dir.step_of(checkpoint)
+    optimizer = trainer_model.optimizer
+    for variable in optimizer.variables:
+        variable.assign(variable.numpy() * 0)
+    optimizer.iterations.assign(step)
+    _warn(f"no readable backup: resuming from {checkpoint} at step {step} with a fresh "
+          "optimizer state (moments restart at zero).")
+    return step
+
+
 def checkpoint_step(path: str) -> int | None:
     """`.../ckpt-00001200.weights.h5` -> 1200; None for other names."""
-    match = _CHECKPOINT_RE.search(fs.basename(path))
-    return int(match.group(1)) if match else None
+    return run_dir.step_of(path)
 
 
 def latest_checkpoint(output_dir: str) -> str | None:
-    """The checkpoint with the highest step in `{output_dir}/checkpoints/`, or None."""
-    pattern = fs.join(output_dir, CHECKPOINTS_DIR, "ckpt-*" + CHECKPOINT_SUFFIX)
-    steps = {p: checkpoint_step(p) for p in fs.glob(pattern)}
-    steps = {p: s for p, s in steps.items() if s is not None}
-    return max(steps, key=steps.get) if steps else None
+    """The newest readable checkpoint in `{output_dir}/checkpoints/`, or None."""
+    return newest_readable(RunDir(output_dir).checkpoints())
 
 
 def resolve(path: str) -> ModelSource:
     """Finds what `path` is (see the module docstring); raises ModelNotFoundError if nothing."""
     path = path.rstrip("/")
-    is_file = path.endswith(CHECKPOINT_SUFFIX)
+    is_file = path.endswith(WEIGHTS_SUFFIX)
     # gs:// has no folder objects to test for; only files are checked there.
     if (is_file or not fs.is_remote(path)) and not fs.exists(path):
         raise ModelNotFoundError(f"{path} does not exist.")
     if is_file:
+        reason = unreadable_reason(path) if not fs.is_remote(path) else None
+        if reason:
+            raise ModelNotFoundError(f"{path} is not a readable weight file: {reason}.")
         # The file lies in {output_dir}/checkpoints/: the run config is two levels up.
         output_dir = posixpath.dirname(posixpath.dirname(path)) or "."
         return _checkpoint_source(path, output_dir)
     if fs.exists(fs.join(path, PRESET_CONFIG)):
         return _preset_source(path)
     if fs.exists(fs.join(path, RUN_CONFIG)):
-        checkpoint = latest_checkpoint(path)
+        found = RunDir(path).checkpoints()
+        checkpoint = newest_readable(found)
         if checkpoint is None:
             raise ModelNotFoundError(
-                f"{path} is a training output dir but has no {CHECKPOINTS_DIR}/ckpt-*"
-                f"{CHECKPOINT_SUFFIX} yet."
+                f"{path} is a training output dir but has no readable checkpoint "
+                f"({len(found)} found in {run_dir.CHECKPOINTS_DIR}/, none readable)."
             )
         return _checkpoint_source(checkpoint, path)
     raise ModelNotFoundError(
-        f"{path} is neither a training output dir ({RUN_CONFIG} + {CHECKPOINTS_DIR}/), "
-        f"a {CHECKPOINT_SUFFIX} checkpoint nor a keras-hub preset ({PRESET_CONFIG})."
+        f"{path} is neither a training output dir ({RUN_CONFIG} + {run_dir.CHECKPOINTS_DIR}/), "
+        f"a {WEIGHTS_SUFFIX} checkpoint nor a keras-hub preset ({PRESET_CONFIG})."
     )
 
 
@@ -166,11 +276,5 @@ def load_source(source: ModelSource):
     from trainer.model import build_masked_lm
 
     masked_lm = build_masked_lm(source.family, source.run_config["backbone_config"])
-    if not fs.is_remote(source.path):
-        masked_lm.load_weights(source.path)
-        return masked_lm
-    with tempfile.TemporaryDirectory() as tmp:  # h5 loading wants a local file
-        local = os.path.join(tmp, fs.basename(source.path))
-        fs.local_copy(source.path, local)
-        masked_lm.load_weights(local)
+    load_weights(masked_lm, source.path)
     return masked_lm

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import tensorflow as tf
 
@@ -39,6 +40,7 @@ class SplitSource:
     counts: tuple
     max_length: int
     record_shard: tuple = ()
+    digest: str = ""  # identifies the split's content; a resumed run must see the same
 
     @property
     def num_examples(self) -> int:
@@ -79,7 +81,8 @@ def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None)
             split_dir, max_length=max_length, tokenizer_fingerprint=tokenizer_info.fingerprint,
             vocab_size=tokenizer_info.vocab_size)
         return SplitSource(split_dir, tuple(found.shard_paths(split_dir)),
-                           tuple(s.num_examples for s in found.shards), found.max_length)
+                           tuple(s.num_examples for s in found.shards), found.max_length,
+                           digest=hashlib.sha256(found.to_json().encode()).hexdigest())
     if not files:
         raise ManifestError(
             f"{split_dir} holds no manifest.json and no *{shards.SHARD_SUFFIX} shards; "
@@ -108,7 +111,9 @@ def _seed_format_split(split_dir, files, tokenizer_info, max_length) -> SplitSou
         raise ManifestError(
             f"{split_dir} holds token id {max(ids)}, outside the tokenizer's vocabulary of "
             f"{tokenizer_info.vocab_size}; it was tokenized with another tokenizer.")
-    return SplitSource(split_dir, tuple(files), tuple(counts), len(ids))
+    listing = "\n".join(fs.basename(f) for f in files).encode()
+    return SplitSource(split_dir, tuple(files), tuple(counts), len(ids),
+                       digest=hashlib.sha256(listing).hexdigest())
 
 
 def _parse(serialized, max_length: int) -> dict:
@@ -128,33 +133,41 @@ def _records(files, source: SplitSource, cycle_length: int = 8) -> tf.data.Datas
     return records
 
 
-def _one_epoch(source: SplitSource, epoch, batch_size: int, seed: int, shuffle_buffer: int):
+def _one_epoch(source: SplitSource, epoch, batch_size: int, seed: int, shuffle_buffer: int,
+               batches: int):
     epoch_seed = tf.cast(epoch, tf.int64) + seed * 1_000_003
     files = tf.data.Dataset.from_tensor_slices(list(source.files))
     files = files.shuffle(len(source.files), seed=epoch_seed)
     records = _records(files, source).shuffle(
         max(1, min(shuffle_buffer, source.num_examples)), seed=epoch_seed + 1)
-    return records.batch(batch_size, drop_remainder=True)
+    return records.batch(batch_size, drop_remainder=True).take(batches)
 
 
 def start_position(source: SplitSource, batch_size: int, start_step: int,
-                   local_replicas: int = 1) -> tuple[int, int]:
-    """(data epoch, batches to skip in it) of a pipeline at `start_step`."""
-    batches_per_epoch = source.num_examples // batch_size
-    if batches_per_epoch < 1:
+                   local_replicas: int = 1) -> tuple[int, int, int]:
+    """(data epoch, batches to skip in it, batches per epoch) of a pipeline at `start_step`.
+
+    A data epoch is a whole number of steps of this pipeline (`local_replicas` batches each),
+    so the example at a step is the same whether one replica takes a batch of 16 or two
+    replicas take 8 each: a resume may change the replica count at the same global batch.
+    """
+    steps_per_epoch = source.num_examples // (batch_size * local_replicas)
+    if steps_per_epoch < 1:
         raise ManifestError(
             f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
-            f"than one batch of {batch_size}.")
-    return divmod(start_step * local_replicas, batches_per_epoch)
+            f"than one step of {local_replicas} batch(es) of {batch_size}.")
+    epoch, step_in_epoch = divmod(start_step, steps_per_epoch)
+    return epoch, step_in_epoch * local_replicas, steps_per_epoch * local_replicas
 
 
 def train_dataset(source: SplitSource, batch_size: int, seed: int, start_step: int = 0,
                   shuffle_buffer: int = 2**16, local_replicas: int = 1) -> tf.data.Dataset:
     """Endless batches of `{input_ids, attention_mask}` (int32), starting at `start_step`."""
-    first_epoch, skip = start_position(source, batch_size, start_step, local_replicas)
+    first_epoch, skip, per_epoch = start_position(source, batch_size, start_step,
+                                                  local_replicas)
     epochs = tf.data.Dataset.range(first_epoch, 2**62)
     batches = epochs.flat_map(
-        lambda e: _one_epoch(source, e, batch_size, seed, shuffle_buffer)).skip(skip)
+        lambda e: _one_epoch(source, e, batch_size, seed, shuffle_buffer, per_epoch)).skip(skip)
     return batches.map(lambda b: _parse(b, source.max_length),
                        num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 

@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from common import fs
+from trainer.run_dir import RunDir
 
 
 def plot(history: list[dict], output: str) -> None:
@@ -44,7 +45,7 @@ def main(argv=None) -> int:
     parser.add_argument("--run_dir", required=True)
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
-    path = fs.join(args.run_dir, "history.json")
+    path = RunDir(args.run_dir).history
     if not fs.exists(path):
         print(f"error: {path} does not exist: is {args.run_dir} a training output?",
               file=sys.stderr)

@@ -95,3 +95,27 @@ def runs_on_cpu_replicas(strategy) -> bool:
         return False
     devices = strategy.extended.worker_devices
     return len(devices) > 1 and all("CPU" in d.upper() for d in devices)
+
+
+def num_input_pipelines(strategy) -> int:
+    """Hosts that each run an input pipeline (TPU pod slices have several); 1 elsewhere."""
+    return int(getattr(strategy.extended, "num_hosts", 1) or 1)
+
+
+def is_chief(strategy) -> bool:
+    """Whether this process writes the run's files (checkpoints, backups, logs, metrics).
+
+    A TPU VM or pod slice is driven by one client process (on a pod, worker 0 runs the
+    program and the other hosts only serve their chips), which is the chief. Under a
+    multi-worker cluster (e.g. MultiWorkerMirroredStrategy) the chief is the `chief` task,
+    or worker 0 when the cluster has none; every other worker writes nothing.
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or isinstance(
+            resolver, tf.distribute.cluster_resolver.TPUClusterResolver):
+        return True
+    task_type, task_id = resolver.task_type, resolver.task_id
+    if task_type in (None, "chief"):
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return task_type == "worker" and task_id == 0 and not has_chief

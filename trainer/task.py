@@ -11,7 +11,6 @@ checkpoints/ckpt-{step:08d}.weights.h5, backup/, logs/, history.json, metrics.js
 
 from __future__ import annotations
 
-import math
 import sys
 
 import trainer  # noqa: F401  (sets KERAS_BACKEND before keras is imported)
@@ -22,31 +21,25 @@ class RunConfigError(ValueError):
     """output_dir holds a run that the current flags cannot continue."""
 
 
-def write_run_files(config: TrainConfig, run_config: dict) -> None:
-    """run_config.json and a copy of the tokenizer; refuses to mix two runs in one folder."""
+def write_run_files(run, run_config: dict, tokenizer_dir: str) -> None:
+    """run_config.json (atomically) and a copy of the tokenizer files."""
     from common import fs, tokenizer_files
 
-    out = config.output_dir.rstrip("/")
-    path = f"{out}/run_config.json"
-    if fs.exists(path):
-        old = fs.read_json(path)
-        for key in ("family", "backbone_config", "max_length", "tokenizer", "seed"):
-            if old.get(key) != run_config[key]:
-                raise RunConfigError(
-                    f"{out} holds a run with another {key} ({old.get(key)!r} there, "
-                    f"{run_config[key]!r} now); use a new --output_dir or the same flags.")
-    fs.write_json(path, run_config)
+    fs.write_json(run.run_config, run_config)
     for name in (tokenizer_files.TOKENIZER_JSON, tokenizer_files.TOKENIZER_CONFIG,
                  tokenizer_files.SPECIAL_TOKENS_MAP):
-        source = fs.join(config.tokenizer, name)
+        source = fs.join(tokenizer_dir, name)
         if fs.exists(source):
-            fs.write_bytes(f"{out}/tokenizer/{name}", fs.read_bytes(source))
+            fs.write_bytes(fs.join(run.tokenizer_dir, name), fs.read_bytes(source))
 
 
-def interval_length(*steps: int) -> int:
-    """Steps per Keras epoch: every checkpoint, evaluation and the last step fall on an
-    interval end (callbacks and validation only run there)."""
-    return math.gcd(*steps)
+def remove_orphans(run) -> None:
+    """Temporary files of writes that a kill interrupted (local folders only: an object
+    upload leaves none). Only one process writes a run folder, so none of these is live."""
+    from common import fs
+
+    if not fs.is_remote(run.root):
+        fs.delete(fs.glob(fs.join(run.root, "*", ".tmp-*")) + fs.glob(fs.join(run.root, ".tmp-*")))
 
 
 def tokenizer_of(train_data: str) -> str:
@@ -62,99 +55,153 @@ def tokenizer_of(train_data: str) -> str:
     return path
 
 
-def run(config: TrainConfig, extra_callbacks=()) -> dict:
-    """Trains (or resumes) as `config` says; returns the final metrics."""
-    import keras
+def _inputs(config: TrainConfig):
+    """Tokenizer info and the validated train/eval splits."""
+    from common import tokenizer_files
+    from trainer import data
 
-    from common import fs, tokenizer_files
-    from trainer import callbacks as cb
-    from trainer import data, model, strategy as strategies
-    from trainer.masking import MaskingSpec
-    from trainer.optimization import build_optimizer
-    from trainer.train_model import MaskedLMTrainer
-
-    out = config.output_dir.rstrip("/")
     config.tokenizer = config.tokenizer or tokenizer_of(config.train_data)
     try:
         _, info = tokenizer_files.load(config.tokenizer)
     except ValueError as err:  # a tokenizer folder without the special tokens MLM needs
         raise RunConfigError(str(err)) from None
     train_source = data.resolve_split(config.train_data, info, config.max_length)
-    max_length = train_source.max_length
-    eval_source = data.resolve_split(config.eval_data, info, max_length)
+    eval_source = data.resolve_split(config.eval_data, info, train_source.max_length)
+    return info, train_source, eval_source
 
-    strategy = strategies.select_strategy(config.strategy, config.tpu, config.tpu_zone,
-                                          config.gcp_project, config.cpu_replicas)
-    on_tpu = strategies.is_tpu(strategy)
-    precision = config.precision or ("bf16" if on_tpu else "fp32")
+
+def _build(config, strategy, spec, backbone, plan, precision: str, jit: bool):
+    """The compiled trainer model with a built optimizer (ready for `restore_state`)."""
+    import keras
+
+    from trainer import model
+    from trainer.optimization import build_optimizer
+    from trainer.train_model import MaskedLMTrainer
+
     keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if precision == "bf16" else "float32")
-    replicas = strategy.num_replicas_in_sync
-    global_batch = config.per_replica_batch_size * replicas
-    total_steps = config.train_steps or config.epochs * (train_source.num_examples // global_batch)
-    if total_steps < 1:
-        raise data.ManifestError(f"{config.train_data} holds fewer examples than one global "
-                                 f"batch of {global_batch}.")
-    steps_per_interval = interval_length(config.save_every, config.eval_every, total_steps)
-    num_intervals = total_steps // steps_per_interval
-    cpu_replicas = strategies.runs_on_cpu_replicas(strategy)
-    jit = {"true": True, "false": False, "auto": not cpu_replicas}[config.jit_compile]
-
-    backbone = model.backbone_config(config.family, config.model, info.vocab_size, max_length,
-                                     config.config)
-    run_config = {**config.to_dict(), "family": config.family, "size": config.model,
-                  "backbone_config": backbone, "max_length": max_length,
-                  "tokenizer": info.to_dict(), "seed": config.seed, "precision": precision,
-                  "total_steps": total_steps, "global_batch_size": global_batch,
-                  "replicas": replicas, "jit_compile": jit}
-    write_run_files(config, run_config)
-
-    start_step = cb.restored_step(f"{out}/backup", steps_per_interval)
-    if start_step >= total_steps:
-        print(f"{out} already finished {total_steps} steps; nothing to do.")
-        return fs.read_json(f"{out}/metrics.json")
-
-    spec = MaskingSpec(info.vocab_size, info.mask_id, tuple(info.all_special_ids),
-                       rate=config.mlm_probability)
     with strategy.scope():
         keras.utils.set_random_seed(config.seed)
         masked_lm = model.build_masked_lm(config.family, backbone)
         trainer_model = MaskedLMTrainer(masked_lm, spec, seed=config.seed,
                                         eval_seed=config.eval_seed,
                                         xla_masking=not jit)  # same masks as a jit step
-        dummy = {"input_ids": keras.ops.ones((1, max_length), "int32"),
-                 "attention_mask": keras.ops.ones((1, max_length), "int32")}
-        trainer_model(dummy)  # build, so BackupAndRestore can load into it
+        length = backbone["max_sequence_length"]
+        dummy = {"input_ids": keras.ops.ones((1, length), "int32"),
+                 "attention_mask": keras.ops.ones((1, length), "int32")}
+        trainer_model(dummy)  # build the weights
         optimizer = build_optimizer(
-            config.learning_rate, total_steps, int(config.warmup_ratio * total_steps),
-            config.weight_decay, config.adam_beta1, config.adam_beta2, config.adam_epsilon,
-            config.clip_norm)
-        steps_per_execution = config.steps_per_execution or (100 if on_tpu else 1)
+            config.learning_rate, plan.total_steps, plan.warmup_steps, config.weight_decay,
+            config.adam_beta1, config.adam_beta2, config.adam_epsilon, config.clip_norm)
         trainer_model.compile(optimizer=optimizer, jit_compile=jit,
-                              steps_per_execution=min(steps_per_execution, steps_per_interval))
+                              steps_per_execution=plan.steps_per_execution)
+        optimizer.build(trainer_model.trainable_variables)  # so a backup can load into it
+    return trainer_model, masked_lm
 
-    train_batches = data.distribute(strategy, data.train_dataset_fn(
-        train_source, config.per_replica_batch_size, config.seed, start_step,
-        config.shuffle_buffer_size))
-    eval_batches = data.distribute(strategy, data.eval_dataset_fn(
-        eval_source, config.per_replica_batch_size, config.max_eval_batches))
-    history_path = f"{out}/history.json"
-    log = cb.TrainingLog(history_path, global_batch, cb.read_history(history_path, start_step))
+
+def run(config: TrainConfig, extra_callbacks=()) -> dict:
+    """Trains (or resumes) as `config` says; returns the final metrics."""
+    from common import fs
+    from trainer import checkpoints, data, model, plan as plans, strategy as strategies
+    from trainer.masking import MaskingSpec
+    from trainer.run_dir import RunDir
+
+    run_files = RunDir(config.output_dir)
+    info, train_source, eval_source = _inputs(config)
+    max_length = train_source.max_length
+    strategy = strategies.select_strategy(config.strategy, config.tpu, config.tpu_zone,
+                                          config.gcp_project, config.cpu_replicas)
+    chief = strategies.is_chief(strategy)
+    on_tpu = strategies.is_tpu(strategy)
+    precision = config.precision or ("bf16" if on_tpu else "fp32")
+    replicas = strategy.num_replicas_in_sync
+    global_batch = config.per_replica_batch_size * replicas
+    total_steps = config.train_steps or config.epochs * (train_source.num_examples // global_batch)
+    if total_steps < 1:
+        raise data.ManifestError(f"{config.train_data} holds fewer examples than one global "
+                                 f"batch of {global_batch}.")
+    saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
+    plan = plans.make_plan(total_steps, config.save_every, config.eval_every,
+                           config.steps_per_execution or (100 if on_tpu else 1),
+                           config.warmup_ratio, saved)
+    jit = {"true": True, "false": False,
+           "auto": not strategies.runs_on_cpu_replicas(strategy)}[config.jit_compile]
+    backbone = model.backbone_config(config.family, config.model, info.vocab_size, max_length,
+                                     config.config)
+    run_config = {**config.to_dict(), "family": config.family, "size": config.model,
+                  "backbone_config": backbone, "max_length": max_length,
+                  "tokenizer": info.to_dict(), "seed": config.seed, "precision": precision,
+                  "total_steps": total_steps, "warmup_steps": plan.warmup_steps,
+                  "global_batch_size": global_batch, "replicas": replicas,
+                  "input_pipelines": strategies.num_input_pipelines(strategy),
+                  "train_data_digest": train_source.digest, "jit_compile": jit}
+    plans.check_continuation(saved, run_config, run_files.root)
+    if chief:
+        remove_orphans(run_files)
+        write_run_files(run_files, run_config, config.tokenizer)
+
+    spec = MaskingSpec(info.vocab_size, info.mask_id, tuple(info.all_special_ids),
+                       rate=config.mlm_probability)
+    trainer_model, masked_lm = _build(config, strategy, spec, backbone, plan, precision, jit)
+    start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
+    plans.check_start(start_step, total_steps, run_files.root)
+    if start_step == total_steps:
+        print(f"{run_files.root} already finished {total_steps} steps; nothing to do.")
+        return finished_metrics(run_files, global_batch, chief)
+    execution = plan.steps_per_execution_from(start_step)
+    if execution != plan.steps_per_execution:  # an earlier attempt used other intervals
+        trainer_model.compile(optimizer=trainer_model.optimizer, jit_compile=jit,
+                              steps_per_execution=execution)
+    log = _fit(config, strategy, trainer_model, masked_lm, plan, start_step, run_files,
+               train_source, eval_source, global_batch, chief, extra_callbacks)
+    metrics = final_metrics(log.history, log.rates, total_steps, global_batch)
+    if chief:
+        fs.write_json(run_files.metrics, metrics)
+    return metrics
+
+
+def _fit(config, strategy, trainer_model, masked_lm, plan, start_step, run_files,
+         train_source, eval_source, global_batch, chief, extra_callbacks):
+    """Runs the `fit` calls of `plan.segments`; returns the TrainingLog."""
+    from trainer import callbacks as cb
+    from trainer import data
+
+    log = cb.TrainingLog(run_files, global_batch,
+                         cb.read_history(run_files.history, start_step), chief=chief)
     callbacks = [
         cb.DeterministicDropout(config.seed),
-        cb.StepCheckpoints(f"{out}/checkpoints", masked_lm, config.save_every, total_steps,
-                           config.keep_checkpoints),
-        cb.PeriodicBackupAndRestore(f"{out}/backup", config.save_every, total_steps),
         log,
-        keras.callbacks.TensorBoard(f"{out}/logs", update_freq="epoch"),
+        cb.StepCheckpoints(run_files, masked_lm, config.save_every, plan.total_steps,
+                           config.keep_checkpoints, chief=chief),
+        cb.StateBackup(run_files, config.save_every, plan.total_steps, chief=chief),
         *extra_callbacks,
     ]
-    eval_intervals = [i for i in range(1, num_intervals + 1)
-                      if (i * steps_per_interval) % config.eval_every == 0 or i == num_intervals]
-    trainer_model.fit(train_batches, epochs=num_intervals, steps_per_epoch=steps_per_interval,
-                      validation_data=eval_batches, validation_freq=eval_intervals,
-                      callbacks=callbacks, verbose=config.verbose)
-    metrics = final_metrics(log.history, log.rates, total_steps, global_batch)
-    fs.write_json(f"{out}/metrics.json", metrics)
+    eval_batches = data.distribute(strategy, data.eval_dataset_fn(
+        eval_source, config.per_replica_batch_size, config.max_eval_batches))
+    for first_step, intervals, length in plan.segments(start_step):
+        train_batches = data.distribute(strategy, data.train_dataset_fn(
+            train_source, config.per_replica_batch_size, config.seed, first_step,
+            config.shuffle_buffer_size))
+        trainer_model.fit(train_batches, epochs=intervals, steps_per_epoch=length,
+                          validation_data=eval_batches,
+                          validation_freq=plan.eval_epochs(first_step, intervals, length),
+                          callbacks=callbacks, verbose=config.verbose)
+    return log
+
+
+def finished_metrics(run_files, global_batch: int, chief: bool) -> dict:
+    """metrics.json of a finished run, rebuilt from history.json if a kill came between the
+    last backup and its writing."""
+    from common import fs
+    from trainer import callbacks as cb
+
+    if fs.exists(run_files.metrics):
+        return fs.read_json(run_files.metrics)
+    history = cb.read_history(run_files.history, 2**62)
+    steps = history[-1]["step"]
+    metrics = final_metrics(history, [e["examples_per_second"] for e in history], steps,
+                            global_batch)
+    if chief:
+        fs.write_json(run_files.metrics, metrics)
     return metrics
 
 
@@ -177,11 +224,14 @@ def main(argv=None) -> int:
     """Entry point; bad data, tokenizer or device is one line on stderr and exit status 2."""
     config = parse_args(argv)
     from common.manifest import ManifestError
+    from trainer.checkpoints import UnreadableRunError
+    from trainer.plan import PlanError
     from trainer.strategy import StrategyError
 
     try:
         metrics = run(config)
-    except (ManifestError, StrategyError, RunConfigError, FileNotFoundError) as err:
+    except (ManifestError, StrategyError, RunConfigError, PlanError, UnreadableRunError,
+            FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})

@@ -56,8 +56,16 @@ def test_train_from_and_to_gcs(gcs, corpus):
     names = _objects(gcs, "run/")
     for expected in ("run/run_config.json", "run/metrics.json", "run/history.json",
                      "run/tokenizer/tokenizer.json", "run/checkpoints/ckpt-00000020.weights.h5",
-                     "run/backup/latest.weights.h5"):
+                     "run/backup/state-00000020.weights.h5"):
         assert expected in names, names
     assert any(n.startswith("run/logs/train/events.out.tfevents") for n in names)
     metrics = json.loads(_read(gcs, "run/metrics.json"))
     assert metrics["steps"] == 20 and metrics["eval_loss"] > 0
+    # Extending the run resumes from the backup on gs:// (read back through the emulator).
+    _run(["-m", "trainer.task", *task_args(remote, gcs.url("run"), "--train_steps", "30",
+                                           "--eval_every", "10", "--save_every", "10")], env)
+    names = _objects(gcs, "run/backup/")
+    assert names == ["run/backup/state-00000020.weights.h5",
+                     "run/backup/state-00000030.weights.h5"], names
+    history = json.loads(_read(gcs, "run/history.json"))
+    assert [e["step"] for e in history] == [10, 20, 30]

@@ -1,0 +1,100 @@
+"""Every number a run derives from its flags, the devices and the saved run: pure, no model.
+
+The resume point is never computed here from flags: it is the optimizer step stored in the
+backup (`trainer.checkpoints.restore_state`). Given it, `segments` lays out the `fit` calls
+so that checkpoints and evaluations fall on multiples of --save_every / --eval_every and on
+the last step, whatever those flags were in earlier attempts.
+
+Example:
+    >>> plan = TrainPlan(total_steps=1000, interval=200, steps_per_execution=100,
+    ...                  warmup_steps=50)
+    >>> plan.segments(start_step=500)     # (first step, intervals, steps per interval)
+    [(500, 1, 100), (600, 2, 200)]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+# Settings of a run that a restart must not change, and the flag a user changes for each.
+FIXED = {
+    "family": "--family",
+    "backbone_config": "--model / --config",
+    "max_length": "--max_length",
+    "tokenizer": "--tokenizer",
+    "seed": "--seed",
+    "global_batch_size": "--per_replica_batch_size x replicas",
+    "train_data_digest": "--train_data (its manifest changed)",
+    "input_pipelines": "number of hosts (input pipelines)",
+}
+
+
+class PlanError(ValueError):
+    """Flags that cannot continue the saved run; one line naming the flag."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainPlan:
+    total_steps: int
+    interval: int  # steps per Keras epoch: divides --save_every, --eval_every and the total
+    steps_per_execution: int
+    warmup_steps: int
+    eval_every: int = 1
+
+    def segments(self, start_step: int) -> list[tuple[int, int, int]]:
+        """`fit` calls as (first step, intervals, steps per interval): one short call to
+        reach the next interval boundary when an earlier attempt used other intervals."""
+        out, step = [], start_step
+        if step % self.interval:
+            length = min(self.interval - step % self.interval, self.total_steps - step)
+            out.append((step, 1, length))
+            step += length
+        if step < self.total_steps:
+            out.append((step, (self.total_steps - step) // self.interval, self.interval))
+        return out
+
+    def eval_epochs(self, first_step: int, intervals: int, length: int) -> list[int]:
+        """1-based epochs of one `fit` call after which to evaluate."""
+        return [i for i in range(1, intervals + 1)
+                if (first_step + i * length) % self.eval_every == 0
+                or first_step + i * length == self.total_steps]
+
+    def steps_per_execution_from(self, start_step: int) -> int:
+        """Compiled steps per call: must divide every interval of `segments(start_step)`."""
+        return math.gcd(self.steps_per_execution, self.interval, start_step)
+
+
+def make_plan(total_steps: int, save_every: int, eval_every: int, steps_per_execution: int,
+              warmup_ratio: float, saved: dict | None = None) -> TrainPlan:
+    """The plan of this attempt. The warmup length is the first attempt's (`saved` run
+    config), so extending --train_steps re-plans only the decay, with no second warmup."""
+    warmup = (saved or {}).get("warmup_steps")
+    if warmup is None:
+        warmup = int(warmup_ratio * total_steps)
+    interval = math.gcd(save_every, eval_every, total_steps)
+    return TrainPlan(total_steps, interval, min(steps_per_execution, interval), warmup,
+                     eval_every)
+
+
+def check_continuation(saved: dict | None, now: dict, where: str) -> None:
+    """Refuses flags that change a FIXED setting of the saved run, naming the flag."""
+    for key, flag in FIXED.items():
+        if saved is None or key not in saved or saved[key] == now.get(key):
+            continue
+        raise PlanError(
+            f"{where} holds a run with another {key} ({_short(saved[key])} there, "
+            f"{_short(now.get(key))} now; flag: {flag}); use a new --output_dir or the same "
+            "settings.")
+
+
+def check_start(start_step: int, total_steps: int, where: str) -> None:
+    if start_step > total_steps:
+        raise PlanError(
+            f"{where} has already trained {start_step} steps, more than the {total_steps} "
+            "asked for; pass --train_steps (or --epochs) of at least that many.")
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
