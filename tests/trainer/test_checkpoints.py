@@ -7,6 +7,7 @@ import it.
 from __future__ import annotations
 
 import os
+import shutil
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
@@ -16,6 +17,7 @@ import pytest  # noqa: E402
 from common import fs, tokenizer_files  # noqa: E402
 from trainer import checkpoints  # noqa: E402
 from trainer.model import backbone_config, build_masked_lm  # noqa: E402
+from trainer.run_dir import RunDir  # noqa: E402
 
 MAX_LENGTH = 32
 TINY = dict(num_layers=2, hidden_dim=32, num_heads=2, intermediate_dim=64)
@@ -88,11 +90,9 @@ def make_training_dir(root: str, family: str):
 
     keras.utils.set_random_seed(7)  # the same initial weights every run: no flaky near-ties
     masked_lm = build_masked_lm(family, config)
-    os.makedirs(os.path.join(output_dir, "checkpoints"))
     for step in STEPS:
         randomize(masked_lm, seed=step)
-        masked_lm.save_weights(os.path.join(output_dir, "checkpoints",
-                                            f"ckpt-{step:08d}.weights.h5"))
+        checkpoints.publish(masked_lm, RunDir(output_dir).checkpoint(step))
     return output_dir, masked_lm
 
 
@@ -143,15 +143,43 @@ def test_errors_are_one_sentence(runs, tmp_path):
     (empty_run / "run_config.json").write_text("{}")
     cases = {
         str(tmp_path / "nothing"): "neither a training output dir",
-        str(empty_run): "has no checkpoints/ckpt-*",
+        str(empty_run): "has no readable checkpoint",
         str(tmp_path / "ckpt-00000001.weights.h5"): "does not exist",
     }
     (tmp_path / "nothing").mkdir()
     stray = tmp_path / "elsewhere" / "ckpt-00000001.weights.h5"  # no run_config.json 2 up
     stray.parent.mkdir()
     stray.write_bytes(b"")
-    cases[str(stray)] = "is not inside a training output dir"
+    cases[str(stray)] = "not a readable weight file"
+    inside = tmp_path / "elsewhere" / "ckpt-00000002.weights.h5"
+    shutil.copy(os.path.join(output_dir, "checkpoints", "ckpt-00000900.weights.h5"), inside)
+    cases[str(inside)] = "is not inside a training output dir"
     for path, message in cases.items():
         with pytest.raises(checkpoints.ModelNotFoundError, match=message) as error:
             checkpoints.load_masked_lm(path)
         assert "\n" not in str(error.value)
+
+
+def _truncate(path: str) -> None:
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 2])
+
+
+def test_torn_newest_checkpoint_is_skipped_then_one_line(runs, tmp_path, capsys):
+    source_dir, _ = runs["roberta"]
+    output_dir = str(tmp_path / "run")
+    shutil.copytree(source_dir, output_dir)
+    run = RunDir(output_dir)
+    _truncate(run.checkpoint(1000))  # a torn file, as a non-atomic writer would leave
+    assert checkpoints.resolve(output_dir).path == run.checkpoint(900)
+    assert "skipping unreadable" in capsys.readouterr().err
+    masked_lm, _, _ = checkpoints.load_masked_lm(output_dir)  # loads, no h5py traceback
+    _truncate(run.checkpoint(900))
+    with pytest.raises(checkpoints.ModelNotFoundError, match="2 found .* none readable"):
+        checkpoints.resolve(output_dir)
+    from trainer import export
+
+    assert export.main(["--checkpoint", output_dir, "--output_dir", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error:") and "none readable" in err[-1]
