@@ -2,7 +2,8 @@
 
 import pytest
 
-from tests.trainer.mlm_data import make_tokenizer, repetitive_sequences, write_split
+from tests.trainer.mlm_data import STEPS, make_tokenizer, repetitive_sequences, task_args, \
+    write_split
 
 
 @pytest.fixture(scope="session")
@@ -17,6 +18,15 @@ def corpus(tmp_path_factory):
             "train": str(root / "train"), "eval": str(root / "eval")}
 
 
+
+@pytest.fixture(scope="session")
+def full_run(corpus, tmp_path_factory):
+    """The uninterrupted reference run (STEPS, two checkpoints kept)."""
+    from trainer import task
+
+    output_dir = tmp_path_factory.mktemp("full")
+    assert task.main(task_args(corpus, output_dir, *STEPS, "--keep_checkpoints", "2")) == 0
+    return output_dir
 
 
 def _split_cpu_for_mirrored_tests():

@@ -75,6 +75,10 @@ def write_split(split_dir: str, ids, mask, info, num_shards: int = 4, split: str
 TINY = '{"num_layers": 1, "num_heads": 2, "hidden_dim": 64, "intermediate_dim": 128}'
 
 
+# The reference run: 120 steps in three intervals (tests compare resumed runs with it).
+STEPS = ["--train_steps", "120", "--eval_every", "40", "--save_every", "40"]
+
+
 def task_args(corpus, output_dir, *extra) -> list[str]:
     """Flags for a tiny, fast run on the corpus fixture."""
     return ["--train_data", corpus["train"], "--eval_data", corpus["eval"],

@@ -9,22 +9,14 @@ import sys
 import numpy as np
 import pytest
 
-from tests.trainer.mlm_data import task_args
+from tests.trainer.mlm_data import STEPS, task_args
 from trainer import task
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-STEPS = ["--train_steps", "120", "--eval_every", "40", "--save_every", "40"]
 
 
 def _history(output_dir):
     return json.loads((output_dir / "history.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def full_run(corpus, tmp_path_factory):
-    output_dir = tmp_path_factory.mktemp("full")
-    assert task.main(task_args(corpus, output_dir, *STEPS, "--keep_checkpoints", "2")) == 0
-    return output_dir
 
 
 def test_eval_loss_falls_clearly(full_run):

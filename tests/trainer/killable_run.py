@@ -1,0 +1,88 @@
+"""`python -m tests.trainer.killable_run KILL_AT TRAINER_FLAGS...`: runs the trainer CLI and
+SIGKILLs its own process at a named point, the way a preemption or an OOM kill would.
+
+KILL_AT is `none` or `POINT:N` (the N-th time POINT is reached in this process):
+
+- `mid_interval:STEP`   after the train step that reaches STEP (no file being written);
+- `history:N`           right after the N-th history.json write (before the checkpoint);
+- `checkpoint_write:N`  half-way through writing the N-th checkpoint's bytes;
+- `after_checkpoint:N`  right after the N-th checkpoint is published (before the backup);
+- `backup_write:N`      half-way through writing the N-th backup's bytes;
+- `metrics:N`           just before metrics.json is written (after the last backup).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import keras
+
+from common import fs
+from trainer import checkpoints, task
+
+_count: dict = {}
+
+
+def _kill():
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _reached(point: str, kill_point: str, nth: int) -> bool:
+    if point != kill_point:
+        return False
+    _count[point] = _count.get(point, 0) + 1
+    return _count[point] == nth
+
+
+def arm(kill_point: str, nth: int) -> list:
+    """Wraps the file writers; returns extra callbacks for the train-step kill point."""
+    upload, write_json, publish = fs.upload_stream, fs.write_json, checkpoints.publish
+
+    def torn_upload(path, chunks):
+        kind = ("checkpoint_write" if "/checkpoints/" in path else
+                "backup_write" if "/backup/" in path else "")
+        if kind and _reached(kind, kill_point, nth):
+            def half_then_die():
+                for chunk in chunks:
+                    yield chunk[: len(chunk) // 2]
+                    _kill()
+            return upload(path, half_then_die())
+        return upload(path, chunks)
+
+    def watched_json(path, obj):
+        if path.endswith("/metrics.json") and _reached("metrics", kill_point, nth):
+            _kill()
+        write_json(path, obj)
+        if path.endswith("/history.json") and _reached("history", kill_point, nth):
+            _kill()
+
+    def watched_publish(model, path):
+        publish(model, path)
+        if "/checkpoints/" in path and _reached("after_checkpoint", kill_point, nth):
+            _kill()
+
+    fs.upload_stream, fs.write_json, checkpoints.publish = torn_upload, watched_json, \
+        watched_publish
+    if kill_point != "mid_interval":
+        return []
+
+    class KillAtStep(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if int(self.model.optimizer.iterations.numpy()) >= nth:
+                _kill()
+    return [KillAtStep()]
+
+
+def main(argv: list[str]) -> int:
+    kill_at, flags = argv[0], argv[1:]
+    extra = [] if kill_at == "none" else arm(kill_at.split(":")[0], int(kill_at.split(":")[1]))
+    metrics = task.run(task.parse_args(flags), extra_callbacks=extra)
+    print({"steps": metrics["steps"]})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
