@@ -135,15 +135,14 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
                   "input_pipelines": strategies.num_input_pipelines(strategy),
                   "train_data_digest": train_source.digest, "jit_compile": jit}
     plans.check_continuation(saved, run_config, run_files.root)
-    if chief:
-        remove_orphans(run_files)
-        write_run_files(run_files, run_config, config.tokenizer)
-
     spec = MaskingSpec(info.vocab_size, info.mask_id, tuple(info.all_special_ids),
                        rate=config.mlm_probability)
     trainer_model, masked_lm = _build(config, strategy, spec, backbone, plan, precision, jit)
     start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
     plans.check_start(start_step, total_steps, run_files.root)
+    if chief:  # only once every check passed: a refused command changes no file
+        remove_orphans(run_files)
+        write_run_files(run_files, run_config, config.tokenizer)
     if start_step == total_steps:
         print(f"{run_files.root} already finished {total_steps} steps; nothing to do.")
         return finished_metrics(run_files, global_batch, chief)

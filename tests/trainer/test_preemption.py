@@ -69,3 +69,132 @@ def test_sigkill_at_many_moments_then_restart_matches_uninterrupted(corpus, full
     leftovers = [n for _, _, files in os.walk(out) for n in files if n.startswith(".tmp-")]
     assert not leftovers and sorted(os.listdir(out / "backup")) == [
         "state-00000080.weights.h5", "state-00000120.weights.h5"]
+
+
+class Preempted(Exception):
+    pass
+
+
+def preempt_at(step):
+    """A callback that raises at the end of the interval reaching `step` (after its backup)."""
+    import keras
+
+    class _Callback(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if int(self.model.optimizer.iterations.numpy()) >= step:
+                raise Preempted(step)
+    return _Callback()
+
+
+def test_resume_with_another_eval_and_save_interval_is_exact(corpus, full_run, tmp_path):
+    with pytest.raises(Preempted):
+        task.run(task.parse_args(task_args(corpus, tmp_path, *STEPS)),
+                 extra_callbacks=[preempt_at(40)])
+    changed = task_args(corpus, tmp_path, "--train_steps", "120", "--eval_every", "20",
+                        "--save_every", "30")
+    assert task.main(changed) == 0
+    history = _history(tmp_path)
+    assert [e["step"] for e in history] == [40, 50, 60, 70, 80, 90, 100, 110, 120]
+    assert [e["step"] for e in history if "eval_loss" in e] == [40, 60, 80, 100, 120]
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == [
+        "ckpt-00000060.weights.h5", "ckpt-00000090.weights.h5", "ckpt-00000120.weights.h5"]
+    final, expected = _weights(tmp_path), _weights(full_run)
+    assert max(float(np.max(np.abs(a - b))) for a, b in zip(final, expected)) < 2e-4
+
+
+def _copy_of(full_run, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(full_run, out)
+    return out
+
+
+def test_extending_train_steps_replans_the_decay_without_a_second_warmup(
+        corpus, full_run, tmp_path):
+    out = _copy_of(full_run, tmp_path)
+    longer = task_args(corpus, out, "--train_steps", "200", "--eval_every", "40",
+                       "--save_every", "40")
+    assert task.main(longer) == 0
+    history = _history(out)
+    assert [e["step"] for e in history] == [40, 80, 120, 160, 200]
+    warmup = json.loads((out / "run_config.json").read_text())["warmup_steps"]
+    assert warmup == 6  # 5 % of the first plan's 120 steps, kept
+    peak = 1e-2
+    assert history[3]["learning_rate"] == pytest.approx(peak * 40 / (200 - warmup), rel=1e-4)
+    assert history[4]["learning_rate"] == 0.0
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 200
+
+
+@pytest.mark.parametrize("change, expected", [
+    (["--train_steps", "80"], "already trained 120 steps"),
+    (["--train_steps", "120", "--seed", "7"], "flag: --seed"),
+    (["--train_steps", "120", "--per_replica_batch_size", "8"], "global_batch_size"),
+])
+def test_changes_that_cannot_continue_are_one_line(corpus, full_run, tmp_path, capsys, change,
+                                                   expected):
+    out = _copy_of(full_run, tmp_path)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    args = task_args(corpus, out, "--eval_every", "40", "--save_every", "40")
+    i = args.index("--per_replica_batch_size")
+    if "--per_replica_batch_size" in change:
+        del args[i:i + 2]
+    assert task.main(args + change) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0], err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def _truncate(path):
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 3])
+
+
+def test_torn_backups_fall_back_to_older_state_then_checkpoint(corpus, full_run, tmp_path,
+                                                               capsys):
+    out = _copy_of(full_run, tmp_path)
+    run = RunDir(str(out))
+    args = task_args(corpus, out, "--train_steps", "160", "--eval_every", "40",
+                     "--save_every", "40")
+    _truncate(run.backup(120))
+    assert task.main(args) == 0  # resumes from the backup of step 80
+    err = capsys.readouterr().err
+    assert "skipping unreadable backup" in err and "state-00000120" in err
+    assert [e["step"] for e in _history(out)] == [40, 80, 120, 160]
+    for path in run.backups():
+        _truncate(path)
+    args[args.index("160")] = "200"
+    assert task.main(args) == 0  # no readable backup: the newest checkpoint (160)
+    assert "resuming from" in capsys.readouterr().err
+    assert [e["step"] for e in _history(out)][-2:] == [160, 200]
+    for path in run.backups() + run.checkpoints():
+        _truncate(path)
+    args[args.index("200")] = "240"
+    assert task.main(args) == 2
+    assert "no checkpoint that can be read" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_resume_on_two_replicas_at_the_same_global_batch(corpus, tmp_path):
+    with pytest.raises(Preempted):
+        task.run(task.parse_args(task_args(corpus, tmp_path, "--train_steps", "60",
+                                           "--eval_every", "30", "--save_every", "30")),
+                 extra_callbacks=[preempt_at(30)])
+    two = task_args(corpus, tmp_path, "--train_steps", "60", "--eval_every", "30",
+                    "--save_every", "30", "--cpu_replicas", "2",
+                    "--per_replica_batch_size", "8")
+    i = two.index("--per_replica_batch_size")
+    del two[i:i + 2]  # the 16 of task_args; 8 per replica below
+    assert task.main(two) == 0
+    run_config = json.loads((tmp_path / "run_config.json").read_text())
+    assert run_config["replicas"] == 2 and run_config["global_batch_size"] == 16
+    assert [e["step"] for e in _history(tmp_path)] == [30, 60]
+
+
+def test_a_non_chief_process_writes_nothing(corpus, tmp_path, monkeypatch):
+    from trainer import strategy
+
+    monkeypatch.setattr(strategy, "is_chief", lambda s: False)
+    out = tmp_path / "worker1"
+    metrics = task.run(task.parse_args(task_args(corpus, out, "--train_steps", "20",
+                                                 "--eval_every", "10", "--save_every", "10")))
+    assert metrics["steps"] == 20
+    assert not out.exists() or not any(out.rglob("*")), list(out.rglob("*"))
