@@ -130,3 +130,13 @@ def test_hosts_share_a_split_with_fewer_files_than_hosts(split):
     assert {len(e) for e in evals} == {6}  # 200 // 8 = 25 rows -> 6 batches of 4 on every host
     eval_rows = [tuple(r) for e in evals for b in e for r in b]
     assert len(eval_rows) == len(set(eval_rows)) == 8 * 6 * 4
+
+
+def test_two_local_replicas_see_the_examples_one_replica_sees(split):
+    """200 examples: 12 steps of 16 per data epoch on one replica or on two of 8 (the 8 left
+    over are not a 25th batch of 8 for the pair), so a resume may change the replica count."""
+    one = _take(data.train_dataset(split, 16, seed=5, start_step=7, shuffle_buffer=64), 20)
+    two = _take(data.train_dataset(split, 8, seed=5, start_step=7, shuffle_buffer=64,
+                                   local_replicas=2), 40)
+    for step in range(20):  # across the epoch boundary at step 12
+        assert (one[step] == np.concatenate(two[2 * step: 2 * step + 2])).all(), step

@@ -26,3 +26,33 @@ def test_missing_gpu_is_one_clear_message():
         pytest.skip("this machine has a GPU")
     with pytest.raises(StrategyError, match="sees no GPU"):
         select_strategy("gpu")
+
+
+class _Resolver:
+    """A stand-in cluster resolver: what a multi-worker strategy exposes."""
+
+    def __init__(self, task_type, task_id, cluster):
+        self.task_type, self.task_id, self._cluster = task_type, task_id, cluster
+
+    def cluster_spec(self):
+        return tf.train.ClusterSpec(self._cluster)
+
+
+class _Strategy:
+    def __init__(self, resolver):
+        self.cluster_resolver = resolver
+
+
+@pytest.mark.parametrize("task_type, task_id, cluster, chief", [
+    ("chief", 0, {"chief": ["a:1"], "worker": ["b:1"]}, True),
+    ("worker", 0, {"chief": ["a:1"], "worker": ["b:1"]}, False),
+    ("worker", 0, {"worker": ["a:1", "b:1"]}, True),
+    ("worker", 1, {"worker": ["a:1", "b:1"]}, False),
+    ("evaluator", 0, {"worker": ["a:1"], "evaluator": ["c:1"]}, False),
+])
+def test_only_the_chief_writes(task_type, task_id, cluster, chief):
+    from trainer.strategy import is_chief
+
+    assert is_chief(_Strategy(_Resolver(task_type, task_id, cluster))) is chief
+    assert is_chief(select_strategy("cpu")) is True  # one process
+

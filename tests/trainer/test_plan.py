@@ -1,0 +1,53 @@
+"""The run plan: pure arithmetic of intervals, resume segments and what a restart may change."""
+
+import pytest
+
+from trainer.plan import PlanError, TrainPlan, check_continuation, check_start, make_plan
+
+
+def test_intervals_divide_save_eval_and_total():
+    plan = make_plan(1000, save_every=200, eval_every=500, steps_per_execution=100,
+                     warmup_ratio=0.05)
+    assert (plan.interval, plan.steps_per_execution, plan.warmup_steps) == (100, 100, 50)
+    assert plan.segments(0) == [(0, 10, 100)]
+    assert plan.eval_epochs(0, 10, 100) == [5, 10]
+
+
+def test_a_resume_off_the_intervals_first_reaches_a_boundary():
+    # Killed at 900 with --save_every 300; resumed with --save_every 400 --eval_every 400.
+    plan = make_plan(2000, save_every=400, eval_every=400, steps_per_execution=100,
+                     warmup_ratio=0.0)
+    assert plan.interval == 400
+    assert plan.segments(900) == [(900, 1, 300), (1200, 2, 400)]
+    assert plan.eval_epochs(900, 1, 300) == [1]     # 1200 is a multiple of 400
+    assert plan.eval_epochs(1200, 2, 400) == [1, 2]  # 1600, 2000
+    assert plan.steps_per_execution_from(900) == 100
+    assert make_plan(2000, 400, 400, 64, 0.0).steps_per_execution_from(900) == 4
+
+
+def test_the_last_segment_ends_at_the_total_and_a_finished_run_has_none():
+    plan = TrainPlan(total_steps=150, interval=50, steps_per_execution=1, warmup_steps=0,
+                     eval_every=50)
+    assert plan.segments(120) == [(120, 1, 30)]
+    assert plan.segments(150) == []
+
+
+def test_warmup_is_kept_from_the_first_plan():
+    assert make_plan(200, 40, 40, 1, 0.05, saved={"warmup_steps": 6}).warmup_steps == 6
+    assert make_plan(200, 40, 40, 1, 0.05, saved={}).warmup_steps == 10
+
+
+def test_fixed_settings_are_refused_naming_the_flag():
+    saved = {"seed": 42, "global_batch_size": 256, "family": "roberta", "total_steps": 100}
+    check_continuation(saved, dict(saved, total_steps=200), "out")  # steps may change
+    check_continuation(None, {"seed": 1}, "out")  # a new run
+    with pytest.raises(PlanError, match=r"another seed \(42 there, 7 now; flag: --seed\)"):
+        check_continuation(saved, dict(saved, seed=7), "out")
+    with pytest.raises(PlanError, match="per_replica_batch_size x replicas"):
+        check_continuation(saved, dict(saved, global_batch_size=128), "out")
+
+
+def test_fewer_steps_than_done_is_refused():
+    check_start(100, 100, "out")
+    with pytest.raises(PlanError, match="already trained 120 steps, more than the 100"):
+        check_start(120, 100, "out")
