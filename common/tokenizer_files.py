@@ -107,3 +107,17 @@ def save(tokenizer, tokenizer_dir: str, special_tokens: dict, model_max_length: 
     special_map = {k: v for k, v in config.items() if k.endswith("_token")}
     fs.write_json(fs.join(tokenizer_dir, SPECIAL_TOKENS_MAP), special_map)
     return fingerprint(data)
+
+
+def copy(tokenizer_dir: str, target_dir: str, max_model_length: int | None = None) -> None:
+    """Copies a tokenizer folder's files; `max_model_length` caps `model_max_length` (a model
+    with fewer positions must not let transformers pipelines pass longer inputs)."""
+    for name in (TOKENIZER_JSON, SPECIAL_TOKENS_MAP, TOKENIZER_CONFIG):
+        source = fs.join(tokenizer_dir, name)
+        if name == TOKENIZER_CONFIG and max_model_length is not None:
+            config = fs.read_json(source)
+            config["model_max_length"] = min(config.get("model_max_length", max_model_length),
+                                             max_model_length)
+            fs.write_json(fs.join(target_dir, name), config)
+        elif fs.exists(source):
+            fs.write_bytes(fs.join(target_dir, name), fs.read_bytes(source))

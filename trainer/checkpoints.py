@@ -29,16 +29,12 @@ import sys
 import tempfile
 
 from common import fs
-from trainer import run_dir
+from trainer import families, run_dir
 from trainer.run_dir import RUN_CONFIG, TOKENIZER_DIR, WEIGHTS_SUFFIX, RunDir
-
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 # keras-hub preset files (keras_hub/src/utils/preset_utils.py).
 PRESET_CONFIG = "config.json"
 PRESET_TASK = "task.json"
-# keras-hub backbone class -> our family name.
-_FAMILY_OF_BACKBONE = {"keras_hub>RobertaBackbone": "roberta", "keras_hub>BertBackbone": "bert"}
 
 
 class ModelNotFoundError(ValueError):
@@ -230,7 +226,7 @@ def _preset_source(preset_dir: str) -> ModelSource:
             f"{preset_dir} is a Hugging Face transformers export; load it with "
             "transformers.AutoModelForMaskedLM, or give the keras-hub preset or checkpoint."
         )
-    family = _FAMILY_OF_BACKBONE.get(config.get("registered_name"))
+    family = families.of_registered_name(config.get("registered_name"))
     if family is None or not fs.exists(fs.join(preset_dir, PRESET_TASK)):
         raise ModelNotFoundError(
             f"{preset_dir} is not a keras-hub RoBERTa/BERT masked LM preset "
@@ -239,7 +235,8 @@ def _preset_source(preset_dir: str) -> ModelSource:
     run_config_path = fs.join(preset_dir, RUN_CONFIG)
     # Presets that we did not export have no run config: rebuild the part we use.
     run_config = fs.read_json(run_config_path) if fs.exists(run_config_path) else {}
-    run_config = {**run_config, "family": family, "backbone_config": _backbone_kwargs(config)}
+    run_config = {**run_config, "family": family.name,
+                  "backbone_config": _backbone_kwargs(config)}
     tokenizer_dir = fs.join(preset_dir, TOKENIZER_DIR)
     if not fs.exists(fs.join(tokenizer_dir, "tokenizer.json")):
         tokenizer_dir = None

@@ -18,6 +18,8 @@ import dataclasses
 import json
 from dataclasses import field
 
+from trainer import families
+
 # The seed's `--pretrained_model_config` names a Hugging Face config; we train from scratch,
 # so map the ones it documents to (family, size).
 _SEED_MODEL_CONFIGS = {
@@ -50,7 +52,7 @@ class TrainConfig:
                             "omitted (required for seed-format shards).")
     # Model.
     model: str = _flag("Named size.", "base", choices=("tiny", "small", "base", "large"))
-    family: str = _flag("Model family.", "roberta", choices=("roberta", "bert"))
+    family: str = _flag("Model family.", "roberta", choices=families.NAMES)
     config: dict = _flag("JSON overrides of the backbone config, e.g. "
                          '\'{"num_layers": 1, "hidden_dim": 32}\'.', kind="json")
     pretrained_model_config: str = _flag(

@@ -7,7 +7,7 @@ Example:
 
 from __future__ import annotations
 
-FAMILIES = ("roberta", "bert")
+from trainer import families
 
 # Named sizes. base/large are RoBERTa-base/large; tiny/small are for tests and the demo.
 SIZES = {
@@ -26,8 +26,7 @@ def backbone_config(
     overrides: dict | None = None,
 ) -> dict:
     """The keyword arguments of the family's keras-hub backbone."""
-    if family not in FAMILIES:
-        raise ValueError(f"model family {family!r} is not one of {FAMILIES}")
+    families.get(family)  # raises for an unknown family
     if size not in SIZES:
         raise ValueError(f"model size {size!r} is not one of {tuple(SIZES)}")
     config = dict(SIZES[size], vocabulary_size=vocabulary_size, dropout=0.1,
@@ -36,16 +35,7 @@ def backbone_config(
     return config
 
 
-def build_backbone(family: str, config: dict):
-    import keras_hub
-
-    cls = {"roberta": keras_hub.models.RobertaBackbone, "bert": keras_hub.models.BertBackbone}
-    return cls[family](**config)
-
-
 def build_masked_lm(family: str, config: dict):
     """A keras-hub MaskedLM task (LM head only at `mask_positions`) with no preprocessor."""
-    import keras_hub
-
-    cls = {"roberta": keras_hub.models.RobertaMaskedLM, "bert": keras_hub.models.BertMaskedLM}
-    return cls[family](backbone=build_backbone(family, config), preprocessor=None)
+    record = families.get(family)
+    return record.task_cls()(backbone=record.backbone_cls()(**config), preprocessor=None)

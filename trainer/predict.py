@@ -20,10 +20,8 @@ import sys
 
 import numpy as np
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-
-from common import tokenizer_files  # noqa: E402
-from trainer import checkpoints  # noqa: E402
+from common import tokenizer_files
+from trainer import checkpoints, families, run_dir
 
 BATCH_SIZE = 32
 
@@ -47,7 +45,7 @@ class MaskPredictor:
         self.source = checkpoints.resolve(model_dir)
         if self.source.tokenizer_dir is None:
             raise checkpoints.ModelNotFoundError(
-                f"{model_dir} has no {checkpoints.TOKENIZER_DIR}/ folder: cannot tokenize text.")
+                f"{model_dir} has no {run_dir.TOKENIZER_DIR}/ folder: cannot tokenize text.")
         self.tokenizer, self.info = tokenizer_files.load(self.source.tokenizer_dir)
         # Over-long texts must be refused, not cut (the cut could drop the mask).
         self.tokenizer.no_truncation()
@@ -116,10 +114,8 @@ class MaskPredictor:
             token_ids[i, :len(row)] = row
             padding_mask[i, :len(row)] = 1
             mask_positions[i, :len(positions[i])] = positions[i]
-        inputs = {"token_ids": token_ids, "padding_mask": padding_mask,
-                  "mask_positions": mask_positions}
-        if self.source.family == "bert":
-            inputs["segment_ids"] = np.zeros_like(token_ids)
+        inputs = families.get(self.source.family).inputs(token_ids, padding_mask, mask_positions,
+                                                         np.zeros_like)
         return inputs, [len(p) for p in positions]
 
 

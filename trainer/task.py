@@ -26,11 +26,7 @@ def write_run_files(run, run_config: dict, tokenizer_dir: str) -> None:
     from common import fs, tokenizer_files
 
     fs.write_json(run.run_config, run_config)
-    for name in (tokenizer_files.TOKENIZER_JSON, tokenizer_files.TOKENIZER_CONFIG,
-                 tokenizer_files.SPECIAL_TOKENS_MAP):
-        source = fs.join(tokenizer_dir, name)
-        if fs.exists(source):
-            fs.write_bytes(fs.join(run.tokenizer_dir, name), fs.read_bytes(source))
+    tokenizer_files.copy(tokenizer_dir, run.tokenizer_dir)
 
 
 def remove_orphans(run) -> None:

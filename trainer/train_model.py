@@ -18,6 +18,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from trainer import families
 from trainer.masking import MaskingSpec, content_seed, mask_tokens, step_seed
 
 
@@ -49,8 +50,7 @@ class MaskedLMTrainer(keras.Model):
         self.spec = spec
         self.mask_seed = seed
         self.eval_seed = eval_seed
-        # BERT backbones take segment ids; one segment for MLM-only pretraining.
-        self._needs_segment_ids = "segment_ids" in masked_lm.input
+        self.family = families.of_model(masked_lm)
         self._mask_fn = tf.function(self._mask, jit_compile=True) if xla_masking else self._mask
         self._cross_entropy = keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight")
@@ -66,10 +66,8 @@ class MaskedLMTrainer(keras.Model):
         return mask_tokens(input_ids, attention_mask, seed, self.spec)
 
     def _features(self, masked: dict) -> dict:
-        features = {k: masked[k] for k in ("token_ids", "padding_mask", "mask_positions")}
-        if self._needs_segment_ids:
-            features["segment_ids"] = keras.ops.zeros_like(masked["token_ids"])
-        return features
+        return self.family.inputs(masked["token_ids"], masked["padding_mask"],
+                                  masked["mask_positions"], keras.ops.zeros_like)
 
     def call(self, inputs, training=False):
         """Logits at `mask_positions`. Also takes a raw `{input_ids, attention_mask}` batch

@@ -17,10 +17,10 @@ import os
 import signal
 import sys
 
-import keras
-
 from common import fs
-from trainer import checkpoints, task
+from trainer import checkpoints, task  # before keras: the package pins the backend
+
+import keras  # noqa: E402
 
 _count: dict = {}
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from common import fs, tokenizer_files  # noqa: E402
-from trainer import checkpoints  # noqa: E402
-from trainer.model import backbone_config, build_masked_lm  # noqa: E402
-from trainer.run_dir import RunDir  # noqa: E402
+from common import fs, tokenizer_files
+from trainer import checkpoints
+from trainer.model import backbone_config, build_masked_lm
+from trainer.run_dir import RunDir
 
 MAX_LENGTH = 32
 TINY = dict(num_layers=2, hidden_dim=32, num_heads=2, intermediate_dim=64)

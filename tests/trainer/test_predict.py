@@ -6,13 +6,11 @@ import os
 import subprocess
 import sys
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from tests.trainer.test_checkpoints import MAX_LENGTH, make_training_dir  # noqa: E402
-from trainer import export, predict  # noqa: E402
+from tests.trainer.test_checkpoints import MAX_LENGTH, make_training_dir
+from trainer import export, predict
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEXTS = {
