@@ -1,6 +1,6 @@
 """Throughput of the trainer: input pipeline alone, train step (tiny, small), and base on a GPU.
 
-    python benchmarks/bench_train.py [--batch 32] [--seq 128] [--vocab 25000]
+    python -m benchmarks.bench_train [--batch 32] [--seq 128] [--vocab 25000]
 
 Prints examples/s of the tf.data pipeline (read, shuffle, batch, vectorised parse) from local
 shards, examples/s of the compiled train step (masking + forward + backward + AdamW) for the
@@ -11,22 +11,19 @@ is visible it also trains `base` and prints tokens/s, model FLOPs and MFU.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import trainer  # noqa: E402,F401  (KERAS_BACKEND)
+import trainer  # noqa: F401  (pins KERAS_BACKEND before numpy/TF pull keras in)
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-from common import schema  # noqa: E402
-from trainer import data, model  # noqa: E402
-from trainer.masking import MaskingSpec  # noqa: E402
-from trainer.optimization import build_optimizer  # noqa: E402
-from trainer.train_model import MaskedLMTrainer  # noqa: E402
+from common import schema
+from trainer import data, model
+from trainer.masking import MaskingSpec
+from trainer.optimization import build_optimizer
+from trainer.train_step import MaskedLMTrainer
 
 SPECIAL = (0, 1, 2, 3, 4)
 # Dense bf16 peak of common accelerators, for MFU.

@@ -17,13 +17,14 @@ import hashlib
 import json
 
 from common import fs, shards
+from common.errors import UserError
 
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 MARKER_NAME = "_COMPLETE"
 
 
-class ManifestError(ValueError):
+class ManifestError(UserError):
     """Prepared data that cannot be used, with one sentence that says why and what to do."""
 
 

@@ -29,6 +29,7 @@ import sys
 import tempfile
 
 from common import fs
+from common.errors import UserError
 from trainer import families, run_dir
 from trainer.run_dir import RUN_CONFIG, TOKENIZER_DIR, WEIGHTS_SUFFIX, RunDir
 
@@ -37,7 +38,7 @@ PRESET_CONFIG = "config.json"
 PRESET_TASK = "task.json"
 
 
-class ModelNotFoundError(ValueError):
+class ModelNotFoundError(UserError):
     """A path holds no checkpoint or preset; the message is one sentence for the user."""
 
 
@@ -129,7 +130,7 @@ def newest_readable(paths_newest_first: list[str]) -> str | None:
     return None
 
 
-class UnreadableRunError(ValueError):
+class UnreadableRunError(UserError):
     """A run folder whose saved state exists but cannot be read; one line for the user."""
 
 

@@ -20,9 +20,9 @@ from dataclasses import field
 
 from trainer import families
 
-# The seed's `--pretrained_model_config` names a Hugging Face config; we train from scratch,
+# The legacy HF example's `--pretrained_model_config` names a Hugging Face config; we train from scratch,
 # so map the ones it documents to (family, size).
-_SEED_MODEL_CONFIGS = {
+_LEGACY_MODEL_CONFIGS = {
     "roberta-base": ("roberta", "base"),
     "roberta-large": ("roberta", "large"),
     "bert-base-uncased": ("bert", "base"),
@@ -40,7 +40,7 @@ def _flag(help: str, default=None, aliases=(), choices=None, required=False, kin
 @dataclasses.dataclass
 class TrainConfig:
     # Data and files.
-    train_data: str = _flag("Folder of training shards (manifest or seed format), local or "
+    train_data: str = _flag("Folder of training shards (manifest or legacy format), local or "
                             "gs://.", aliases=["--train_dataset"], required=True)
     eval_data: str = _flag("Folder of evaluation shards.", aliases=["--eval_dataset"],
                            required=True)
@@ -49,15 +49,15 @@ class TrainConfig:
     output_dir: str = _flag("Where checkpoints, logs and metrics go (local or gs://).",
                             required=True)
     max_length: int = _flag("Sequence length of the data; read from the manifest when "
-                            "omitted (required for seed-format shards).")
+                            "omitted (required for legacy-format shards).")
     # Model.
     model: str = _flag("Named size.", "base", choices=("tiny", "small", "base", "large"))
     family: str = _flag("Model family.", "roberta", choices=families.NAMES)
     config: dict = _flag("JSON overrides of the backbone config, e.g. "
                          '\'{"num_layers": 1, "hidden_dim": 32}\'.', kind="json")
     pretrained_model_config: str = _flag(
-        "Seed flag: a Hugging Face config name mapped to --family/--model (weights are not "
-        f"loaded). One of {sorted(_SEED_MODEL_CONFIGS)}.")
+        "Legacy flag (HF example): a Hugging Face config name mapped to --family/--model (weights are not "
+        f"loaded). One of {sorted(_LEGACY_MODEL_CONFIGS)}.")
     # Distribution and precision.
     strategy: str = _flag("Where to train; `auto` picks TPU, then GPUs, then CPU.", "auto",
                           choices=("auto", "tpu", "gpu", "cpu"))
@@ -65,12 +65,12 @@ class TrainConfig:
                      aliases=["--tpu_name"])
     tpu_zone: str = _flag("Zone of a named TPU.")
     gcp_project: str = _flag("Project of a named TPU.")
-    no_tpu: bool = _flag("Seed flag: never use a TPU (same as --strategy gpu/cpu).", False)
+    no_tpu: bool = _flag("Legacy flag (HF example): never use a TPU (same as --strategy gpu/cpu).", False)
     cpu_replicas: int = _flag("With --strategy cpu: split the CPU into N logical devices under "
                               "MirroredStrategy (exercises the multi-replica path).", 1)
     precision: str = _flag("bf16 = mixed_bfloat16 (the default on TPU), fp32 otherwise.",
                            None, choices=("bf16", "fp32"))
-    bfloat16: bool = _flag("Seed flag: same as --precision bf16.", False)
+    bfloat16: bool = _flag("Legacy flag (HF example): same as --precision bf16.", False)
     jit_compile: str = _flag("XLA-compile the train step: auto = yes, except MirroredStrategy "
                              "over CPU devices (keras#19005).", "auto",
                              choices=("auto", "true", "false"))
@@ -82,7 +82,7 @@ class TrainConfig:
     epochs: int = _flag("Passes over the training data.", aliases=["--num_epochs"])
     # Optimisation.
     learning_rate: float = _flag("Peak learning rate.", 1e-4)
-    warmup_ratio: float = _flag("Fraction of steps of linear warmup (the seed uses 0.05).", 0.05)
+    warmup_ratio: float = _flag("Fraction of steps of linear warmup (the legacy HF example uses 0.05).", 0.05)
     weight_decay: float = _flag("AdamW decoupled weight decay (not on biases/LayerNorm).", 1e-3,
                                 aliases=["--weight_decay_rate"])
     adam_beta1: float = _flag("AdamW beta_1.", 0.9)
@@ -103,15 +103,15 @@ class TrainConfig:
 
     def __post_init__(self):
         if self.pretrained_model_config:
-            if self.pretrained_model_config not in _SEED_MODEL_CONFIGS:
+            if self.pretrained_model_config not in _LEGACY_MODEL_CONFIGS:
                 raise ValueError(
                     f"--pretrained_model_config {self.pretrained_model_config!r} is not one of "
-                    f"{sorted(_SEED_MODEL_CONFIGS)}; use --family and --model instead.")
-            self.family, self.model = _SEED_MODEL_CONFIGS[self.pretrained_model_config]
+                    f"{sorted(_LEGACY_MODEL_CONFIGS)}; use --family and --model instead.")
+            self.family, self.model = _LEGACY_MODEL_CONFIGS[self.pretrained_model_config]
         if self.bfloat16:
             self.precision = "bf16"
-        if self.no_tpu and self.strategy in ("auto", "tpu"):
-            self.strategy = "auto_no_tpu"
+        if self.no_tpu and self.strategy == "tpu":
+            raise ValueError("--no_tpu contradicts --strategy tpu")
         if (self.train_steps is None) == (self.epochs is None):
             raise ValueError("give exactly one of --train_steps and --epochs")
         for name in ("per_replica_batch_size", "eval_every", "save_every"):

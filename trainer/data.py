@@ -1,7 +1,7 @@
 """Training and evaluation input: validated shard lists and per-host `tf.data` pipelines.
 
 A split folder is either what the prepare pipeline writes (manifest.json + _COMPLETE, checked
-by `common.manifest.read_manifest`) or, for interop, a folder of the seed's shards
+by `common.manifest.read_manifest`) or, for interop, a folder of the legacy HF example's shards
 (`*-INDEX-COUNT.tfrecord`, counted from the file names).
 
 The training stream is an endless, deterministic function of (seed, step): data epoch `e`
@@ -87,10 +87,10 @@ def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None)
         raise ManifestError(
             f"{split_dir} holds no manifest.json and no *{shards.SHARD_SUFFIX} shards; "
             "point it at a split folder written by the prepare pipeline.")
-    return _seed_format_split(split_dir, files, tokenizer_info, max_length)
+    return _legacy_format_split(split_dir, files, tokenizer_info, max_length)
 
 
-def _seed_format_split(split_dir, files, tokenizer_info, max_length) -> SplitSource:
+def _legacy_format_split(split_dir, files, tokenizer_info, max_length) -> SplitSource:
     counts = [shards.count_from_name(f) for f in files]
     if None in counts:
         bad = files[counts.index(None)]

@@ -32,6 +32,7 @@ import tempfile
 import numpy as np
 
 from common import fs, tokenizer_files
+from common.errors import UserError, run_cli
 from trainer import checkpoints, families, run_dir
 from trainer.families import encoder_weights
 
@@ -41,7 +42,7 @@ HF_WEIGHTS = "model.safetensors"
 HF_CONFIG = "config.json"
 
 
-class ExportError(ValueError):
+class ExportError(UserError):
     """The model cannot be exported as asked; the message is one sentence for the user."""
 
 
@@ -155,14 +156,11 @@ def main(argv=None) -> int:
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--format", default="all", choices=FORMATS)
     args = parser.parse_args(argv)
-    try:
-        out = export(args.checkpoint, args.output_dir, args.format)
-    except (checkpoints.ModelNotFoundError, ExportError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    for fmt, path in out.items():
-        print(f"{fmt}: {path}")
-    return 0
+
+    def body():
+        for fmt, path in export(args.checkpoint, args.output_dir, args.format).items():
+            print(f"{fmt}: {path}")
+    return run_cli(body)
 
 
 if __name__ == "__main__":

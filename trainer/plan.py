@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from common.errors import UserError
+
 # Settings of a run that a restart must not change, and the flag a user changes for each.
 FIXED = {
     "family": "--family",
@@ -30,7 +32,7 @@ FIXED = {
 }
 
 
-class PlanError(ValueError):
+class PlanError(UserError):
     """Flags that cannot continue the saved run; one line naming the flag."""
 
 
@@ -63,6 +65,16 @@ class TrainPlan:
     def steps_per_execution_from(self, start_step: int) -> int:
         """Compiled steps per call: must divide every interval of `segments(start_step)`."""
         return math.gcd(self.steps_per_execution, self.interval, start_step)
+
+
+def device_settings(precision: str | None, jit_compile: str, steps_per_execution: int | None,
+                    on_tpu: bool, on_cpu_replicas: bool) -> tuple[str, bool, int]:
+    """(precision, XLA on/off, steps per compiled call) from the flags and the devices:
+    bf16 and 100 steps per call on TPU, fp32 and 1 elsewhere; XLA except under
+    MirroredStrategy over CPU devices, where Keras' jit step fails (keras#19005)."""
+    precision = precision or ("bf16" if on_tpu else "fp32")
+    jit = {"true": True, "false": False, "auto": not on_cpu_replicas}[jit_compile]
+    return precision, jit, steps_per_execution or (100 if on_tpu else 1)
 
 
 def make_plan(total_steps: int, save_every: int, eval_every: int, steps_per_execution: int,

@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from common import fs
+from common.errors import UserError, run_cli
 from trainer.run_dir import RunDir
 
 
@@ -45,14 +46,14 @@ def main(argv=None) -> int:
     parser.add_argument("--run_dir", required=True)
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
-    path = RunDir(args.run_dir).history
-    if not fs.exists(path):
-        print(f"error: {path} does not exist: is {args.run_dir} a training output?",
-              file=sys.stderr)
-        return 2
-    plot(fs.read_json(path), args.output)
-    print(f"curves written to {args.output}")
-    return 0
+
+    def body():
+        path = RunDir(args.run_dir).history
+        if not fs.exists(path):
+            raise UserError(f"{path} does not exist: is {args.run_dir} a training output?")
+        plot(fs.read_json(path), args.output)
+        print(f"curves written to {args.output}")
+    return run_cli(body)
 
 
 if __name__ == "__main__":

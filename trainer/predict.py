@@ -21,12 +21,13 @@ import sys
 import numpy as np
 
 from common import tokenizer_files
+from common.errors import UserError, run_cli
 from trainer import checkpoints, families, run_dir
 
 BATCH_SIZE = 32
 
 
-class InputError(ValueError):
+class InputError(UserError):
     """A text the model cannot take; the message is one line for the user."""
 
 
@@ -146,13 +147,11 @@ def main(argv=None) -> int:
     parser.add_argument("texts", nargs="+", help="texts with the tokenizer's mask token")
     parser.add_argument("--top_k", type=int, default=5)
     args = parser.parse_args(argv)
-    try:
+
+    def body():
         results = MaskPredictor(args.model).predict(args.texts, args.top_k)
-    except (InputError, checkpoints.ModelNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(format_results(args.texts, results))
-    return 0
+        print(format_results(args.texts, results))
+    return run_cli(body)
 
 
 if __name__ == "__main__":

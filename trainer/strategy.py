@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from common.errors import UserError
 
-class StrategyError(RuntimeError):
+
+class StrategyError(UserError):
     """No device of the kind asked for; the message says what to do."""
 
 
@@ -18,7 +20,8 @@ def connect_tpu(tpu: str | None = None, zone: str | None = None, project: str | 
     """TPUStrategy via TPUClusterResolver; resolver failures become one `StrategyError`.
 
     Without a TPU the resolver raises `ValueError` (no name), `NotFoundError` (`local` on a
-    machine without TPUs) or talks to the GCE metadata server (named TPU); see FACTS.md.
+    machine without TPUs) or talks to the GCE metadata server (named TPU), all checked
+    with TensorFlow 2.21 on a machine without TPUs.
     """
     name = tpu or "local"
     try:
@@ -46,16 +49,21 @@ def _has_tpu() -> bool:
                 or glob.glob("/dev/vfio/[0-9]*"))
 
 
-def cpu_replicas(count: int) -> tf.distribute.Strategy:
-    """MirroredStrategy over `count` logical CPU devices: the multi-replica code path without
-    accelerators (tests, debugging). Logical devices can only be made before TensorFlow
-    initialises its devices; later, enough of them must already exist."""
-    cpus = tf.config.list_physical_devices("CPU")
+def split_cpu(count: int) -> None:
+    """Splits the CPU into `count` logical devices. Only possible before TensorFlow
+    initialises its devices; afterwards this does nothing (what exists is then used)."""
     try:
         tf.config.set_logical_device_configuration(
-            cpus[0], [tf.config.LogicalDeviceConfiguration()] * count)
-    except RuntimeError:  # already initialised: use what is there
+            tf.config.list_physical_devices("CPU")[0],
+            [tf.config.LogicalDeviceConfiguration()] * count)
+    except RuntimeError:  # already initialised
         pass
+
+
+def cpu_replicas(count: int) -> tf.distribute.Strategy:
+    """MirroredStrategy over `count` logical CPU devices: the multi-replica code path without
+    accelerators (tests, debugging)."""
+    split_cpu(count)
     logical = tf.config.list_logical_devices("CPU")
     if len(logical) < count:
         raise StrategyError(
@@ -65,20 +73,21 @@ def cpu_replicas(count: int) -> tf.distribute.Strategy:
 
 
 def select_strategy(kind: str = "auto", tpu: str | None = None, zone: str | None = None,
-                    project: str | None = None, num_cpu_replicas: int = 1
-                    ) -> tf.distribute.Strategy:
-    """`tpu`, `gpu`, `cpu`, or `auto` (TPU if one is attached or named, else GPUs, else CPU).
+                    project: str | None = None, num_cpu_replicas: int = 1,
+                    no_tpu: bool = False) -> tf.distribute.Strategy:
+    """`tpu`, `gpu`, `cpu`, or `auto` (TPU if one is attached or named and not `no_tpu`, else
+    GPUs, else CPU).
 
     Example:
         >>> select_strategy("cpu", num_cpu_replicas=2).num_replicas_in_sync
         2
     """
-    if kind == "tpu" or (kind == "auto" and (tpu or _has_tpu())):
+    if kind == "tpu" or (kind == "auto" and not no_tpu and (tpu or _has_tpu())):
         return connect_tpu(tpu, zone, project)
     gpus = tf.config.list_logical_devices("GPU")
     if kind == "gpu" and not gpus:
         raise StrategyError("--strategy gpu, but TensorFlow sees no GPU on this machine.")
-    if kind in ("gpu", "auto", "auto_no_tpu") and gpus:
+    if kind in ("gpu", "auto") and gpus:
         return tf.distribute.MirroredStrategy()  # all local GPUs (also right for one)
     if num_cpu_replicas > 1:
         return cpu_replicas(num_cpu_replicas)

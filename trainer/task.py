@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import sys
 
-import trainer  # noqa: F401  (sets KERAS_BACKEND before keras is imported)
+from common.errors import UserError, run_cli
 from trainer.config import TrainConfig, parse_args
 
 
-class RunConfigError(ValueError):
+class RunConfigError(UserError):
     """output_dir holds a run that the current flags cannot continue."""
 
 
@@ -43,7 +43,7 @@ def tokenizer_of(train_data: str) -> str:
     from common import fs, manifest
 
     if not fs.exists(manifest.manifest_path_of(train_data.rstrip("/"))):
-        raise RunConfigError(f"{train_data} has no manifest naming its tokenizer (seed-format "
+        raise RunConfigError(f"{train_data} has no manifest naming its tokenizer (legacy-format "
                              "shards?); pass --tokenizer.")
     path = manifest.read_manifest(train_data, check_shards=False).tokenizer.get("path")
     if not path:
@@ -72,7 +72,7 @@ def _build(config, strategy, spec, backbone, plan, precision: str, jit: bool):
 
     from trainer import model
     from trainer.optimization import build_optimizer
-    from trainer.train_model import MaskedLMTrainer
+    from trainer.train_step import MaskedLMTrainer
 
     keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if precision == "bf16" else "float32")
     with strategy.scope():
@@ -105,10 +105,12 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     info, train_source, eval_source = _inputs(config)
     max_length = train_source.max_length
     strategy = strategies.select_strategy(config.strategy, config.tpu, config.tpu_zone,
-                                          config.gcp_project, config.cpu_replicas)
+                                          config.gcp_project, config.cpu_replicas,
+                                          config.no_tpu)
     chief = strategies.is_chief(strategy)
-    on_tpu = strategies.is_tpu(strategy)
-    precision = config.precision or ("bf16" if on_tpu else "fp32")
+    precision, jit, steps_per_execution = plans.device_settings(
+        config.precision, config.jit_compile, config.steps_per_execution,
+        strategies.is_tpu(strategy), strategies.runs_on_cpu_replicas(strategy))
     replicas = strategy.num_replicas_in_sync
     global_batch = config.per_replica_batch_size * replicas
     total_steps = config.train_steps or config.epochs * (train_source.num_examples // global_batch)
@@ -117,10 +119,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
                                  f"batch of {global_batch}.")
     saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
     plan = plans.make_plan(total_steps, config.save_every, config.eval_every,
-                           config.steps_per_execution or (100 if on_tpu else 1),
-                           config.warmup_ratio, saved)
-    jit = {"true": True, "false": False,
-           "auto": not strategies.runs_on_cpu_replicas(strategy)}[config.jit_compile]
+                           steps_per_execution, config.warmup_ratio, saved)
     backbone = model.backbone_config(config.family, config.model, info.vocab_size, max_length,
                                      config.config)
     run_config = {**config.to_dict(), "family": config.family, "size": config.model,
@@ -218,19 +217,11 @@ def final_metrics(history: list, rates: list, steps: int, global_batch: int) -> 
 def main(argv=None) -> int:
     """Entry point; bad data, tokenizer or device is one line on stderr and exit status 2."""
     config = parse_args(argv)
-    from common.manifest import ManifestError
-    from trainer.checkpoints import UnreadableRunError
-    from trainer.plan import PlanError
-    from trainer.strategy import StrategyError
 
-    try:
+    def body():
         metrics = run(config)
-    except (ManifestError, StrategyError, RunConfigError, PlanError, UnreadableRunError,
-            FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
-    return 0
+        print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
+    return run_cli(body)
 
 
 if __name__ == "__main__":

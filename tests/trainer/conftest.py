@@ -30,16 +30,11 @@ def full_run(corpus, tmp_path_factory):
 
 
 def _split_cpu_for_mirrored_tests():
-    """Two logical CPUs for the MirroredStrategy test: only possible before TensorFlow
+    """Two logical CPUs for the MirroredStrategy tests: only possible before TensorFlow
     initialises its devices, i.e. at collection time, before any test runs."""
-    import tensorflow as tf
+    from trainer.strategy import split_cpu
 
-    try:
-        tf.config.set_logical_device_configuration(
-            tf.config.list_physical_devices("CPU")[0],
-            [tf.config.LogicalDeviceConfiguration()] * 2)
-    except RuntimeError:  # already initialised: the test then fails with a clear message
-        pass
+    split_cpu(2)
 
 
 _split_cpu_for_mirrored_tests()

@@ -1,5 +1,5 @@
 """A tiny tokenizer, a learnable repetitive corpus and shard folders for trainer tests,
-written with common/'s own writers (manifest + marker) or in the seed's format."""
+written with common/'s own writers (manifest + marker) or in the legacy HF example's format."""
 
 from __future__ import annotations
 
@@ -44,15 +44,15 @@ def repetitive_sequences(num: int, seed: int, length: int = SEQ_LEN):
 
 
 def write_split(split_dir: str, ids, mask, info, num_shards: int = 4, split: str = "train",
-                marker: bool = True, seed_format: bool = False) -> list[str]:
-    """Writes shards (ours + manifest + marker, or the seed's names); returns their paths."""
+                marker: bool = True, legacy_format: bool = False) -> list[str]:
+    """Writes shards (ours + manifest + marker, or the legacy example's names); returns their paths."""
     import tensorflow as tf
 
     tf.io.gfile.makedirs(split_dir)
     parts = np.array_split(np.arange(len(ids)), num_shards)
     paths, shard_entries = [], []
     for index, rows in enumerate(parts):
-        name = (f"dataset-{index}-{len(rows)}.tfrecord" if seed_format
+        name = (f"dataset-{index}-{len(rows)}.tfrecord" if legacy_format
                 else shards.shard_name(split, index, len(rows)))
         path = f"{split_dir.rstrip('/')}/{name}"
         with tf.io.TFRecordWriter(path) as writer:
@@ -60,7 +60,7 @@ def write_split(split_dir: str, ids, mask, info, num_shards: int = 4, split: str
                 writer.write(schema.encode_example(ids[r], mask[r]))
         paths.append(path)
         shard_entries.append(manifest.Shard(name, len(rows), int(mask[rows].sum())))
-    if not seed_format:
+    if not legacy_format:
         found = manifest.Manifest(
             split=split, max_length=ids.shape[1], num_examples=len(ids),
             num_tokens=int(mask.sum()), shards=shard_entries, tokenizer=info.to_dict(),

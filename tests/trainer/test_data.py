@@ -1,4 +1,4 @@
-"""Split validation (manifest and seed format) and the deterministic, resumable tf.data input."""
+"""Split validation (manifest and legacy format) and the deterministic, resumable tf.data input."""
 
 import numpy as np
 import pytest
@@ -57,9 +57,9 @@ def test_bad_splits_are_refused_with_one_reason(tmp_path, info, problem, message
         data.resolve_split(path, asked, max_length=64 if problem == "length" else None)
 
 
-def test_seed_format_is_counted_from_names(tmp_path, info):
+def test_legacy_format_is_counted_from_names(tmp_path, info):
     ids, mask = repetitive_sequences(30, seed=0)
-    write_split(str(tmp_path), ids, mask, info, num_shards=3, seed_format=True)
+    write_split(str(tmp_path), ids, mask, info, num_shards=3, legacy_format=True)
     source = data.resolve_split(str(tmp_path), info)
     assert source.counts == (10, 10, 10) and source.max_length == 32
     assert [f.rsplit("/", 1)[1] for f in source.files][0] == "dataset-0-10.tfrecord"

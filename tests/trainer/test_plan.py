@@ -2,7 +2,15 @@
 
 import pytest
 
-from trainer.plan import PlanError, TrainPlan, check_continuation, check_start, make_plan
+from trainer.plan import (PlanError, TrainPlan, check_continuation, check_start,
+                          device_settings, make_plan)
+
+
+def test_device_settings():
+    assert device_settings(None, "auto", None, on_tpu=True, on_cpu_replicas=False) == (
+        "bf16", True, 100)
+    assert device_settings(None, "auto", None, False, on_cpu_replicas=True) == ("fp32", False, 1)
+    assert device_settings("bf16", "false", 8, False, False) == ("bf16", False, 8)
 
 
 def test_intervals_divide_save_eval_and_total():

@@ -147,10 +147,10 @@ def test_mismatches_exit_2_with_one_line(corpus, tmp_path, capsys, problem):
     assert len(err) == 1 and expected in err[0], err
 
 
-def test_tokenizer_defaults_to_the_manifest_and_seed_format_needs_it(corpus, tmp_path, capsys):
+def test_tokenizer_defaults_to_the_manifest_and_legacy_format_needs_it(corpus, tmp_path, capsys):
     args = task_args(corpus, tmp_path / "out", "--train_steps", "5")
     i = args.index("--tokenizer")
     del args[i:i + 2]
-    # The test corpus's manifest records no tokenizer path, like seed-format shards.
+    # The test corpus's manifest records no tokenizer path, like legacy-format shards.
     assert task.main(args) == 2
     assert "pass --tokenizer" in capsys.readouterr().err

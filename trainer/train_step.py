@@ -39,7 +39,7 @@ class MaskedLMTrainer(keras.Model):
         seed: masking seed for training (combined with step and replica).
         eval_seed: masking seed for evaluation (combined with the batch's tokens).
         xla_masking: compile the masking function on its own with XLA, for when the step
-            itself is not (MirroredStrategy on logical CPUs, keras#19005, FACTS.md): XLA and
+            itself is not (MirroredStrategy on logical CPUs, keras#19005): XLA and
             TensorFlow kernels draw different random streams, so masks then match a jit step.
     """
 
@@ -71,8 +71,8 @@ class MaskedLMTrainer(keras.Model):
 
     def call(self, inputs, training=False):
         """Logits at `mask_positions`. Also takes a raw `{input_ids, attention_mask}` batch
-        (Keras builds the model symbolically from one, see FACTS.md): it then scores the
-        first `max_predictions` positions."""
+        (Keras builds losses and metrics symbolically from one and fails on a missing key): it
+        then scores the first `max_predictions` positions."""
         if "token_ids" not in inputs:
             ids = keras.ops.cast(inputs["input_ids"], "int32")
             num_slots = self.spec.max_predictions(ids.shape[1])

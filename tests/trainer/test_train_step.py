@@ -7,7 +7,7 @@ import tensorflow as tf
 from trainer.masking import MaskingSpec
 from trainer.model import backbone_config, build_masked_lm
 from trainer.optimization import build_optimizer
-from trainer.train_model import MaskedLMTrainer
+from trainer.train_step import MaskedLMTrainer
 
 
 def test_bert_trains_from_raw_batches_with_jit_compile():
