@@ -85,3 +85,19 @@ def task_args(corpus, output_dir, *extra) -> list[str]:
             "--model", "tiny", "--config", TINY, "--strategy", "cpu",
             "--per_replica_batch_size", "16", "--learning_rate", "1e-2", "--verbose", "0",
             *extra]
+
+
+class Preempted(Exception):
+    pass
+
+
+def preempt_at(step):
+    """A callback that raises at the end of the interval reaching `step` (after its backup),
+    as a preemption between two intervals would stop the process."""
+    import keras
+
+    class _Callback(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if int(self.model.optimizer.iterations.numpy()) >= step:
+                raise Preempted(step)
+    return _Callback()

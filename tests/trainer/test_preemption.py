@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.trainer.mlm_data import STEPS, task_args
+from tests.trainer.mlm_data import STEPS, Preempted, preempt_at, task_args
 from trainer import task
 from trainer.run_dir import RunDir
 
@@ -69,21 +69,6 @@ def test_sigkill_at_many_moments_then_restart_matches_uninterrupted(corpus, full
     leftovers = [n for _, _, files in os.walk(out) for n in files if n.startswith(".tmp-")]
     assert not leftovers and sorted(os.listdir(out / "backup")) == [
         "state-00000080.weights.h5", "state-00000120.weights.h5"]
-
-
-class Preempted(Exception):
-    pass
-
-
-def preempt_at(step):
-    """A callback that raises at the end of the interval reaching `step` (after its backup)."""
-    import keras
-
-    class _Callback(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):
-            if int(self.model.optimizer.iterations.numpy()) >= step:
-                raise Preempted(step)
-    return _Callback()
 
 
 def test_resume_with_another_eval_and_save_interval_is_exact(corpus, full_run, tmp_path):

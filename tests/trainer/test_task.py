@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.trainer.mlm_data import STEPS, task_args
+from tests.trainer.mlm_data import STEPS, Preempted, preempt_at, task_args
 from trainer import task
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -57,27 +57,10 @@ def test_output_dir_follows_the_export_contract(full_run, corpus):
     assert sum(changed) > len(changed) // 2
 
 
-class Preempted(Exception):
-    pass
-
-
-class PreemptAt:
-    """Raises at the end of the interval that reaches `step` (after the backup is written)."""
-
-    def __new__(cls, step):
-        import keras
-
-        class _Callback(keras.callbacks.Callback):
-            def on_epoch_end(self, epoch, logs=None):
-                if int(self.model.optimizer.iterations.numpy()) >= step:
-                    raise Preempted(step)
-        return _Callback()
-
-
 def test_interrupted_run_resumes_where_it_stopped(full_run, corpus, tmp_path):
     args = task_args(corpus, tmp_path, *STEPS, "--keep_checkpoints", "2")
     with pytest.raises(Preempted):
-        task.run(task.parse_args(args), extra_callbacks=[PreemptAt(40)])
+        task.run(task.parse_args(args), extra_callbacks=[preempt_at(40)])
     assert [e["step"] for e in _history(tmp_path)] == [40]
     task.run(task.parse_args(args))  # the same command again
     resumed, uninterrupted = _history(tmp_path), _history(full_run)
