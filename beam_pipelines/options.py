@@ -9,6 +9,7 @@ from __future__ import annotations
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_pipelines import sources
+from common.errors import UserError
 
 DEFAULT_TARGET_SHARD_BYTES = 150_000_000
 # A record of L int64 ids is ~L * (2-3 varint bytes + 1 mask byte) + ~20 bytes; 4 bytes a
@@ -42,7 +43,7 @@ class PrepareOptions(PipelineOptions):
         add("--max_length", type=int, default=128, help="tokens per sequence")
         add("--shard_size", type=int, default=0,
             help="records per shard; 0 = sized for ~150 MB shards")
-        add("--num_shards", type=int, default=0,
+        add("--num_shards", type=int, default=None,
             help="fixed number of shards per split (overrides --shard_size)")
         add("--pad_tail", action="store_true",
             help="pad the last partial sequence of each split instead of dropping it")
@@ -54,23 +55,68 @@ class PrepareOptions(PipelineOptions):
         add("--tokenize_batch_chars", type=int, default=1_000_000,
             help="characters handed to the fast tokenizer per encode_batch call")
         add("--seed", type=int, default=0, help="seed of the deterministic shuffle")
+        add("--max_rejected_fraction", type=float, default=0.1,
+            help="refuse to commit when more than this share of the documents is rejected "
+                 "(1.0 turns the check off)")
+        add("--takeover_lock", action="store_true",
+            help="take the output folder over from a run that holds its lock (only when "
+                 "that run is dead)")
+        add("--lock_timeout_hours", type=float, default=72.0,
+            help="a lock older than this is taken over without --takeover_lock")
+
+
+class FlagError(UserError):
+    """A flag value or combination that cannot work; nothing has been touched yet."""
+
+
+# (flag, smallest allowed value): numbers that must be positive or non-negative.
+_MINIMUMS = (("max_length", 8), ("seed", 0), ("num_shards", 1), ("shard_size", 0),
+             ("read_range_bytes", 1), ("max_document_bytes", 1), ("tokenize_batch_chars", 1),
+             ("lock_timeout_hours", 0))
 
 
 def check(opts: PrepareOptions) -> None:
-    """One clear sentence for each flag combination that cannot work."""
+    """One clear sentence for each flag value or combination that cannot work."""
     sources_given = sum(bool(x) for x in (opts.input, opts.splits, opts.hf_dataset))
     if sources_given != 1:
-        raise ValueError("give exactly one of --input, --splits or --hf_dataset")
+        raise FlagError("give exactly one of --input, --splits or --hf_dataset")
     if not opts.tokenizer or not opts.output_dir:
-        raise ValueError("--tokenizer and --output_dir are required")
-    if opts.max_length < 8:
-        raise ValueError("--max_length must be at least 8")
+        raise FlagError("--tokenizer and --output_dir are required")
+    for name, minimum in _MINIMUMS:
+        value = getattr(opts, name)
+        if value is not None and value < minimum:
+            raise FlagError(f"--{name} must be at least {minimum} (got {value})")
     fractions = opts.validation_fraction + opts.test_fraction
     if not 0 <= fractions < 1 or opts.validation_fraction < 0 or opts.test_fraction < 0:
-        raise ValueError("--validation_fraction + --test_fraction must be in [0, 1)")
+        raise FlagError("--validation_fraction + --test_fraction must be in [0, 1)")
     if fractions and not opts.input:
-        raise ValueError("--validation_fraction/--test_fraction split --input documents; "
-                         "--splits and --hf_dataset already name their splits")
+        raise FlagError("--validation_fraction/--test_fraction split --input documents; "
+                        "--splits and --hf_dataset already name their splits")
+    if not 0 <= opts.max_rejected_fraction <= 1:
+        raise FlagError("--max_rejected_fraction must be in [0, 1]")
+
+
+def check_inputs(output_dir: str, files_by_split: dict[str, list[str]]) -> None:
+    """No input file in two splits, and none inside --output_dir (which a run cleans)."""
+    seen = {}
+    out = output_dir.rstrip("/") + "/"
+    for split, files in files_by_split.items():
+        for path in files:
+            if path in seen:
+                raise FlagError(f"{path} matches the --splits globs of both {seen[path]!r} "
+                                f"and {split!r}; make the globs disjoint")
+            seen[path] = split
+            if path.startswith(out):
+                raise FlagError(f"input {path} lies inside --output_dir {output_dir}; "
+                                "write the output somewhere else")
+
+
+def check_tokenizer(tokenizer, max_length: int) -> None:
+    """The sequence length must leave room for content after the special tokens."""
+    specials = tokenizer.num_special_tokens_to_add(is_pair=False)
+    if max_length <= specials:
+        raise FlagError(f"--max_length {max_length} leaves no room for text: the tokenizer "
+                        f"adds {specials} special tokens to every sequence")
 
 
 def shard_size(opts: PrepareOptions) -> int:
@@ -85,7 +131,7 @@ def parse_splits(spec: str) -> dict[str, str]:
     for part in filter(None, (p.strip() for p in spec.split(";"))):
         name, sep, pattern = part.partition("=")
         if not sep or not name or not pattern:
-            raise ValueError(f"--splits entry {part!r} is not NAME=GLOB")
+            raise FlagError(f"--splits entry {part!r} is not NAME=GLOB")
         out[name.strip()] = pattern.strip()
     return out
 

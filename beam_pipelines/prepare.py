@@ -3,9 +3,12 @@
     python -m beam_pipelines.prepare --input 'corpus/*.jsonl.gz' --tokenizer TOKENIZER_DIR \\
         --output_dir OUT --max_length 128 --validation_fraction 0.01 [Beam options]
 
-Writes `OUT/{split}/{split}-{index:05d}-{count}.tfrecord`, `OUT/{split}/manifest.json`,
-then `OUT/{split}/_COMPLETE`, and `OUT/dead_letter/*.jsonl` (one line per rejected
-record: source, line, reason). Runs on Beam's local runner by default and on Dataflow
+Writes `OUT/{split}/{split}-{run_id}-{index:05d}-{count}.tfrecord`, then commits each
+split by writing `OUT/{split}/manifest.json` (see beam_pipelines/commit.py: the previous
+output stays valid until then, and a failed or refused run leaves it untouched), and
+`OUT/dead_letter/{run_id}-*.jsonl` (one line per rejected record: source, line, reason).
+Every flag is checked, and the output's lock taken, before anything runs.
+Runs on Beam's local runner by default and on Dataflow
 with `--runner DataflowRunner` (see `make prepare`); workers read the input files (or
 dataset shards) in parallel, the launching machine only lists them.
 """
@@ -14,15 +17,15 @@ from __future__ import annotations
 
 import sys
 import time
-import uuid
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from beam_pipelines import commit, run_lock, shard_writer, sources, tokenization
 from beam_pipelines import options as opts_lib
-from beam_pipelines import shard_writer, sources, tokenization
 from beam_pipelines.tokenization import STATS
 from common import fs, manifest, shards, tokenizer_files
+from common.errors import UserError, run_cli
 
 
 def read_tasks(opts) -> list[tuple]:
@@ -33,19 +36,21 @@ def read_tasks(opts) -> list[tuple]:
                 for n in [sources.hf_num_shards(opts.hf_dataset, opts.hf_config, split)]
                 for index in range(n)]
     patterns = opts_lib.parse_splits(opts.splits) if opts.splits else {None: opts.input}
+    files = {split: sources.expand_inputs(pattern) for split, pattern in patterns.items()}
+    opts_lib.check_inputs(opts.output_dir, {s: list(f) for s, f in files.items()})
     return [("file", path, split, start, end)
-            for split, pattern in patterns.items()
-            for path, size in sources.expand_inputs(pattern).items()
+            for split, found in files.items()
+            for path, size in found.items()
             for start, end in sources.byte_ranges(path, size, opts.txt_unit,
                                                   opts.read_range_bytes)]
 
 
-def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: dict):
-    """Adds the whole pipeline to `p`; returns the PCollection of Finalize's summary."""
+def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: dict,
+          tasks: list):
+    """Adds the whole pipeline to `p`; returns the PCollection of the commit's run record."""
     splits = opts_lib.split_names(opts)
-    temp_dir = fs.join(opts.output_dir, f".tmp-{run_id}")
     read = (p
-            | "ListInputs" >> beam.Create(read_tasks(opts))
+            | "ListInputs" >> beam.Create(tasks)
             | "SpreadInputs" >> beam.Reshuffle()
             | "Read" >> beam.ParDo(tokenization.ReadDocuments(
                 opts.text_field, opts.max_document_bytes, opts.txt_unit, opts.hf_dataset,
@@ -59,24 +64,24 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
     written = (blocks
                | "AssignShards" >> beam.ParDo(
                    shard_writer.AssignShards(opts.seed, opts.max_length,
-                                             opts_lib.shard_size(opts), opts.num_shards),
+                                             opts_lib.shard_size(opts), opts.num_shards or 0),
                    counts=beam.pvalue.AsDict(counts))
                | "GroupShards" >> beam.GroupByKey()
-               | "WriteShards" >> beam.ParDo(shard_writer.WriteShard(temp_dir)))
+               | "WriteShards" >> beam.ParDo(shard_writer.WriteShard(opts.output_dir, run_id)))
     stats = ((read[STATS], sequence_stats)
              | "AllStats" >> beam.Flatten()
              | "SumStats" >> beam.CombinePerKey(sum))
     dead_files = (read.dead
                   | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
                   | "WriteDeadLetters" >> beam.io.WriteToText(
-                      fs.join(temp_dir, "dead_letter", "dead_letter"),
+                      fs.join(opts.output_dir, commit.DEAD_LETTER_DIR, f"{run_id}-dead_letter"),
                       file_name_suffix=".jsonl", num_shards=1))
     return (written
             | "CollectShards" >> beam.combiners.ToList()
-            | "Finalize" >> beam.ParDo(
-                shard_writer.Finalize(opts.output_dir, temp_dir, splits, opts.max_length,
-                                      tokenizer_info.to_dict() | {"path": opts.tokenizer},
-                                      pipeline_args),
+            | "Commit" >> beam.ParDo(
+                commit.Commit(opts.output_dir, run_id, splits, opts.max_length,
+                              tokenizer_info.to_dict() | {"path": opts.tokenizer},
+                              pipeline_args, opts.max_rejected_fraction),
                 stats=beam.pvalue.AsDict(stats),
                 dead_letter_files=beam.pvalue.AsList(dead_files)))
 
@@ -85,7 +90,8 @@ def pipeline_options(argv) -> PipelineOptions:
     options = PipelineOptions(argv)
     standard = options.view_as(StandardOptions)
     if not standard.runner:
-        # The default DirectRunner first tries to download the Prism binary (FACTS.md).
+        # Beam's default DirectRunner first tries to download its Prism runner binary on
+        # every batch pipeline; the in-process FnApiRunner never does.
         standard.runner = "FnApiRunner"
     return options
 
@@ -108,32 +114,63 @@ def summarize(output_dir: str, splits: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _prepare(options: PipelineOptions, opts) -> tuple:
+    """Everything that can fail on bad input, before anything is written."""
+    opts_lib.check(opts)
+    tokenizer, tokenizer_info = tokenizer_files.load(opts.tokenizer)  # on the launcher
+    opts_lib.check_tokenizer(tokenizer, opts.max_length)
+    tasks = read_tasks(opts)
+    args = {k: v for k, v in options.get_all_options(drop_default=True).items()
+            if "credential" not in k and "token" not in k}
+    return tokenizer_info, tasks, args
+
+
+def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict:
+    """Takes the output's lock, runs the pipeline, returns the run record."""
+    run_id = shards.new_run_id()
+    runner = str(options.view_as(StandardOptions).runner)
+    run_lock.acquire(opts.output_dir, run_id, runner, takeover=opts.takeover_lock,
+                     timeout_hours=opts.lock_timeout_hours,
+                     ended=commit.run_ended(opts.output_dir))
+    try:
+        with beam.Pipeline(options=options) as p:
+            build(p, opts, tokenizer_info, run_id, args, tasks)
+    except BaseException:
+        if "Dataflow" not in runner:  # a local run is dead; a Dataflow job may go on
+            run_lock.release(opts.output_dir, run_id)
+        raise
+    record = commit.read_run_record(opts.output_dir, run_id)
+    if record is None:
+        raise RuntimeError(f"prepare run {run_id} ended without a run record")
+    return record
+
+
 def run(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     options = pipeline_options(argv)
     opts = options.view_as(opts_lib.PrepareOptions)
-    try:
-        opts_lib.check(opts)
-        _, tokenizer_info = tokenizer_files.load(opts.tokenizer)  # fail early, on the launcher
-        splits = opts_lib.split_names(opts)
-        dry_run = bool(options.get_all_options().get("dry_run"))
-        if not dry_run:  # from here on no old split in OUT reads as complete
-            fs.delete(fs.glob(fs.join(opts.output_dir, "*", manifest.MARKER_NAME)))
-        run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
-        args = {k: v for k, v in options.get_all_options(drop_default=True).items()
-                if "credential" not in k and "token" not in k}
+
+    def body():
+        tokenizer_info, tasks, args = _prepare(options, opts)
+        if options.get_all_options().get("dry_run"):  # builds the Dataflow graph only
+            with beam.Pipeline(options=options) as p:
+                build(p, opts, tokenizer_info, shards.new_run_id(), args, tasks)
+            print("dry run: the Dataflow job graph was built and validated; nothing ran")
+            return 0
         start = time.monotonic()
-        with beam.Pipeline(options=options) as p:
-            build(p, opts, tokenizer_info, run_id, args)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if dry_run:
-        print("dry run: the Dataflow job graph was built and validated; nothing ran")
-        return 0
-    print(f"prepared {opts.output_dir} in {time.monotonic() - start:.1f} s")
-    print(summarize(opts.output_dir, splits))
-    return 0
+        record = _launch(options, opts, tokenizer_info, tasks, args)
+        if record["state"] != "committed":
+            dead = ", ".join(record.get("dead_letter_files", [])) or "none"
+            raise RefusedError(f"nothing committed, {opts.output_dir} is unchanged: "
+                               f"{record['reason']} (dead letters: {dead})")
+        print(f"prepared {opts.output_dir} in {time.monotonic() - start:.1f} s "
+              f"(run {record['run_id']})")
+        print(summarize(opts.output_dir, opts_lib.split_names(opts)))
+    return run_cli(body)
+
+
+class RefusedError(UserError):
+    """The run finished but its result was not committed (see `commit.refusal`)."""
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Iterator, Union
 import orjson
 
 from common import fs
+from common.errors import UserError
 
 DEFAULT_MAX_DOCUMENT_BYTES = 10_000_000  # larger documents are dead-lettered, not tokenized
 DEFAULT_RANGE_BYTES = 64 << 20  # larger uncompressed text/JSONL files are read in ranges
@@ -253,6 +254,10 @@ def byte_ranges(path: str, size: int, txt_unit: str = "line",
     return [(a, b) for a, b in zip(cuts, cuts[1:] + [size])]
 
 
+class InputNotFoundError(UserError, FileNotFoundError):
+    """An input glob that matches nothing."""
+
+
 def expand_inputs(patterns: str | list[str]) -> dict[str, int]:
     """`{path: size}` of the files matching comma-separated globs, sorted by path; a clear
     error when a glob matches nothing. Sizes come with the listing (one call per glob)."""
@@ -262,7 +267,7 @@ def expand_inputs(patterns: str | list[str]) -> dict[str, int]:
     for pattern in patterns:
         matched = fs.glob_sizes(pattern)
         if not matched:
-            raise FileNotFoundError(f"--input {pattern!r} matches no file")
+            raise InputNotFoundError(f"--input {pattern!r} matches no file")
         found.update(matched)
     return dict(sorted(found.items()))
 

@@ -122,6 +122,23 @@ def delete_tree(path: str) -> None:
         shutil.rmtree(path)
 
 
+def remove_empty_folder(path: str) -> None:
+    """Removes a local folder if it is empty (object stores have no folders to remove)."""
+    if not is_remote(path) and os.path.isdir(path) and not os.listdir(path):
+        os.rmdir(path)
+
+
+def delete_trees(pattern: str) -> None:
+    """Deletes every folder (object-store prefix) whose name matches a glob pattern."""
+    if is_remote(pattern):
+        delete(glob(pattern.rstrip("/") + "/**"))
+        return
+    import glob as local_glob
+
+    for folder in local_glob.glob(pattern):
+        delete_tree(folder)
+
+
 def rename(sources: list[str], destinations: list[str]) -> None:
     """Moves files; local destination folders are created (object stores have none)."""
     for destination in destinations:

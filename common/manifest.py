@@ -1,13 +1,22 @@
-"""The manifest: one JSON per split that says what a prepared split holds, plus a marker.
+"""The manifest: one JSON per split that says what a prepared split holds; writing it is the
+commit of that split.
 
 Layout of a prepared split::
 
     {output_dir}/{split}/manifest.json
-    {output_dir}/{split}/{split}-00000-{count}.tfrecord ...
-    {output_dir}/{split}/_COMPLETE        # written LAST; holds the sha256 of manifest.json
+    {output_dir}/{split}/{split}-{run_id}-{index:05d}-{count}.tfrecord ...
 
-A reader trusts a split only when the marker exists and matches the manifest, so a crashed
-or still-running pipeline (or a rerun that died half-way) is never read as complete.
+What a reader may assume at every instant (the protocol is in beam_pipelines/commit.py):
+
+- `manifest.json` is written in one atomic step (one object upload on gs://, a rename
+  locally), after every shard it lists is complete, and lists each shard's name, record
+  count, byte size and crc32c. So a reader sees the previous complete output or the new one,
+  never a mix and never a half-written run.
+- Shard names carry the run id: a run never overwrites a file an earlier manifest lists, and
+  files of earlier runs are deleted only after a newer manifest is committed. Files that no
+  manifest lists (a crashed run's, or an old run's until cleanup) are never read.
+- Format 1 manifests (earlier versions of this code) were trusted only with a `_COMPLETE`
+  marker holding their sha256; they are still read that way.
 """
 
 from __future__ import annotations
@@ -19,7 +28,8 @@ import json
 from common import fs, shards
 from common.errors import UserError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+LEGACY_MARKED_VERSION = 1  # manifests that need the _COMPLETE marker
 MANIFEST_NAME = "manifest.json"
 MARKER_NAME = "_COMPLETE"
 
@@ -33,6 +43,8 @@ class Shard:
     name: str  # file name inside the split folder
     num_examples: int
     num_tokens: int  # non-padding tokens
+    num_bytes: int = -1  # -1: unknown (format 1)
+    crc32c: str = ""  # of the whole file, 8 hex digits ("" in format 1)
 
 
 @dataclasses.dataclass
@@ -45,6 +57,8 @@ class Manifest:
     tokenizer: dict  # fingerprint, vocab_size, special_token_ids, path
     pipeline_args: dict
     accounting: dict  # documents and tokens in / written / dropped, see beam_pipelines
+    run_id: str = ""  # the prepare run that committed this manifest
+    dead_letter_files: list = dataclasses.field(default_factory=list)  # paths, this run's
     format_version: int = FORMAT_VERSION
 
     def to_json(self) -> str:
@@ -65,19 +79,24 @@ def _sha256(data: bytes) -> str:
 
 
 def write_manifest(split_dir: str, manifest: Manifest) -> str:
-    """Writes manifest.json (not the marker); returns its sha256 for `write_marker`."""
+    """Commits a split: writes manifest.json atomically; returns its sha256."""
     data = manifest.to_json().encode("utf-8")
     fs.write_bytes(fs.join(split_dir, MANIFEST_NAME), data)
     return _sha256(data)
 
 
 def write_marker(split_dir: str, manifest_sha256: str) -> None:
+    """The completion marker of format 1 (tests of backward compatibility write it)."""
     fs.write_bytes(fs.join(split_dir, MARKER_NAME), (manifest_sha256 + "\n").encode())
 
 
-def remove_marker(split_dir: str) -> None:
-    """Called before anything in a split folder changes, so half-new output never looks done."""
-    fs.delete([fs.join(split_dir, MARKER_NAME)])
+def try_read(split_dir: str) -> Manifest | None:
+    """The split's committed manifest, or None if there is none that parses (no checks)."""
+    path = manifest_path_of(split_dir)
+    try:
+        return Manifest.from_dict(json.loads(fs.read_bytes(path)))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 def read_manifest(
@@ -90,26 +109,19 @@ def read_manifest(
 ) -> Manifest:
     """Reads and validates a split's manifest; raises ManifestError with one clear reason."""
     split_dir = split_dir.rstrip("/")
-    marker_path = fs.join(split_dir, MARKER_NAME)
     manifest_path = fs.join(split_dir, MANIFEST_NAME)
-    if not fs.exists(marker_path):
-        raise ManifestError(
-            f"{split_dir} is incomplete: it has no {MARKER_NAME} marker, so the prepare "
-            "pipeline that writes it did not finish (or is still running). Rerun it."
-        )
     if not fs.exists(manifest_path):
-        raise ManifestError(f"{split_dir} has a {MARKER_NAME} marker but no {MANIFEST_NAME}.")
-    data = fs.read_bytes(manifest_path)
-    if fs.read_bytes(marker_path).decode().strip() != _sha256(data):
         raise ManifestError(
-            f"{split_dir} is incomplete: {MARKER_NAME} belongs to another {MANIFEST_NAME} "
-            "(a rerun was interrupted). Rerun the prepare pipeline."
-        )
+            f"{split_dir} is incomplete: it has no {MANIFEST_NAME}, so no prepare run has "
+            "committed it (one may have failed or still be running). Rerun the pipeline.")
+    data = fs.read_bytes(manifest_path)
     try:
         manifest = Manifest.from_dict(json.loads(data))
     except (ValueError, TypeError, KeyError) as err:
         raise ManifestError(f"{manifest_path} is not a valid manifest: {err}") from None
-    if manifest.format_version != FORMAT_VERSION:
+    if manifest.format_version == LEGACY_MARKED_VERSION:
+        _check_legacy_marker(split_dir, data)
+    elif manifest.format_version != FORMAT_VERSION:
         raise ManifestError(
             f"{manifest_path} has format version {manifest.format_version}; this code reads "
             f"version {FORMAT_VERSION}."
@@ -135,14 +147,30 @@ def read_manifest(
     return manifest
 
 
+def _check_legacy_marker(split_dir: str, data: bytes) -> None:
+    marker_path = fs.join(split_dir, MARKER_NAME)
+    if not fs.exists(marker_path) or fs.read_bytes(marker_path).decode().strip() != _sha256(data):
+        raise ManifestError(
+            f"{split_dir} is incomplete: its format-1 {MANIFEST_NAME} has no matching "
+            f"{MARKER_NAME} marker (a run was interrupted). Rerun the prepare pipeline.")
+
+
 def _check_shards(split_dir: str, manifest: Manifest) -> None:
-    present = {fs.basename(p) for p in fs.glob(fs.join(split_dir, "*" + shards.SHARD_SUFFIX))}
-    missing = [s.name for s in manifest.shards if s.name not in present]
+    """Every listed shard exists with its recorded size (one listing; no file is opened)."""
+    sizes = {fs.basename(p): n
+             for p, n in fs.glob_sizes(fs.join(split_dir, "*" + shards.SHARD_SUFFIX)).items()}
+    missing = [s.name for s in manifest.shards if s.name not in sizes]
     if missing:
         raise ManifestError(
             f"{split_dir}: {len(missing)} shard(s) listed in {MANIFEST_NAME} do not exist, "
             f"first {missing[0]}. The output was modified after the pipeline finished."
         )
+    wrong = [s for s in manifest.shards if s.num_bytes >= 0 and sizes[s.name] != s.num_bytes]
+    if wrong:
+        raise ManifestError(
+            f"{fs.join(split_dir, wrong[0].name)} has {sizes[wrong[0].name]} bytes, but "
+            f"{MANIFEST_NAME} says {wrong[0].num_bytes}: the file was damaged or replaced. "
+            "Rerun the prepare pipeline (python -m common.verify checks every shard).")
     total = sum(s.num_examples for s in manifest.shards)
     if total != manifest.num_examples:
         raise ManifestError(

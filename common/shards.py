@@ -1,34 +1,47 @@
-"""Shard naming: `{output_dir}/{split}/{split}-{index:05d}-{count}.tfrecord`.
+"""Shard naming: `{output_dir}/{split}/{split}-{run_id}-{index:05d}-{count}.tfrecord`.
 
-The record count in the name keeps the seed trainer's regex `-\\d+-(\\d+)\\.tfrecord`
-working on our shards, so a directory can be counted without opening a file.
+The run id makes every run's files new names (a run never overwrites a file that a committed
+manifest lists); the record count at the end keeps the legacy HF example trainer's regex
+`-\\d+-(\\d+)\\.tfrecord` working, so a directory can be counted without opening a file.
+
+Example:
+    >>> shard_name("train", 3, 1200, "r20261122120000a1b2c3")
+    'train-r20261122120000a1b2c3-00003-1200.tfrecord'
+    >>> parse_shard_name("train-r20261122120000a1b2c3-00003-1200.tfrecord")
+    ('train', 3, 1200)
 """
 
 from __future__ import annotations
 
 import re
+import time
+import uuid
 
 from common import fs
 
 SHARD_SUFFIX = ".tfrecord"
-SEED_COUNT_RE = re.compile(r"-\d+-(\d+)\.tfrecord$")  # the seed trainer's regex
-_SHARD_RE = re.compile(r"^(?P<split>.+)-(?P<index>\d{5,})-(?P<count>\d+)\.tfrecord$")
+LEGACY_COUNT_RE = re.compile(r"-\d+-(\d+)\.tfrecord$")  # the legacy HF trainer's regex
+_RUN_ID = r"r\d{14}[0-9a-f]{6}"
+_SHARD_RE = re.compile(rf"^(?P<split>.+?)(?:-(?P<run>{_RUN_ID}))?-(?P<index>\d{{5,}})-"
+                       r"(?P<count>\d+)\.tfrecord$")
+
+
+def new_run_id() -> str:
+    """A time-ordered, unique id for one prepare run, e.g. `r20261122120000a1b2c3`."""
+    return "r" + time.strftime("%Y%m%d%H%M%S", time.gmtime()) + uuid.uuid4().hex[:6]
 
 
 def split_dir(output_dir: str, split: str) -> str:
     return fs.join(output_dir, split)
 
 
-def shard_name(split: str, index: int, count: int) -> str:
-    return f"{split}-{index:05d}-{count}{SHARD_SUFFIX}"
-
-
-def shard_path(output_dir: str, split: str, index: int, count: int) -> str:
-    return fs.join(split_dir(output_dir, split), shard_name(split, index, count))
+def shard_name(split: str, index: int, count: int, run_id: str = "") -> str:
+    run = f"-{run_id}" if run_id else ""
+    return f"{split}{run}-{index:05d}-{count}{SHARD_SUFFIX}"
 
 
 def parse_shard_name(name: str) -> tuple[str, int, int] | None:
-    """`(split, index, count)` for one of our shard names, else None."""
+    """`(split, index, count)` for one of our shard names (with or without a run id)."""
     match = _SHARD_RE.match(fs.basename(name))
     if not match:
         return None
@@ -36,6 +49,6 @@ def parse_shard_name(name: str) -> tuple[str, int, int] | None:
 
 
 def count_from_name(name: str) -> int | None:
-    """The record count as the seed trainer reads it (works for its names and ours)."""
-    match = SEED_COUNT_RE.search(fs.basename(name))
+    """The record count as the legacy trainer reads it (works for its names and ours)."""
+    match = LEGACY_COUNT_RE.search(fs.basename(name))
     return int(match.group(1)) if match else None

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 
 from common import fs
+from common.errors import UserError
 
 TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -28,6 +29,10 @@ SPECIAL_TOKENS = {
             "unk_token": "<unk>", "mask_token": "<mask>",
             "bos_token": "<s>", "eos_token": "</s>"},  # RoBERTa also names them bos/eos
 }
+
+
+class TokenizerFilesError(UserError):
+    """A tokenizer folder that is missing, incomplete or corrupt; one line for the user."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,14 +69,21 @@ def load(tokenizer_dir: str):
 
     json_path = fs.join(tokenizer_dir, TOKENIZER_JSON)
     if not fs.exists(json_path):
-        raise FileNotFoundError(
+        raise TokenizerFilesError(
             f"{tokenizer_dir} holds no {TOKENIZER_JSON}; train one with "
             "`python -m beam_pipelines.train_tokenizer` first."
         )
     data = fs.read_bytes(json_path)
-    tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+    try:
+        tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+    except Exception as err:  # tokenizers raises a bare Exception for a malformed file
+        raise TokenizerFilesError(f"{json_path} is not a valid tokenizers file: "
+                                  f"{str(err).splitlines()[0][:200]}") from None
     config_path = fs.join(tokenizer_dir, TOKENIZER_CONFIG)
-    config = fs.read_json(config_path) if fs.exists(config_path) else {}
+    try:
+        config = fs.read_json(config_path) if fs.exists(config_path) else {}
+    except ValueError as err:
+        raise TokenizerFilesError(f"{config_path} is not valid JSON: {err}") from None
     ids = {}
     for role in ROLES:
         token = config.get(role)
@@ -79,7 +91,7 @@ def load(tokenizer_dir: str):
             token = token.get("content")
         token_id = tokenizer.token_to_id(token) if token else None
         if token_id is None:
-            raise ValueError(
+            raise TokenizerFilesError(
                 f"{tokenizer_dir}: {TOKENIZER_CONFIG} does not name a {role} that is in the "
                 "vocabulary; a masked language model needs cls, sep, pad, unk and mask tokens."
             )

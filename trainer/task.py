@@ -57,10 +57,7 @@ def _inputs(config: TrainConfig):
     from trainer import data
 
     config.tokenizer = config.tokenizer or tokenizer_of(config.train_data)
-    try:
-        _, info = tokenizer_files.load(config.tokenizer)
-    except ValueError as err:  # a tokenizer folder without the special tokens MLM needs
-        raise RunConfigError(str(err)) from None
+    _, info = tokenizer_files.load(config.tokenizer)  # a bad folder: one-line UserError
     train_source = data.resolve_split(config.train_data, info, config.max_length)
     eval_source = data.resolve_split(config.eval_data, info, train_source.max_length)
     return info, train_source, eval_source

@@ -145,7 +145,8 @@ def test_bad_input_is_dead_lettered_and_accounted(tmp_path, corpus_texts, bpe_to
         f.write(b"short line three\n")
     out = tmp_path / "out"
     run_prepare("--input", f"{good},{bad},{tmp_path}/empty.jsonl,{huge}", "--tokenizer",
-                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32)
+                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32,
+                "--max_rejected_fraction", 0.5)  # 6 of 50 rejected: over the default 0.1
     dead = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*.jsonl"))
             for line in open(path)]
     reasons = {(os.path.basename(d["source"]), d["line"]): d["reason"] for d in dead}
@@ -169,7 +170,7 @@ def test_rerun_replaces_output_and_is_deterministic(tmp_path, corpus_texts, bpe_
     common = ["--input", src, "--tokenizer", bpe_tokenizer_dir, "--output_dir", out,
               "--max_length", 32]
     run_prepare(*common, "--num_shards", 3)
-    first = {p: open(p, "rb").read() for p in glob.glob(str(out / "train" / "*.tfrecord"))}
+    first = _shard_bytes(out / "train")
     run_prepare(*common, "--num_shards", 2)
     assert len(glob.glob(str(out / "train" / "*.tfrecord"))) == 2
     assert len(manifest.read_manifest(str(out / "train")).shards) == 2
@@ -177,28 +178,39 @@ def test_rerun_replaces_output_and_is_deterministic(tmp_path, corpus_texts, bpe_
     assert manifest.read_manifest(str(out / "test")).num_examples > 0
     run_prepare(*common, "--num_shards", 3)
     assert not glob.glob(str(out / "test" / "*"))  # a split this run does not write is removed
-    again = {p: open(p, "rb").read() for p in glob.glob(str(out / "train" / "*.tfrecord"))}
-    assert again == first  # same data + seed -> byte-identical shards
-    assert not glob.glob(str(out / ".tmp-*"))
+    assert _shard_bytes(out / "train") == first  # same data + seed -> byte-identical shards
+    assert sorted(os.listdir(out)) == ["_runs", "dead_letter", "train"]  # no temp files
+    listed = [s.name for s in manifest.read_manifest(str(out / "train")).shards]
+    assert sorted(os.listdir(out / "train")) == sorted(listed + ["manifest.json"])
 
 
-def test_crashed_rerun_leaves_no_completion_marker(tmp_path, corpus_texts, bpe_tokenizer_dir,
-                                                    monkeypatch):
+def _shard_bytes(split_dir):
+    """Shard contents by index (names carry the run id, so reruns have other names)."""
+    found = {shards.parse_shard_name(p)[1]: open(p, "rb").read()
+             for p in glob.glob(str(split_dir / "*.tfrecord"))}
+    return [found[i] for i in sorted(found)]
+
+
+def test_crashed_rerun_leaves_the_previous_output_readable(tmp_path, corpus_texts,
+                                                           bpe_tokenizer_dir, monkeypatch):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:60])
     out = tmp_path / "out"
     args = ["--input", src, "--tokenizer", bpe_tokenizer_dir, "--output_dir", out,
             "--max_length", 32]
     run_prepare(*args)
-    manifest.read_manifest(str(out / "train"))
+    before = manifest.read_manifest(str(out / "train"))
 
     def crash(self, element):
         raise RuntimeError("worker lost")
 
-    monkeypatch.setattr(shard_writer.WriteShard, "process", crash)
-    with pytest.raises(Exception, match="worker lost"):
-        prepare.run(["--runner=FnApiRunner", *map(str, args)])
-    with pytest.raises(manifest.ManifestError, match="incomplete"):
-        manifest.read_manifest(str(out / "train"))
+    with monkeypatch.context() as patched:
+        patched.setattr(shard_writer.WriteShard, "process", crash)
+        with pytest.raises(Exception, match="worker lost"):
+            prepare.run(["--runner=FnApiRunner", *map(str, args)])
+    assert manifest.read_manifest(str(out / "train")) == before  # untouched, still valid
+    assert not (out / "_LOCK").exists()  # a dead local run releases the lock
+    run_prepare(*args)
+    assert manifest.read_manifest(str(out / "train")).run_id != before.run_id
 
 
 def test_split_assignment_is_deterministic_in_a_pipeline(corpus_texts):

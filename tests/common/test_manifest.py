@@ -3,19 +3,22 @@ import pytest
 from common import fs, manifest
 
 
-def _write_split(split_dir, counts=(3, 2), max_length=16, fingerprint="ab" * 32):
+def _write_split(split_dir, counts=(3, 2), max_length=16, fingerprint="ab" * 32,
+                 format_version=manifest.FORMAT_VERSION):
     entries = []
     for i, n in enumerate(counts):
         name = f"train-{i:05d}-{n}.tfrecord"
-        fs.write_bytes(fs.join(split_dir, name), b"")
-        entries.append(manifest.Shard(name, n, n * max_length))
+        fs.write_bytes(fs.join(split_dir, name), b"x" * n)
+        entries.append(manifest.Shard(name, n, n * max_length, num_bytes=n))
     m = manifest.Manifest(
         split="train", max_length=max_length, num_examples=sum(counts),
         num_tokens=sum(counts) * max_length, shards=entries,
         tokenizer={"fingerprint": fingerprint, "vocab_size": 100, "special_token_ids": {}},
-        pipeline_args={"input": "x"}, accounting={"split": {}, "run": {}})
+        pipeline_args={"input": "x"}, accounting={"split": {}, "run": {}},
+        format_version=format_version)
     digest = manifest.write_manifest(split_dir, m)
-    manifest.write_marker(split_dir, digest)
+    if format_version == manifest.LEGACY_MARKED_VERSION:
+        manifest.write_marker(split_dir, digest)
     return m
 
 
@@ -27,17 +30,25 @@ def test_write_then_read_validates(tmp_path):
     assert read.shard_paths(str(tmp_path))[0].endswith("train-00000-3.tfrecord")
 
 
-def test_missing_marker_means_incomplete(tmp_path):
+def test_shards_without_a_manifest_are_incomplete(tmp_path):
     _write_split(str(tmp_path))
-    manifest.remove_marker(str(tmp_path))
-    with pytest.raises(manifest.ManifestError, match="incomplete.*no _COMPLETE"):
+    (tmp_path / "manifest.json").unlink()
+    with pytest.raises(manifest.ManifestError, match="incomplete.*no manifest.json"):
         manifest.read_manifest(str(tmp_path))
 
 
-def test_marker_of_another_manifest_means_incomplete(tmp_path):
-    _write_split(str(tmp_path))
+def test_format_1_still_needs_its_marker(tmp_path):
+    written = _write_split(str(tmp_path), format_version=1)
+    assert manifest.read_manifest(str(tmp_path)) == written
     (tmp_path / "manifest.json").write_text((tmp_path / "manifest.json").read_text() + " ")
-    with pytest.raises(manifest.ManifestError, match="belongs to another"):
+    with pytest.raises(manifest.ManifestError, match="no matching _COMPLETE"):
+        manifest.read_manifest(str(tmp_path))
+
+
+def test_a_shard_of_another_size_is_refused(tmp_path):
+    _write_split(str(tmp_path))
+    (tmp_path / "train-00000-3.tfrecord").write_bytes(b"xx")  # truncated
+    with pytest.raises(manifest.ManifestError, match="has 2 bytes, but manifest.json says 3"):
         manifest.read_manifest(str(tmp_path))
 
 

@@ -1,11 +1,15 @@
-from common import shards
+from common import fs, shards
 
 
-def test_names_follow_the_layout_and_the_seed_regex():
-    path = shards.shard_path("gs://b/out", "train", 7, 1234)
-    assert path == "gs://b/out/train/train-00007-1234.tfrecord"
+def test_names_follow_the_layout_and_the_legacy_regex():
+    run_id = shards.new_run_id()
+    assert shards.parse_shard_name(f"x-{run_id}-00000-1.tfrecord") == ("x", 0, 1)
+    path = fs.join(shards.split_dir("gs://b/out", "train"), shards.shard_name("train", 7, 1234,
+                                                                               run_id))
+    assert path == f"gs://b/out/train/train-{run_id}-00007-1234.tfrecord"
     assert shards.parse_shard_name(path) == ("train", 7, 1234)
     assert shards.count_from_name(path) == 1234
-    # The seed's own names (dataset-{shard}-{records}.tfrecord) count the same way.
+    # Names without a run id (earlier versions) and the legacy example's own names.
+    assert shards.parse_shard_name("my-split-00002-5.tfrecord") == ("my-split", 2, 5)
     assert shards.count_from_name("out/train/dataset-3-1000.tfrecord") == 1000
     assert shards.parse_shard_name("notes.txt") is None

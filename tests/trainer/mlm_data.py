@@ -44,8 +44,9 @@ def repetitive_sequences(num: int, seed: int, length: int = SEQ_LEN):
 
 
 def write_split(split_dir: str, ids, mask, info, num_shards: int = 4, split: str = "train",
-                marker: bool = True, legacy_format: bool = False) -> list[str]:
-    """Writes shards (ours + manifest + marker, or the legacy example's names); returns their paths."""
+                committed: bool = True, legacy_format: bool = False) -> list[str]:
+    """Writes shards (ours + the manifest that commits them unless `committed` is False, or
+    the legacy example's names); returns their paths."""
     import tensorflow as tf
 
     tf.io.gfile.makedirs(split_dir)
@@ -60,14 +61,12 @@ def write_split(split_dir: str, ids, mask, info, num_shards: int = 4, split: str
                 writer.write(schema.encode_example(ids[r], mask[r]))
         paths.append(path)
         shard_entries.append(manifest.Shard(name, len(rows), int(mask[rows].sum())))
-    if not legacy_format:
+    if committed and not legacy_format:
         found = manifest.Manifest(
             split=split, max_length=ids.shape[1], num_examples=len(ids),
             num_tokens=int(mask.sum()), shards=shard_entries, tokenizer=info.to_dict(),
             pipeline_args={}, accounting={})
-        digest = manifest.write_manifest(split_dir, found)
-        if marker:
-            manifest.write_marker(split_dir, digest)
+        manifest.write_manifest(split_dir, found)
     return paths
 
 

@@ -34,7 +34,7 @@ def test_manifest_split_is_read(split):
 
 
 @pytest.mark.parametrize("problem, message", [
-    ("no_marker", "_COMPLETE"),
+    ("uncommitted", "incomplete: it has no manifest.json"),
     ("length", "length 32, but 64"),
     ("tokenizer", "another tokenizer"),
     ("vocab", "vocabulary size"),
@@ -47,7 +47,7 @@ def test_bad_splits_are_refused_with_one_reason(tmp_path, info, problem, message
     ids, mask = repetitive_sequences(20, seed=0)
     tmp_path.joinpath("split").mkdir()
     if problem != "empty":
-        write_split(path, ids, mask, info, num_shards=2, marker=problem != "no_marker")
+        write_split(path, ids, mask, info, num_shards=2, committed=problem != "uncommitted")
     asked = info
     if problem == "tokenizer":
         asked = dataclasses.replace(info, fingerprint="0" * 64)

@@ -95,13 +95,13 @@ def test_cli_rejects_incomplete_data_with_one_line(corpus, tmp_path):
     from tests.trainer.mlm_data import repetitive_sequences, write_split
 
     bad = tmp_path / "unfinished"
-    write_split(str(bad), *repetitive_sequences(64, seed=0), corpus["info"], marker=False)
+    write_split(str(bad), *repetitive_sequences(64, seed=0), corpus["info"], committed=False)
     args = task_args(corpus, tmp_path / "out", "--train_steps", "5")
     args[args.index("--train_data") + 1] = str(bad)
     proc = _cli(*args)
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
-    assert len(lines) == 1 and "_COMPLETE" in lines[0] and "Traceback" not in proc.stderr
+    assert len(lines) == 1 and "no manifest.json" in lines[0] and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("problem", ["length", "tokenizer", "output_dir"])

@@ -1,0 +1,164 @@
+"""The commit of a prepare run: refuse a useless result, commit each split, clean up, record.
+
+What a reader may assume at every instant: each split folder holds the previous complete
+output or the new one (see common/manifest.py), never a mix. How this step keeps that:
+
+1. Shards were written under run-unique names, which no committed manifest lists.
+2. `Commit` (one call per run, on a worker; Dataflow may retry it or run it twice) first
+   checks that the output's lock still names this run: a run whose lock was taken over
+   never commits.
+3. It refuses a useless result (an asked-for split with no sequence, or more than
+   --max_rejected_fraction of the documents rejected): this run's files are deleted and
+   the previous output is left exactly as it was.
+4. Otherwise it writes each split's manifest.json: one atomic write, the commit of that
+   split. Only then are files that no committed manifest lists deleted (earlier runs',
+   crashed runs'), and splits an earlier run wrote and this one does not (only folders
+   whose manifest.json is ours).
+5. It writes the run record `_runs/{run_id}.json` (what the launcher reports) and releases
+   the lock. Every step is idempotent, and a call that finds its run already recorded as
+   ended does nothing, so failing anywhere and running again ends in the same state.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+
+import apache_beam as beam
+
+from beam_pipelines import run_lock
+from beam_pipelines.accounting import accounting_for, check_accounting
+from common import fs, manifest, shards
+
+RUNS_DIR = "_runs"
+DEAD_LETTER_DIR = "dead_letter"
+ENDED = ("committed", "refused")
+
+
+class LockLostError(RuntimeError):
+    """Another run took the output over while this one ran: this one must not commit."""
+
+
+def run_record_path(output_dir: str, run_id: str) -> str:
+    return fs.join(output_dir, RUNS_DIR, f"{run_id}.json")
+
+
+def read_run_record(output_dir: str, run_id: str) -> dict | None:
+    path = run_record_path(output_dir, run_id)
+    return fs.read_json(path) if fs.exists(path) else None
+
+
+def run_ended(output_dir: str):
+    """For run_lock: whether a run recorded its end in this output folder."""
+    def ended(run_id: str) -> bool:
+        record = read_run_record(output_dir, run_id) if run_id else None
+        return bool(record and record.get("state") in ENDED)
+    return ended
+
+
+def top_reasons(dead_letter_files: list, limit: int = 3, max_lines: int = 100_000) -> str:
+    """The most frequent dead-letter reasons, e.g. `'no field "text"' x 40`."""
+    counts = collections.Counter()
+    for path in dead_letter_files:
+        for number, line in enumerate(fs.read_bytes(path).decode("utf-8").splitlines()):
+            if number >= max_lines:
+                break
+            counts[json.loads(line).get("reason", "?")[:80]] += 1
+    return "; ".join(f"{reason!r} x {n}" for reason, n in counts.most_common(limit))
+
+
+def refusal(stats: dict, written: list, splits: list, dead_letter_files: list,
+            max_rejected_fraction: float) -> str | None:
+    """Why this run's result must not replace the previous output, or None."""
+    run = accounting_for(stats, splits[0], splits)["run"]
+    read, rejected = run["documents_read"], run["documents_rejected"]
+    if read and rejected / read > max_rejected_fraction:
+        return (f"{rejected:,} of {read:,} documents were rejected "
+                f"({100 * rejected / read:.1f} % > --max_rejected_fraction "
+                f"{max_rejected_fraction:g}); top reasons: {top_reasons(dead_letter_files)}")
+    empty = [s for s in splits if not any(w["split"] == s for w in written)]
+    if empty:
+        return (f"split(s) {', '.join(empty)} would hold no sequence ({read:,} documents "
+                f"read, {rejected:,} rejected, {run['documents_empty']:,} empty)")
+    return None
+
+
+class Commit(beam.DoFn):
+    """Commits the run (see the module docstring); yields its run record."""
+
+    def __init__(self, output_dir, run_id, splits, max_length, tokenizer_info, pipeline_args,
+                 max_rejected_fraction: float = 0.1):
+        self.output_dir, self.run_id, self.splits = output_dir, run_id, splits
+        self.max_length, self.tokenizer_info = max_length, tokenizer_info
+        self.pipeline_args, self.max_rejected_fraction = pipeline_args, max_rejected_fraction
+
+    def process(self, written: list, stats: dict, dead_letter_files: list):
+        record = read_run_record(self.output_dir, self.run_id)
+        if record and record.get("state") in ENDED:  # a retry after the end: nothing to do
+            yield record
+            return
+        holder = run_lock.owner(self.output_dir)
+        if holder != self.run_id:
+            raise LockLostError(f"{self.output_dir} is now locked by run {holder}; run "
+                                f"{self.run_id} does not commit.")
+        stats = dict(stats)
+        check_accounting(stats, written, self.splits)
+        reason = refusal(stats, written, self.splits, dead_letter_files,
+                         self.max_rejected_fraction)
+        if reason:
+            logging.warning("prepare run %s refused to commit: %s", self.run_id, reason)
+            # Its shards go; its dead letters stay for the user to read (no manifest lists
+            # them, so the next committed run deletes them).
+            fs.delete([self._shard_path(w["split"], w["name"]) for w in written])
+            record = {"run_id": self.run_id, "state": "refused", "reason": reason,
+                      "dead_letter_files": sorted(dead_letter_files)}
+        else:
+            committed = {split: self._commit_split(split, written, stats, dead_letter_files)
+                         for split in self.splits}
+            clean_up(self.output_dir, committed)
+            record = {"run_id": self.run_id, "state": "committed",
+                      "splits": {s: m.accounting["split"] for s, m in committed.items()}}
+        fs.write_json(run_record_path(self.output_dir, self.run_id), record)
+        run_lock.release(self.output_dir, self.run_id)
+        yield record
+
+    def _shard_path(self, split: str, name: str) -> str:
+        return fs.join(shards.split_dir(self.output_dir, split), name)
+
+    def _commit_split(self, split, written, stats, dead_letter_files) -> manifest.Manifest:
+        mine = sorted((w for w in written if w["split"] == split), key=lambda w: w["shard"])
+        entries = [manifest.Shard(w["name"], w["num_examples"], w["num_tokens"],
+                                  w["num_bytes"], w["crc32c"]) for w in mine]
+        committed = manifest.Manifest(
+            split=split, max_length=self.max_length,
+            num_examples=sum(s.num_examples for s in entries),
+            num_tokens=sum(s.num_tokens for s in entries), shards=entries,
+            tokenizer=self.tokenizer_info, pipeline_args=self.pipeline_args,
+            accounting=accounting_for(stats, split, self.splits), run_id=self.run_id,
+            dead_letter_files=sorted(dead_letter_files))
+        manifest.write_manifest(shards.split_dir(self.output_dir, split), committed)
+        return committed
+
+
+def clean_up(output_dir: str, committed: dict) -> None:
+    """After the commit: deletes what no committed manifest lists, in our folders only."""
+    for split, current in committed.items():
+        split_dir = shards.split_dir(output_dir, split)
+        listed = {s.name for s in current.shards}
+        fs.delete([p for p in fs.glob(fs.join(split_dir, "*" + shards.SHARD_SUFFIX))
+                   if fs.basename(p) not in listed and shards.parse_shard_name(p)]
+                  + fs.glob(fs.join(split_dir, ".tmp-*"))
+                  + [fs.join(split_dir, manifest.MARKER_NAME)])
+    for path in fs.glob(fs.join(output_dir, "*", manifest.MANIFEST_NAME)):
+        split_dir = path[: -len(manifest.MANIFEST_NAME) - 1]
+        stale = manifest.try_read(split_dir)
+        if fs.basename(split_dir) not in committed and stale is not None:
+            # A split an earlier run wrote and this one does not: only what it lists.
+            fs.delete(stale.shard_paths(split_dir) + [path,
+                                                      fs.join(split_dir, manifest.MARKER_NAME)])
+            fs.remove_empty_folder(split_dir)
+    keep = {p for m in committed.values() for p in m.dead_letter_files}
+    fs.delete([p for p in fs.glob(fs.join(output_dir, DEAD_LETTER_DIR, "*.jsonl"))
+               if p not in keep])
+    fs.delete_trees(fs.join(output_dir, ".tmp-*"))  # temp folders of earlier versions
