@@ -96,6 +96,7 @@ class Commit(beam.DoFn):
     def process(self, written: list, stats: dict, dead_letter_files: list):
         record = read_run_record(self.output_dir, self.run_id)
         if record and record.get("state") in ENDED:  # a retry after the end: nothing to do
+            run_lock.release(self.output_dir, self.run_id)  # but what a fault left undone
             yield record
             return
         holder = run_lock.owner(self.output_dir)

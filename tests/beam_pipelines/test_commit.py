@@ -1,0 +1,231 @@
+"""The commit protocol under injected faults: every I/O step of the commit failing in turn,
+a repeated commit, a commit after the lock was taken over, refused results, a second writer.
+
+After every fault the output must be valid (each split: the previous run's or the new one's,
+every listed shard intact), and running the commit again must end in the new output with no
+file left that no manifest lists."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from beam_pipelines import commit, prepare, run_lock
+from common import fs, manifest, verify
+from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
+
+SPLITS = ("train", "validation")
+
+
+def _args(src, tok, out, *extra):
+    return ["--runner=FnApiRunner", "--input", str(src), "--tokenizer", tok, "--output_dir",
+            str(out), "--max_length", "32", "--validation_fraction", "0.2", "--num_shards",
+            "2", *map(str, extra)]
+
+
+def _run_ids(out):
+    """{split: run id} after checking each split completely (manifest, sizes, crc, records)."""
+    return {split: verify.verify_split(str(out / split)).run_id for split in SPLITS}
+
+
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory, corpus_texts, bpe_tokenizer_dir):
+    """Run A committed; run B ran up to its commit (shards written, lock held), whose
+    arguments are captured: what Dataflow would hand a retried commit."""
+    root = tmp_path_factory.mktemp("staged")
+    src = write_jsonl(root / "c.jsonl", corpus_texts[:150])
+    out = root / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    run_a = _run_ids(out)["train"]
+    captured = []
+
+    def capture(self, written, stats, dead_letter_files):
+        captured.append((self, written, dict(stats), list(dead_letter_files)))
+        return iter(())
+
+    original = commit.Commit.process
+    commit.Commit.process = capture
+    try:
+        with pytest.raises(RuntimeError, match="without a run record"):
+            prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", "1"))
+    finally:
+        commit.Commit.process = original
+    (step, written, stats, dead), = captured
+    snapshot = root / "snapshot"
+    shutil.copytree(out, snapshot)
+    return {"out": out, "snapshot": snapshot, "run_a": run_a, "run_b": step.run_id,
+            "commit": lambda: list(step.process(written, stats, dead))}
+
+
+def _restore(staged):
+    shutil.rmtree(staged["out"])
+    shutil.copytree(staged["snapshot"], staged["out"])
+
+
+def _assert_clean(out, run_b):
+    assert _run_ids(out) == {s: run_b for s in SPLITS}
+    for split in SPLITS:
+        listed = {s.name for s in manifest.read_manifest(str(out / split)).shards}
+        assert set(os.listdir(out / split)) == listed | {"manifest.json"}
+    assert not (out / "_LOCK").exists()
+    assert fs.read_json(str(out / "_runs" / f"{run_b}.json"))["state"] == "committed"
+
+
+class _Fault(Exception):
+    pass
+
+
+def _fail_at(monkeypatch, k):
+    """Makes the k-th file write or delete raise (counted across the fs functions)."""
+    calls = {"n": 0}
+    for name in ("write_bytes", "delete", "delete_trees", "remove_empty_folder"):
+        real = getattr(fs, name)
+
+        def wrapped(*args, _real=real, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == k:
+                raise _Fault(f"injected at I/O step {k}")
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(fs, name, wrapped)
+    return calls
+
+
+def test_commit_fails_at_every_step_then_a_retry_completes(staged, monkeypatch):
+    _restore(staged)
+    with monkeypatch.context() as m:
+        calls = _fail_at(m, k=0)  # count the steps of a clean commit
+        staged["commit"]()
+    steps = calls["n"]
+    assert steps >= 6
+    outcomes = []
+    for k in range(1, steps + 1):
+        _restore(staged)
+        with monkeypatch.context() as m:
+            _fail_at(m, k)
+            with pytest.raises(_Fault):
+                staged["commit"]()
+        seen = _run_ids(staged["out"])  # valid after the fault: each split old or new
+        assert set(seen.values()) <= {staged["run_a"], staged["run_b"]}, (k, seen)
+        outcomes.append(tuple(seen[s] == staged["run_b"] for s in SPLITS))
+        staged["commit"]()  # the retry
+        _assert_clean(staged["out"], staged["run_b"])
+    # The faults hit before, between and after the two manifest writes.
+    assert outcomes[0] == (False, False) and outcomes[-1] == (True, True)
+    assert (True, False) in outcomes
+
+
+def test_a_repeated_commit_changes_nothing(staged):
+    _restore(staged)
+    first = staged["commit"]()
+    files = {p: open(p, "rb").read() for p in staged["out"].rglob("*") if p.is_file()}
+    assert staged["commit"]() == first
+    assert {p: open(p, "rb").read() for p in staged["out"].rglob("*") if p.is_file()} == files
+
+
+def test_a_run_whose_lock_was_taken_over_never_commits(staged):
+    _restore(staged)
+    lock = staged["out"] / "_LOCK"
+    lock.write_text(json.dumps({"run_id": "r20990101000000abcdef", "host": "other"}))
+    with pytest.raises(commit.LockLostError, match="r20990101000000abcdef"):
+        staged["commit"]()
+    assert _run_ids(staged["out"]) == {s: staged["run_a"] for s in SPLITS}
+
+
+def _snapshot(out):
+    return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()
+            and p.parent.name != "_runs" and p.parent.name != "dead_letter"}
+
+
+@pytest.mark.parametrize("mistake, message", [
+    (["--input", "typo*.jsonl"], "matches no file"),
+    (["--text_field", "body"], "documents were rejected"),
+    (["--seed", "-1"], "--seed must be at least 0"),
+    (["--num_shards", "0"], "--num_shards must be at least 1"),
+    (["--read_range_bytes", "0"], "--read_range_bytes must be at least 1"),
+    (["--max_length", "2"], "--max_length must be at least 8"),
+    (["--validation_fraction", "0.999999"], "would hold no sequence"),
+])
+def test_mistakes_leave_the_previous_output_exactly_as_it_was(
+        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, mistake, message):
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
+    out = tmp_path / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    before = _snapshot(out)
+    args = _args(src, bpe_tokenizer_dir, out)
+    for flag, value in zip(mistake[::2], mistake[1::2]):
+        if flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args += [flag, value]
+    capsys.readouterr()
+    assert prepare.run(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert _snapshot(out) == before and not (out / "_LOCK").exists()
+
+
+def test_all_rejected_names_the_reason(tmp_path, corpus_texts, bpe_tokenizer_dir, capsys):
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:20])
+    assert prepare.run(_args(src, bpe_tokenizer_dir, tmp_path / "o", "--text_field",
+                             "body")) == 2
+    err = capsys.readouterr().err
+    assert "20 of 20 documents were rejected" in err and "missing field 'body'" in err
+    assert "dead_letter" in err  # where to read them
+
+
+def test_a_second_writer_is_refused_naming_the_first(tmp_path, corpus_texts,
+                                                     bpe_tokenizer_dir, capsys):
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
+    out = tmp_path / "out"
+    run_lock.acquire(str(out), "r20261122000000aaaaaa", "DataflowRunner")  # alive elsewhere
+    lock = json.loads((out / "_LOCK").read_text())
+    (out / "_LOCK").write_text(json.dumps({**lock, "host": "another-host"}))
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 2
+    err = capsys.readouterr().err
+    assert "being written by prepare run r20261122000000aaaaaa" in err and "another-host" in err
+    assert not (out / "train").exists()
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--takeover_lock")) == 0
+    assert "taking over the lock" in capsys.readouterr().err
+
+
+def test_a_lock_of_a_dead_local_process_is_taken_over(tmp_path, corpus_texts,
+                                                      bpe_tokenizer_dir, capsys):
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
+    out = tmp_path / "out"
+    run_lock.acquire(str(out), "r20261122000000bbbbbb", "FnApiRunner")
+    lock = json.loads((out / "_LOCK").read_text())
+    (out / "_LOCK").write_text(json.dumps({**lock, "pid": 2**22 + 12345}))  # no such process
+    run_prepare(*_args(src, bpe_tokenizer_dir, out)[1:])
+    assert "no longer exists" in capsys.readouterr().err
+
+
+def test_overlapping_splits_are_named(tmp_path, corpus_texts, bpe_tokenizer_dir, capsys):
+    a = write_jsonl(tmp_path / "a.jsonl", corpus_texts[:10])
+    code = prepare.run(["--splits", f"train={tmp_path}/*.jsonl;validation={a}", "--tokenizer",
+                        bpe_tokenizer_dir, "--output_dir", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "a.jsonl matches the --splits globs of both 'train' and" in err
+
+
+def test_output_dir_holding_the_input_is_refused(tmp_path, corpus_texts, bpe_tokenizer_dir,
+                                                 capsys):
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:10])
+    code = prepare.run(["--input", str(src), "--tokenizer", bpe_tokenizer_dir,
+                        "--output_dir", str(tmp_path)])
+    assert code == 2 and "lies inside --output_dir" in capsys.readouterr().err
+
+
+def test_verify_names_the_first_damaged_shard(tmp_path, corpus_texts, bpe_tokenizer_dir,
+                                              capsys):
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:60])
+    out = tmp_path / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    assert verify.main([str(out)]) == 0
+    victim = manifest.read_manifest(str(out / "train")).shard_paths(str(out / "train"))[1]
+    data = bytearray(open(victim, "rb").read())
+    data[40] ^= 0xFF  # same size: only a full check can see it
+    open(victim, "wb").write(bytes(data))
+    manifest.read_manifest(str(out / "train"))  # the cheap check on open passes
+    assert verify.main([str(out)]) == 1
+    assert os.path.basename(victim) in capsys.readouterr().err
