@@ -13,7 +13,7 @@ import posixpath
 import shutil
 import uuid
 
-from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 
@@ -107,10 +107,24 @@ def write_json(path: str, obj) -> None:
 
 
 def delete(paths: list[str]) -> None:
-    """Deletes files that exist; missing ones are ignored."""
-    present = [p for p in paths if exists(p)]
-    if present:
+    """Deletes files; missing ones (or ones another process deletes meanwhile) are ignored,
+    so a repeated or concurrent cleanup is harmless."""
+    present = [p for p in dict.fromkeys(paths) if exists(p)]
+    if not present:
+        return
+    try:
         FileSystems.delete(present)
+    except BeamIOError as err:
+        failures = (err.exception_details or {}).values()
+        if not all(_is_missing(e) for e in failures):
+            raise
+
+
+def _is_missing(error) -> bool:
+    """Beam wraps the cause: OSError(FileNotFoundError(...)) locally, a 404 on GCS."""
+    cause = error.args[0] if getattr(error, "args", None) else None
+    return (isinstance(error, FileNotFoundError) or isinstance(cause, FileNotFoundError)
+            or "404" in str(error))
 
 
 def delete_tree(path: str) -> None:

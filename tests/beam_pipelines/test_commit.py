@@ -229,3 +229,38 @@ def test_verify_names_the_first_damaged_shard(tmp_path, corpus_texts, bpe_tokeni
     manifest.read_manifest(str(out / "train"))  # the cheap check on open passes
     assert verify.main([str(out)]) == 1
     assert os.path.basename(victim) in capsys.readouterr().err
+
+
+def _killed_attempt(kill_at, args, env=None):
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return subprocess.run([sys.executable, "-m", "tests.beam_pipelines.killable_prepare",
+                           kill_at, *args], cwd=repo, capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+KILLS = ["locked", "shard_write:2", "shards:3", "commit:1"]
+
+
+def test_sigkill_of_a_rerun_leaves_old_or_new_then_a_rerun_cleans_up(
+        tmp_path, corpus_texts, bpe_tokenizer_dir):
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:150])
+    out = tmp_path / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    run_a = _run_ids(out)["train"]
+    seen = []
+    for kill_at in KILLS:
+        proc = _killed_attempt(kill_at, _args(src, bpe_tokenizer_dir, out, "--seed", "3"))
+        assert proc.returncode == -9, (kill_at, proc.stderr[-2000:])
+        ids = _run_ids(out)  # every split readable and intact: the old run's or a new one's
+        seen.append((kill_at, ids["train"] == run_a, ids["validation"] == run_a))
+    assert seen[:3] == [(k, True, True) for k in KILLS[:3]]  # nothing committed before
+    assert seen[3] == ("commit:1", False, True)  # killed between the two splits' commits
+    proc = _killed_attempt("none", _args(src, bpe_tokenizer_dir, out, "--seed", "3"))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "no longer exists" in proc.stderr  # the dead run's lock was taken over
+    run_c = _run_ids(out)["train"]
+    _assert_clean(out, run_c)  # orphans of every killed attempt are gone
+    assert not [p for p in out.rglob(".tmp-*")]
