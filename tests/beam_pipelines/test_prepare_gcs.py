@@ -50,3 +50,52 @@ def test_prepare_on_gcs(gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
     result = json.loads(_run(["-c", textwrap.dedent(CHECK), gcs.url("prepared", "train")],
                              env).strip().splitlines()[-1])
     assert result["records"] == result["manifest"] > 0 and result["shards"] == 2
+
+
+VERIFY_IDS = """
+import json, sys
+from common import verify
+out = sys.argv[1]
+print(json.dumps({d.rsplit("/", 1)[-1]: verify.verify_split(d).run_id
+                  for d in verify.split_dirs(out)}))
+"""
+
+
+def _attempt(args, env):
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                              os.path.abspath(__file__)))))
+
+
+def test_commit_protocol_on_gcs(gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
+    """Killed during the commit, refused while another run holds the lock, then a rerun that
+    takes the dead run's lock over: every split readable after each step, no orphan left."""
+    env = {**os.environ, **gcs.env}
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts[:120]))
+    _run(["-c", textwrap.dedent(UPLOAD), str(src), bpe_tokenizer_dir, gcs.url()], env)
+    out = gcs.url("prepared2")
+    flags = ["--runner=FnApiRunner", "--input", gcs.url("input", "*.jsonl"), "--tokenizer",
+             gcs.url("tokenizer"), "--output_dir", out, "--max_length", "32",
+             "--num_shards", "2", "--validation_fraction", "0.2"]
+    _run(["-m", "beam_pipelines.prepare", *flags], env)
+    ids = lambda: json.loads(_run(["-c", textwrap.dedent(VERIFY_IDS), out], env).splitlines()[-1])  # noqa: E731
+    first = ids()
+    killed = _attempt(["-m", "tests.beam_pipelines.killable_prepare", "commit:1", *flags,
+                       "--seed", "5"], env)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    after = ids()  # train committed by the killed run, validation still the first run's
+    assert after["validation"] == first["validation"] != after["train"]
+    lock = json.loads(gcs.read_object("prepared2/_LOCK"))
+    gcs.write_object("prepared2/_LOCK", json.dumps({**lock, "host": "elsewhere"}).encode())
+    refused = _attempt(["-m", "beam_pipelines.prepare", *flags], env)
+    assert refused.returncode == 2 and "being written by prepare run" in refused.stderr
+    gcs.write_object("prepared2/_LOCK", json.dumps(lock).encode())  # this host, dead pid
+    again = _attempt(["-m", "beam_pipelines.prepare", *flags], env)
+    assert again.returncode == 0 and "no longer exists" in again.stderr, again.stderr[-2000:]
+    final = ids()
+    assert final["train"] == final["validation"] not in (first["train"], after["train"])
+    names = gcs.object_names("prepared2/")
+    committed = {n for n in names if n.endswith(".tfrecord")}
+    assert len(committed) == 4 and all(final["train"] in n for n in committed), names
+    assert "prepared2/_LOCK" not in names

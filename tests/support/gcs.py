@@ -62,11 +62,33 @@ _HOP_BY_HOP = frozenset({
 # gcp-storage-emulator
 # --------------------------------------------------------------------------------------------
 
-def _patch_emulator_once() -> None:
-    """Make the emulator accept an empty media upload (what ``tf.io.gfile.makedirs`` sends).
+def _if_absent(upload):
+    """GCS's `ifGenerationMatch=0` ("create only if absent"), which the emulator ignores:
+    HTTP 412 when the object exists, as GCS answers."""
+    from http import HTTPStatus
 
-    The emulator parses an empty body as None and then fails on ``len(None)``.
-    """
+    from gcp_storage_emulator.exceptions import NotFound
+
+    def guarded(request, response, storage):
+        if request.query.get("ifGenerationMatch") == ["0"]:
+            name = (request.query.get("name") or [None])[0]
+            if name is None and isinstance(request.data, dict):
+                name = request.data["meta"].get("name")
+            try:
+                storage.get_file_obj(request.params["bucket_name"], name)
+            except NotFound:
+                pass
+            else:
+                response.status = HTTPStatus.PRECONDITION_FAILED
+                return None
+        return upload(request, response, storage)
+    return guarded
+
+
+def _patch_emulator_once() -> None:
+    """Make the emulator accept an empty media upload (what ``tf.io.gfile.makedirs`` sends;
+    it parses an empty body as None and then fails on ``len(None)``), and honour
+    `ifGenerationMatch=0` on uploads (the output lock of beam_pipelines/run_lock.py)."""
     from gcp_storage_emulator.handlers import objects
 
     original = objects._media_upload
@@ -79,7 +101,9 @@ def _patch_emulator_once() -> None:
         return original(request, response, storage)
 
     media_upload._accepts_empty_body = True
-    objects._media_upload = media_upload  # insert() looks it up as a module global
+    # insert() looks these up as module globals.
+    objects._media_upload = _if_absent(media_upload)
+    objects._multipart_upload = _if_absent(objects._multipart_upload)
     # Its WARNING-level chatter ("Content handled as string") would bury real errors in
     # pytest's captured-log section.
     logging.getLogger("gcp_storage_emulator").setLevel(logging.ERROR)
@@ -408,13 +432,34 @@ class GcsEmulator:
         """``gs://{bucket}/`` + the parts joined with "/"."""
         return f"gs://{self.bucket}/" + "/".join(parts)
 
-    def wipe(self) -> None:
-        """Deletes all objects; keeps the buckets."""
+    def _open(self, path: str, data: bytes | None = None):
         # An empty ProxyHandler: the test process may itself carry proxy variables.
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(f"{self.endpoint}/wipe?keep-buckets=true", timeout=30) as response:
+        return opener.open(urllib.request.Request(f"{self.endpoint}{path}", data=data),
+                           timeout=30)
+
+    def wipe(self) -> None:
+        """Deletes all objects; keeps the buckets."""
+        with self._open("/wipe?keep-buckets=true") as response:
             if response.status != 200:
                 raise RuntimeError(f"emulator wipe failed: HTTP {response.status}")
+
+    def object_names(self, prefix: str = "") -> list[str]:
+        """Object names under a prefix, straight from the emulator's JSON API (no proxy)."""
+        query = urllib.parse.urlencode({"prefix": prefix})
+        with self._open(f"/storage/v1/b/{self.bucket}/o?{query}") as response:
+            return sorted(item["name"] for item in json.load(response).get("items", []))
+
+    def read_object(self, name: str) -> bytes:
+        quoted = urllib.parse.quote(name, safe="")
+        with self._open(f"/storage/v1/b/{self.bucket}/o/{quoted}?alt=media") as response:
+            return response.read()
+
+    def write_object(self, name: str, data: bytes) -> None:
+        query = urllib.parse.urlencode({"uploadType": "media", "name": name})
+        with self._open(f"/upload/storage/v1/b/{self.bucket}/o?{query}", data) as response:
+            if response.status != 200:
+                raise RuntimeError(f"emulator upload failed: HTTP {response.status}")
 
     def apply_env(self) -> None:
         """os.environ.update(self.env) for in-process use; undone by restore_env()/close().

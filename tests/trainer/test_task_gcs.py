@@ -5,8 +5,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import urllib.parse
-import urllib.request
 
 from tests.trainer.mlm_data import task_args
 
@@ -23,22 +21,6 @@ for split in ("train", "eval", "tokenizer"):
 """
 
 
-def _objects(gcs, prefix):
-    """Object names under a prefix, straight from the emulator's JSON API (no proxy)."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    query = urllib.parse.urlencode({"prefix": prefix})
-    with opener.open(f"{gcs.endpoint}/storage/v1/b/{gcs.bucket}/o?{query}", timeout=30) as r:
-        return sorted(item["name"] for item in json.load(r).get("items", []))
-
-
-def _read(gcs, name):
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    quoted = urllib.parse.quote(name, safe="")
-    with opener.open(f"{gcs.endpoint}/storage/v1/b/{gcs.bucket}/o/{quoted}?alt=media",
-                     timeout=30) as r:
-        return r.read()
-
-
 def _run(args, env):
     proc = subprocess.run([sys.executable, *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=400)
@@ -53,19 +35,19 @@ def test_train_from_and_to_gcs(gcs, corpus):
               "tokenizer": gcs.url("data", "tokenizer")}
     _run(["-m", "trainer.task", *task_args(remote, gcs.url("run"), "--train_steps", "20",
                                            "--eval_every", "10", "--save_every", "10")], env)
-    names = _objects(gcs, "run/")
+    names = gcs.object_names("run/")
     for expected in ("run/run_config.json", "run/metrics.json", "run/history.json",
                      "run/tokenizer/tokenizer.json", "run/checkpoints/ckpt-00000020.weights.h5",
                      "run/backup/state-00000020.weights.h5"):
         assert expected in names, names
     assert any(n.startswith("run/logs/train/events.out.tfevents") for n in names)
-    metrics = json.loads(_read(gcs, "run/metrics.json"))
+    metrics = json.loads(gcs.read_object("run/metrics.json"))
     assert metrics["steps"] == 20 and metrics["eval_loss"] > 0
     # Extending the run resumes from the backup on gs:// (read back through the emulator).
     _run(["-m", "trainer.task", *task_args(remote, gcs.url("run"), "--train_steps", "30",
                                            "--eval_every", "10", "--save_every", "10")], env)
-    names = _objects(gcs, "run/backup/")
+    names = gcs.object_names("run/backup/")
     assert names == ["run/backup/state-00000020.weights.h5",
                      "run/backup/state-00000030.weights.h5"], names
-    history = json.loads(_read(gcs, "run/history.json"))
+    history = json.loads(gcs.read_object("run/history.json"))
     assert [e["step"] for e in history] == [10, 20, 30]
