@@ -21,7 +21,7 @@ import time
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from beam_pipelines import commit, run_lock, shard_writer, sources, tokenization
+from beam_pipelines import commit, hf_datasets, run_lock, shard_writer, sources, tokenization
 from beam_pipelines import options as opts_lib
 from beam_pipelines.tokenization import STATS
 from common import fs, manifest, shards, tokenizer_files
@@ -33,7 +33,7 @@ def read_tasks(opts) -> list[tuple]:
     if opts.hf_dataset:
         return [("hf", split, index, n)
                 for split in opts_lib.split_names(opts)
-                for n in [sources.hf_num_shards(opts.hf_dataset, opts.hf_config, split)]
+                for n in [hf_datasets.hf_num_shards(opts.hf_dataset, opts.hf_config, split)]
                 for index in range(n)]
     patterns = opts_lib.parse_splits(opts.splits) if opts.splits else {None: opts.input}
     files = {split: sources.expand_inputs(pattern) for split, pattern in patterns.items()}

@@ -12,7 +12,10 @@ file or dataset shard per call) read through here, so they agree on what a docum
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
+import lzma
+import zlib
 from typing import Iterator, Union
 
 import orjson
@@ -23,6 +26,7 @@ from common.errors import UserError
 DEFAULT_MAX_DOCUMENT_BYTES = 10_000_000  # larger documents are dead-lettered, not tokenized
 DEFAULT_RANGE_BYTES = 64 << 20  # larger uncompressed text/JSONL files are read in ranges
 _COMPRESSED = (".gz", ".bz2", ".zst", ".deflate")
+BOM = "\ufeff"
 _READ_CHUNK = 1 << 20
 
 
@@ -65,7 +69,7 @@ def file_format(path: str) -> str | None:
     return None
 
 
-def _excerpt(raw: bytes | str, size: int = 120) -> str:
+def excerpt(raw: bytes | str, size: int = 120) -> str:
     if isinstance(raw, bytes):
         raw = raw[: size * 4].decode("utf-8", errors="replace")
     return raw[:size]
@@ -128,10 +132,12 @@ def _decoded_lines(path, f, limit, start=0, end=None):
                              f"limit of {limit} bytes (--max_document_bytes)", **where)
             continue
         try:
-            yield line_no, where["offset"], raw.decode("utf-8")
+            text = raw.decode("utf-8")
+            # A byte-order mark opens some files: part of no document.
+            yield line_no, where["offset"], text[1:] if offset == 0 and text[:1] == BOM else text
         except UnicodeDecodeError as err:
             yield DeadLetter(path, line_no, f"invalid UTF-8 at byte {err.start}",
-                             _excerpt(raw), **where)
+                             excerpt(raw), **where)
 
 
 def _read_txt(path, f, limit, unit, start=0, end=None) -> Iterator[Record]:
@@ -153,7 +159,7 @@ def _read_txt(path, f, limit, unit, start=0, end=None) -> Iterator[Record]:
         yield Document(path, first_line, "\n".join(paragraph))
 
 
-def _text_of(obj, text_field: str) -> tuple[str | None, str]:
+def text_of(obj, text_field: str) -> tuple[str | None, str]:
     """`(text, "")` or `(None, reason)` for one JSON object / row."""
     if not isinstance(obj, dict):
         return None, f"JSON line is a {type(obj).__name__}, not an object"
@@ -176,12 +182,12 @@ def _read_jsonl(path, f, limit, text_field, start=0, end=None) -> Iterator[Recor
         try:
             obj = orjson.loads(line)  # ~4x json.loads; JSONL parsing is on the hot path
         except orjson.JSONDecodeError as err:
-            yield DeadLetter(path, line_no, f"malformed JSON: {err}", _excerpt(line),
+            yield DeadLetter(path, line_no, f"malformed JSON: {err}", excerpt(line),
                              offset=offset)
             continue
-        text, reason = _text_of(obj, text_field)
+        text, reason = text_of(obj, text_field)
         yield Document(path, line_no, text, offset=offset) if reason == "" else DeadLetter(
-            path, line_no, reason, _excerpt(line), offset=offset)
+            path, line_no, reason, excerpt(line), offset=offset)
 
 
 def _read_parquet(path, f, limit, text_field) -> Iterator[Record]:
@@ -235,9 +241,22 @@ def read_file(
             for record in records:
                 produced += 1
                 yield record
-    except Exception as err:  # a corrupt gzip / parquet, a vanished file: say which
+    except Exception as err:
+        if not is_format_error(err):
+            raise  # a failed read (reset, timeout, 5xx, permission): the runner retries
         yield DeadLetter(path, produced, f"unreadable after {produced} records: "
                          f"{type(err).__name__}: {err}", offset=start or None)
+
+
+def is_format_error(err: BaseException) -> bool:
+    """Bad bytes in the file (dead-lettered: a retry would read the same bytes) as opposed
+    to a failed read (re-raised, so that the runner retries the bundle and no document is
+    silently dropped)."""
+    if isinstance(err, (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, UnicodeError)):
+        return True  # truncated or corrupt compressed streams
+    if isinstance(err, OSError):  # bz2 reports corrupt data as a plain OSError
+        return "Invalid data stream" in str(err)
+    return isinstance(err, ValueError)  # e.g. pyarrow.ArrowInvalid: not a parquet file
 
 
 def byte_ranges(path: str, size: int, txt_unit: str = "line",
@@ -270,39 +289,3 @@ def expand_inputs(patterns: str | list[str]) -> dict[str, int]:
             raise InputNotFoundError(f"--input {pattern!r} matches no file")
         found.update(matched)
     return dict(sorted(found.items()))
-
-
-# --- Hugging Face datasets --------------------------------------------------------------
-
-
-def _load_hf(name: str, config: str | None, split: str, streaming: bool):
-    import datasets
-
-    if fs.exists(fs.join(name, "dataset_dict.json")) or fs.exists(
-        fs.join(name, "dataset_info.json")
-    ):  # a dataset saved with save_to_disk
-        loaded = datasets.load_from_disk(name)
-        return loaded[split] if isinstance(loaded, datasets.DatasetDict) else loaded
-    return datasets.load_dataset(name, config, split=split, streaming=streaming)
-
-
-def hf_num_shards(name: str, config: str | None, split: str) -> int:
-    """How many pieces workers can read in parallel (files for a hub dataset)."""
-    ds = _load_hf(name, config, split, streaming=True)
-    return getattr(ds, "n_shards", None) or max(1, min(64, len(ds) // 10_000))
-
-
-def read_hf_shard(name, config, split, text_field, index, num_shards,
-                  max_document_bytes=DEFAULT_MAX_DOCUMENT_BYTES) -> Iterator[Record]:
-    """Documents of one shard of a dataset split; rows keep their index within the shard."""
-    source = f"hf:{name}/{config or ''}/{split}#{index}"
-    ds = _load_hf(name, config, split, streaming=True).shard(num_shards, index)
-    for row, obj in enumerate(ds):
-        text, reason = _text_of(obj, text_field)
-        if reason:
-            yield DeadLetter(source, row, reason, _excerpt(str(obj)))
-        elif len(text) > max_document_bytes and len(text.encode()) > max_document_bytes:
-            yield DeadLetter(source, row, f"document of {len(text.encode())} bytes is over "
-                             f"the limit of {max_document_bytes} bytes (--max_document_bytes)")
-        else:
-            yield Document(source, row, text, split)

@@ -12,7 +12,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import chunking, sources
+from beam_pipelines import chunking, hf_datasets, sources
 from common import tokenizer_files
 
 TAIL = "tail"
@@ -169,7 +169,7 @@ class ReadDocuments(beam.DoFn):
                 yield record
         else:
             _, split, index, num_shards = task
-            yield from sources.read_hf_shard(self.hf_name, self.hf_config, split,
+            yield from hf_datasets.read_hf_shard(self.hf_name, self.hf_config, split,
                                              self.text_field, index, num_shards,
                                              self.max_document_bytes)
 

@@ -24,7 +24,7 @@ from typing import Iterable, Iterator
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
 from tokenizers import pre_tokenizers, processors, trainers
 
-from beam_pipelines import sources
+from beam_pipelines import hf_datasets, sources
 from common import fs, tokenizer_files
 
 MODELS = ("unigram", "bpe", "wordpiece")
@@ -138,11 +138,11 @@ def read_corpus(config: TokenizerConfig) -> Iterator[sources.Record]:
     documents still samples the whole corpus."""
     shuffle = random.Random(config.seed).shuffle if config.max_documents else (lambda x: x)
     if config.hf_dataset:
-        num_shards = sources.hf_num_shards(config.hf_dataset, config.hf_config, config.hf_split)
+        num_shards = hf_datasets.hf_num_shards(config.hf_dataset, config.hf_config, config.hf_split)
         order = list(range(num_shards))
         shuffle(order)
         for index in order:
-            yield from sources.read_hf_shard(
+            yield from hf_datasets.read_hf_shard(
                 config.hf_dataset, config.hf_config, config.hf_split, config.text_field,
                 index, num_shards, config.max_document_bytes)
         return

@@ -55,3 +55,109 @@ def test_parquet_missing_column_accounts_for_every_row(tmp_path):
 def test_unsupported_extension_is_dead_lettered(tmp_path):
     (dead,) = list(sources.read_file(str(tmp_path / "notes.docx")))
     assert "unsupported file type" in dead.reason
+
+
+class _ResetAfter:
+    """A reader whose connection resets after `limit` bytes (a transient network error)."""
+
+    def __init__(self, f, limit):
+        self.f, self.limit, self.done = f, limit, 0
+
+    def read(self, n=-1):
+        if self.done >= self.limit:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        data = self.f.read(n)
+        self.done += len(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def _big_jsonl(tmp_path, n=40_000):
+    path = tmp_path / "big.jsonl"
+    path.write_text("".join(json.dumps({"text": f"document number {i} " * 3}) + "\n"
+                            for i in range(n)))
+    assert path.stat().st_size > 2 << 20
+    return path
+
+
+def test_a_connection_reset_mid_file_fails_the_bundle_and_a_retry_reads_all(
+        tmp_path, monkeypatch):
+    path = _big_jsonl(tmp_path)
+    real_open = sources.fs.open_read
+    attempts = {"n": 0}
+
+    def flaky_open(p, compressed=False):
+        attempts["n"] += 1
+        f = real_open(p, compressed)
+        return _ResetAfter(f, 1 << 20) if attempts["n"] == 1 else f
+
+    monkeypatch.setattr(sources.fs, "open_read", flaky_open)
+    emitted = []
+    with pytest.raises(ConnectionResetError):
+        for record in sources.read_file(str(path)):
+            emitted.append(record)
+    assert emitted and not [r for r in emitted if isinstance(r, sources.DeadLetter)]
+    retried = list(sources.read_file(str(path)))  # what the runner's retry of the bundle reads
+    assert len(_docs(retried)) == 40_000 == len(retried)
+
+
+def test_the_pipeline_fails_rather_than_dropping_the_rest_of_a_file(tmp_path, monkeypatch):
+    import apache_beam as beam
+    from apache_beam.testing.test_pipeline import TestPipeline
+
+    from beam_pipelines import tokenization
+
+    path = _big_jsonl(tmp_path)
+    real_open = sources.fs.open_read
+    monkeypatch.setattr(sources.fs, "open_read",
+                        lambda p, compressed=False: _ResetAfter(real_open(p, compressed), 1 << 20))
+    with pytest.raises(Exception, match="Connection reset"):
+        with TestPipeline(runner="FnApiRunner") as p:
+            (p | beam.Create([("file", str(path), "train", 0, None)])
+             | beam.ParDo(tokenization.ReadDocuments("text", 1 << 20)))
+
+
+@pytest.mark.parametrize("error, is_format", [
+    (ConnectionResetError(104, "reset"), False), (TimeoutError("timed out"), False),
+    (PermissionError(13, "denied"), False), (OSError("Invalid data stream"), True),
+    (EOFError("Compressed file ended before the end-of-stream marker"), True),
+    (gzip.BadGzipFile("Not a gzipped file"), True), (ValueError("not a parquet file"), True),
+])
+def test_format_and_io_errors_are_told_apart(error, is_format):
+    assert sources.is_format_error(error) is is_format
+
+
+def test_google_api_server_errors_are_retried():
+    from google.api_core import exceptions
+
+    assert not sources.is_format_error(exceptions.ServiceUnavailable("503"))
+    assert not sources.is_format_error(exceptions.InternalServerError("500"))
+
+
+def test_a_corrupt_gzip_is_still_dead_lettered(tmp_path):
+    path = tmp_path / "c.jsonl.gz"
+    data = bytearray(gzip.compress("".join(json.dumps({"text": f"doc {i} {i * 7919 % 10007}"})
+                                           + "\n" for i in range(3000)).encode()))
+    data[len(data) // 2: len(data) // 2 + 64] = bytes(64)  # a damaged block
+    path.write_bytes(bytes(data))
+    records = list(sources.read_file(str(path)))
+    dead = [r for r in records if isinstance(r, sources.DeadLetter)]
+    assert len(dead) == 1 and "unreadable after" in dead[0].reason
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".txt"])
+def test_a_byte_order_mark_loses_no_record(tmp_path, suffix):
+    path = tmp_path / f"bom{suffix}"
+    lines = [json.dumps({"text": "first"}), json.dumps({"text": "second"})]
+    if suffix == ".txt":
+        lines = ["first", "second"]
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode() + b"\n")
+    assert [d.text for d in sources.read_file(str(path))] == ["first", "second"]
