@@ -30,7 +30,18 @@ MODEL ?= base
 BATCH ?= 128
 STEPS ?= 500000
 
-.PHONY: venv test demo prepare train bench bench-prepare bench-train clean
+# The TPU stack: tensorflow-tpu 2.20 + libtpu in its own venv (README "On a TPU VM").
+TPU_VENV := .venv-tpu
+TPU_PY := $(TPU_VENV)/bin/python
+TPU_STAMP := $(TPU_VENV)/.installed
+# Trainer tests that CI also runs on the TPU stack (on the CPU, libtpu loaded, no network).
+TPU_SMOKE := tests/trainer/test_strategy.py tests/trainer/test_plan.py \
+  tests/trainer/test_task.py::test_eval_loss_falls_clearly \
+  tests/trainer/test_task.py::test_interrupted_run_resumes_where_it_stopped \
+  tests/trainer/test_preemption.py::test_torn_backups_fall_back_to_older_state_then_checkpoint \
+  tests/trainer/test_export.py tests/trainer/test_tpu_stack.py
+
+.PHONY: venv venv-tpu test test-tpu demo prepare train bench bench-prepare bench-train clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -39,8 +50,22 @@ $(STAMP): setup.py constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[trainer,test]"
 	touch $(STAMP)
 
+venv-tpu: $(TPU_STAMP)
+$(TPU_STAMP): setup.py constraints-tpu.txt tpu/tensorflow-from-tpu/pyproject.toml
+	test -x $(TPU_PY) || $(PYTHON) -m venv $(TPU_VENV)
+	$(TPU_PY) -m pip install --quiet --upgrade pip
+	$(TPU_PY) -m pip install --quiet -c constraints-tpu.txt ./tpu/tensorflow-from-tpu
+	$(TPU_PY) -m pip install --quiet -c constraints-tpu.txt -e ".[tpu,test]"
+	$(TPU_PY) -m pip check
+	touch $(TPU_STAMP)
+
 test: $(STAMP)
 	$(PY) -m pytest tests -q -p no:cacheprovider
+
+# Off a TPU VM libtpu would query the cloud metadata server at import: TPU_SKIP_MDS_QUERY
+# stops that, and the tests run without a network (unshare -n, loopback only) to prove it.
+test-tpu: $(TPU_STAMP)
+	TPU_SKIP_MDS_QUERY=1 bash tpu/offline.sh $(TPU_PY) -m pytest $(TPU_SMOKE) -q -p no:cacheprovider
 
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
@@ -73,9 +98,9 @@ prepare: $(STAMP)
 	  --input '$(INPUT)' --tokenizer $(TOKENIZER) --output_dir $(DATA) --max_length $(MAX_LENGTH) \
 	  --validation_fraction 0.005 $(ARGS)
 
-train: $(STAMP)
+train: $(TPU_STAMP)
 	@test -n "$(DATA)" -a -n "$(OUTPUT)" || { echo "usage: make train TPU=local DATA=gs://.../prepared OUTPUT=gs://.../runs/NAME [TOKENIZER=...] (or BUCKET=...)"; exit 2; }
-	$(PY) -m trainer.task --strategy tpu --tpu $(TPU) --train_data $(DATA)/train --eval_data $(DATA)/validation \
+	$(TPU_PY) -m trainer.task --strategy tpu --tpu $(TPU) --train_data $(DATA)/train --eval_data $(DATA)/validation \
 	  $(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --output_dir $(OUTPUT) --model $(MODEL) \
 	  --per_replica_batch_size $(BATCH) --train_steps $(STEPS) --precision bf16 $(ARGS)
 

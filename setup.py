@@ -8,6 +8,15 @@ together are pinned in constraints.txt (`pip install -c constraints.txt ...`).
 
 import setuptools
 
+# The trainer on either TensorFlow: the default stack (2.21, CPU/GPU) or the TPU stack (2.20).
+_TRAINER = [
+    "keras==3.15.1",
+    "keras-hub==0.32.0",
+    "transformers==5.23.0",
+    "safetensors==0.8.0",
+    "matplotlib==3.11.2",
+]
+
 setuptools.setup(
     name="mlm-pretrain",
     version="0.1.0",
@@ -24,14 +33,19 @@ setuptools.setup(
     ],
     extras_require={
         "trainer": [
+            *_TRAINER,
             "tensorflow==2.21.0",
             "tensorflow-text==2.21.1",
-            "keras==3.15.1",
-            "keras-hub==0.32.0",
             "tensorboard==2.21.0",
-            "transformers==5.23.0",
-            "safetensors==0.8.0",
-            "matplotlib==3.11.2",
+        ],
+        # Install tpu/tensorflow-from-tpu first (see `make venv-tpu`): tensorflow-text
+        # requires a `tensorflow` distribution, which tensorflow-tpu is not.
+        "tpu": [
+            *_TRAINER,
+            "tensorflow-tpu==2.20.0",
+            "libtpu==0.0.14",  # what tensorflow-tpu 2.20.0 is built against (~=0.0.14)
+            "tensorflow-text==2.20.1",
+            "tensorboard==2.20.0",
         ],
         "test": [
             "pytest==9.2.0",

@@ -28,7 +28,8 @@ def hf_num_shards(name: str, config: str | None, split: str) -> int:
 
 
 def read_hf_shard(name, config, split, text_field, index, num_shards,
-                  max_document_bytes=sources.DEFAULT_MAX_DOCUMENT_BYTES) -> Iterator[sources.Record]:
+                  max_document_bytes=sources.DEFAULT_MAX_DOCUMENT_BYTES
+                  ) -> Iterator[sources.Record]:
     """Documents of one shard of a dataset split; rows keep their index within the shard."""
     source = f"hf:{name}/{config or ''}/{split}#{index}"
     ds = _load_hf(name, config, split, streaming=True).shard(num_shards, index)

@@ -20,8 +20,8 @@ from dataclasses import field
 
 from trainer import families
 
-# The legacy HF example's `--pretrained_model_config` names a Hugging Face config; we train from scratch,
-# so map the ones it documents to (family, size).
+# The legacy HF example's `--pretrained_model_config` names a Hugging Face config; we train
+# from scratch, so map the ones it documents to (family, size).
 _LEGACY_MODEL_CONFIGS = {
     "roberta-base": ("roberta", "base"),
     "roberta-large": ("roberta", "large"),
@@ -56,7 +56,8 @@ class TrainConfig:
     config: dict = _flag("JSON overrides of the backbone config, e.g. "
                          '\'{"num_layers": 1, "hidden_dim": 32}\'.', kind="json")
     pretrained_model_config: str = _flag(
-        "Legacy flag (HF example): a Hugging Face config name mapped to --family/--model (weights are not "
+        "Legacy flag (HF example): a Hugging Face config name mapped to --family/--model "
+        "(weights are not "
         f"loaded). One of {sorted(_LEGACY_MODEL_CONFIGS)}.")
     # Distribution and precision.
     strategy: str = _flag("Where to train; `auto` picks TPU, then GPUs, then CPU.", "auto",
@@ -65,7 +66,8 @@ class TrainConfig:
                      aliases=["--tpu_name"])
     tpu_zone: str = _flag("Zone of a named TPU.")
     gcp_project: str = _flag("Project of a named TPU.")
-    no_tpu: bool = _flag("Legacy flag (HF example): never use a TPU (same as --strategy gpu/cpu).", False)
+    no_tpu: bool = _flag("Legacy flag (HF example): never use a TPU (same as --strategy "
+                         "gpu/cpu).", False)
     cpu_replicas: int = _flag("With --strategy cpu: split the CPU into N logical devices under "
                               "MirroredStrategy (exercises the multi-replica path).", 1)
     precision: str = _flag("bf16 = mixed_bfloat16 (the default on TPU), fp32 otherwise.",
@@ -82,7 +84,8 @@ class TrainConfig:
     epochs: int = _flag("Passes over the training data.", aliases=["--num_epochs"])
     # Optimisation.
     learning_rate: float = _flag("Peak learning rate.", 1e-4)
-    warmup_ratio: float = _flag("Fraction of steps of linear warmup (the legacy HF example uses 0.05).", 0.05)
+    warmup_ratio: float = _flag("Fraction of steps of linear warmup (the legacy HF example "
+                                "uses 0.05).", 0.05)
     weight_decay: float = _flag("AdamW decoupled weight decay (not on biases/LayerNorm).", 1e-3,
                                 aliases=["--weight_decay_rate"])
     adam_beta1: float = _flag("AdamW beta_1.", 0.9)

@@ -72,7 +72,8 @@ def hf_state_dict(masked_lm, family: str, pad_id: int) -> dict[str, np.ndarray]:
     if listed != set(variables):
         raise ExportError(
             f"the {family} weight table does not match the model: unlisted variables "
-            f"{sorted(set(variables) - listed)}, missing variables {sorted(listed - set(variables))}."
+            f"{sorted(set(variables) - listed)}, missing variables "
+            f"{sorted(listed - set(variables))}."
         )
     ctx = encoder_weights.Context(pad_id=pad_id, hidden_dim=backbone.hidden_dim)
     tensors = {}

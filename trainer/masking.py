@@ -6,7 +6,8 @@ under `jit_compile`; this module does the same job with fixed shapes only:
 * candidates are the positions that are neither padding nor special tokens;
 * each sequence masks `floor(rate * n_candidates + u)` of them (u ~ U[0, 1), so the
   expected rate is exactly `rate` even for short sequences), chosen by the rank of a random
-  score per position (a sort-free rank: `top_k` in the XLA step measured ~5x slower per step on CPU);
+  score per position (a sort-free rank: `top_k` in the XLA step measured ~5x slower per
+  step on CPU);
 * of the chosen positions 80 % become the mask token, 10 % a random non-special token and
   10 % stay unchanged;
 * the outputs are the fixed-size `mask_positions` / `mask_ids` / `mask_weights` that

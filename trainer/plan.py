@@ -67,14 +67,26 @@ class TrainPlan:
         return math.gcd(self.steps_per_execution, self.interval, start_step)
 
 
+@dataclasses.dataclass(frozen=True)
+class DeviceSettings:
+    precision: str  # "bf16" (mixed_bfloat16) or "fp32"
+    jit: bool  # XLA-compile the whole train step
+    xla_masking: bool  # XLA-compile the masking alone (same masks as a jit step)
+    steps_per_execution: int
+
+
 def device_settings(precision: str | None, jit_compile: str, steps_per_execution: int | None,
-                    on_tpu: bool, on_cpu_replicas: bool) -> tuple[str, bool, int]:
-    """(precision, XLA on/off, steps per compiled call) from the flags and the devices:
-    bf16 and 100 steps per call on TPU, fp32 and 1 elsewhere; XLA except under
-    MirroredStrategy over CPU devices, where Keras' jit step fails (keras#19005)."""
-    precision = precision or ("bf16" if on_tpu else "fp32")
-    jit = {"true": True, "false": False, "auto": not on_cpu_replicas}[jit_compile]
-    return precision, jit, steps_per_execution or (100 if on_tpu else 1)
+                    on_tpu: bool, on_cpu_replicas: bool,
+                    cpu_without_xla: bool = False) -> DeviceSettings:
+    """bf16 and 100 steps per call on TPU, fp32 and 1 elsewhere. XLA for the step, except
+    under MirroredStrategy over CPU devices, where Keras' jit step fails (keras#19005) and
+    only the masking is compiled; nothing is compiled on a CPU whose TensorFlow has no XLA
+    CPU backend (the TPU build, tested on CPUs)."""
+    jit = {"true": True, "false": False,
+           "auto": not (on_cpu_replicas or cpu_without_xla)}[jit_compile]
+    return DeviceSettings(precision or ("bf16" if on_tpu else "fp32"), jit,
+                          not jit and not cpu_without_xla,
+                          steps_per_execution or (100 if on_tpu else 1))
 
 
 def make_plan(total_steps: int, save_every: int, eval_every: int, steps_per_execution: int,

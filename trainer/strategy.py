@@ -7,6 +7,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+
 import tensorflow as tf
 
 from common.errors import UserError
@@ -106,6 +108,26 @@ def runs_on_cpu_replicas(strategy) -> bool:
     return len(devices) > 1 and all("CPU" in d.upper() for d in devices)
 
 
+@functools.lru_cache(maxsize=None)
+def host_xla_available() -> bool:
+    """Whether XLA can compile for the CPU. The TPU build of TensorFlow (tensorflow-tpu 2.20)
+    ships no XLA CPU backend ("could not find registered transfer manager for platform
+    Host"): on a CPU there, neither the step nor the masking may be jit-compiled."""
+    try:
+        with tf.device("/CPU:0"):
+            tf.function(lambda x: x + 1, jit_compile=True)(tf.constant(1))
+    except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
+            tf.errors.UnimplementedError):
+        return False
+    return True
+
+
+def cpu_without_xla(strategy) -> bool:
+    """Training runs on the CPU with a TensorFlow that cannot XLA-compile for it."""
+    return (not is_tpu(strategy) and not tf.config.list_logical_devices("GPU")
+            and not host_xla_available())
+
+
 def num_input_pipelines(strategy) -> int:
     """Hosts that each run an input pipeline (TPU pod slices have several); 1 elsewhere."""
     return int(getattr(strategy.extended, "num_hosts", 1) or 1)
@@ -115,7 +137,9 @@ def is_chief(strategy) -> bool:
     """Whether this process writes the run's files (checkpoints, backups, logs, metrics).
 
     A TPU VM or pod slice is driven by one client process (on a pod, worker 0 runs the
-    program and the other hosts only serve their chips), which is the chief. Under a
+    program with the TPU's name and the other hosts only serve their chips: Cloud TPU's
+    "Run TensorFlow code on TPU Pod slices", cloud.google.com/tpu/docs/tensorflow-pods),
+    which is the chief. Under a
     multi-worker cluster (e.g. MultiWorkerMirroredStrategy) the chief is the `chief` task,
     or worker 0 when the cluster has none; every other worker writes nothing.
     """

@@ -63,7 +63,7 @@ def _inputs(config: TrainConfig):
     return info, train_source, eval_source
 
 
-def _build(config, strategy, spec, backbone, plan, precision: str, jit: bool):
+def _build(config, strategy, spec, backbone, plan, device):
     """The compiled trainer model with a built optimizer (ready for `restore_state`)."""
     import keras
 
@@ -71,13 +71,14 @@ def _build(config, strategy, spec, backbone, plan, precision: str, jit: bool):
     from trainer.optimization import build_optimizer
     from trainer.train_step import MaskedLMTrainer
 
-    keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if precision == "bf16" else "float32")
+    keras.mixed_precision.set_dtype_policy(
+        "mixed_bfloat16" if device.precision == "bf16" else "float32")
     with strategy.scope():
         keras.utils.set_random_seed(config.seed)
         masked_lm = model.build_masked_lm(config.family, backbone)
         trainer_model = MaskedLMTrainer(masked_lm, spec, seed=config.seed,
                                         eval_seed=config.eval_seed,
-                                        xla_masking=not jit)  # same masks as a jit step
+                                        xla_masking=device.xla_masking)
         length = backbone["max_sequence_length"]
         dummy = {"input_ids": keras.ops.ones((1, length), "int32"),
                  "attention_mask": keras.ops.ones((1, length), "int32")}
@@ -85,7 +86,7 @@ def _build(config, strategy, spec, backbone, plan, precision: str, jit: bool):
         optimizer = build_optimizer(
             config.learning_rate, plan.total_steps, plan.warmup_steps, config.weight_decay,
             config.adam_beta1, config.adam_beta2, config.adam_epsilon, config.clip_norm)
-        trainer_model.compile(optimizer=optimizer, jit_compile=jit,
+        trainer_model.compile(optimizer=optimizer, jit_compile=device.jit,
                               steps_per_execution=plan.steps_per_execution)
         optimizer.build(trainer_model.trainable_variables)  # so a backup can load into it
     return trainer_model, masked_lm
@@ -105,9 +106,10 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
                                           config.gcp_project, config.cpu_replicas,
                                           config.no_tpu)
     chief = strategies.is_chief(strategy)
-    precision, jit, steps_per_execution = plans.device_settings(
+    device = plans.device_settings(
         config.precision, config.jit_compile, config.steps_per_execution,
-        strategies.is_tpu(strategy), strategies.runs_on_cpu_replicas(strategy))
+        strategies.is_tpu(strategy), strategies.runs_on_cpu_replicas(strategy),
+        strategies.cpu_without_xla(strategy))
     replicas = strategy.num_replicas_in_sync
     global_batch = config.per_replica_batch_size * replicas
     total_steps = config.train_steps or config.epochs * (train_source.num_examples // global_batch)
@@ -116,20 +118,21 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
                                  f"batch of {global_batch}.")
     saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
     plan = plans.make_plan(total_steps, config.save_every, config.eval_every,
-                           steps_per_execution, config.warmup_ratio, saved)
+                           device.steps_per_execution, config.warmup_ratio, saved)
     backbone = model.backbone_config(config.family, config.model, info.vocab_size, max_length,
                                      config.config)
     run_config = {**config.to_dict(), "family": config.family, "size": config.model,
                   "backbone_config": backbone, "max_length": max_length,
-                  "tokenizer": info.to_dict(), "seed": config.seed, "precision": precision,
+                  "tokenizer": info.to_dict(), "seed": config.seed,
+                  "precision": device.precision,
                   "total_steps": total_steps, "warmup_steps": plan.warmup_steps,
                   "global_batch_size": global_batch, "replicas": replicas,
                   "input_pipelines": strategies.num_input_pipelines(strategy),
-                  "train_data_digest": train_source.digest, "jit_compile": jit}
+                  "train_data_digest": train_source.digest, "jit_compile": device.jit}
     plans.check_continuation(saved, run_config, run_files.root)
     spec = MaskingSpec(info.vocab_size, info.mask_id, tuple(info.all_special_ids),
                        rate=config.mlm_probability)
-    trainer_model, masked_lm = _build(config, strategy, spec, backbone, plan, precision, jit)
+    trainer_model, masked_lm = _build(config, strategy, spec, backbone, plan, device)
     start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
     plans.check_start(start_step, total_steps, run_files.root)
     if chief:  # only once every check passed: a refused command changes no file
@@ -140,7 +143,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
         return finished_metrics(run_files, global_batch, chief)
     execution = plan.steps_per_execution_from(start_step)
     if execution != plan.steps_per_execution:  # an earlier attempt used other intervals
-        trainer_model.compile(optimizer=trainer_model.optimizer, jit_compile=jit,
+        trainer_model.compile(optimizer=trainer_model.optimizer, jit_compile=device.jit,
                               steps_per_execution=execution)
     log = _fit(config, strategy, trainer_model, masked_lm, plan, start_step, run_files,
                train_source, eval_source, global_batch, chief, extra_callbacks)

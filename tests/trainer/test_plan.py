@@ -2,15 +2,20 @@
 
 import pytest
 
-from trainer.plan import (PlanError, TrainPlan, check_continuation, check_start,
-                          device_settings, make_plan)
+from trainer.plan import (DeviceSettings, PlanError, TrainPlan, check_continuation,
+                          check_start, device_settings, make_plan)
 
 
 def test_device_settings():
-    assert device_settings(None, "auto", None, on_tpu=True, on_cpu_replicas=False) == (
-        "bf16", True, 100)
-    assert device_settings(None, "auto", None, False, on_cpu_replicas=True) == ("fp32", False, 1)
-    assert device_settings("bf16", "false", 8, False, False) == ("bf16", False, 8)
+    assert device_settings(None, "auto", None, on_tpu=True, on_cpu_replicas=False) == \
+        DeviceSettings("bf16", True, False, 100)
+    # MirroredStrategy over CPUs: the step is not compiled, the masking alone is.
+    assert device_settings(None, "auto", None, False, on_cpu_replicas=True) == \
+        DeviceSettings("fp32", False, True, 1)
+    # The TPU build of TensorFlow on a CPU has no XLA backend for it: nothing is compiled.
+    assert device_settings(None, "auto", None, False, False, cpu_without_xla=True) == \
+        DeviceSettings("fp32", False, False, 1)
+    assert device_settings("bf16", "false", 8, False, False).steps_per_execution == 8
 
 
 def test_intervals_divide_save_eval_and_total():

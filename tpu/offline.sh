@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs a command with no network but the loopback interface (a new network namespace, as
+# root), and fails if its output shows libtpu querying the cloud metadata server. Where
+# namespaces are not permitted the command runs as is, and the log check still applies.
+set -uo pipefail
+log=$(mktemp)
+if unshare -n true 2>/dev/null; then
+  unshare -n bash -c 'ip link set lo up 2>/dev/null; exec "$@"' _ "$@" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+else
+  echo "tpu/offline.sh: no network namespace here; running with the network" >&2
+  "$@" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+fi
+if grep -E "Failed to get TPU metadata|metadata.google.internal" "$log" >/dev/null; then
+  echo "tpu/offline.sh: libtpu queried the cloud metadata server (see above)" >&2
+  status=1
+fi
+rm -f "$log"
+exit "$status"
