@@ -3,7 +3,7 @@
 Within a bundle, documents are concatenated per split and cut into full rows; only the
 last partial row of each bundle (< max_length tokens) is left over. Those remainders
 ("tails") of all bundles are concatenated and chunked once more in a single step, so the
-whole split drops (or pads) fewer than `max_length` tokens: the seed drops the tail of
+whole split drops (or pads) fewer than `max_length` tokens: the HF example drops the tail of
 every 1000-document batch instead.
 
 A block is `(split, ids, lengths)`: `ids` int32 [rows, max_length], `lengths` int32 [rows]

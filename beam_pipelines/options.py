@@ -31,7 +31,7 @@ class PrepareOptions(PipelineOptions):
             help="share of --input documents hashed into 'test' (deterministic)")
         add("--text_field", default="text", help="JSONL field / parquet column with the text")
         add("--txt_unit", default="line", choices=("line", "paragraph"),
-            help=".txt documents: one per line (as the seed) or per blank-line paragraph")
+            help=".txt documents: one per line (as the HF example) or per blank-line paragraph")
         add("--hf_dataset", default=None,
             help="Hugging Face dataset name, or a folder written by save_to_disk")
         add("--hf_config", default=None)

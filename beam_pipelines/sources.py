@@ -3,7 +3,7 @@ Hugging Face datasets, turning every bad record into a `DeadLetter` instead of a
 
 Both the tokenizer trainer (one machine) and the prepare pipeline (Beam workers, one
 file or dataset shard per call) read through here, so they agree on what a document is:
-- .txt: one document per line (`unit="line"`, as the seed), or per blank-line-separated
+- .txt: one document per line (`unit="line"`, as the HF example), or per blank-line-separated
   paragraph (`unit="paragraph"`);
 - .jsonl: one JSON object per line, text in `text_field`;
 - .parquet: one row per document, text in the `text_field` column.

@@ -26,6 +26,7 @@ from tokenizers import pre_tokenizers, processors, trainers
 
 from beam_pipelines import hf_datasets, sources
 from common import fs, tokenizer_files
+from common.errors import UserError, run_cli
 
 MODELS = ("unigram", "bpe", "wordpiece")
 
@@ -87,7 +88,7 @@ def build(model: str, vocab_size: int, min_frequency: int = 2):
             vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=tokens,
             show_progress=True)
     else:
-        raise ValueError(f"--model {model!r} is not one of {MODELS}")
+        raise UserError(f"--model {model!r} is not one of {MODELS}")
     return tokenizer, trainer
 
 
@@ -178,7 +179,7 @@ def reservoir_sample(texts: Iterable[str], size: int, seed: int) -> list[str]:
 def train(config: TokenizerConfig) -> dict:
     """Trains, saves and returns a summary of the run (also written as training_info.json)."""
     if not config.input and not config.hf_dataset:
-        raise ValueError("give --input (files) or --hf_dataset")
+        raise UserError("give --input (files) or --hf_dataset")
     start = time.monotonic()
     tokenizer, trainer = build(config.model, config.vocab_size, config.min_frequency)
     report = InputReport()
@@ -192,7 +193,7 @@ def train(config: TokenizerConfig) -> dict:
               f"{config.model} (vocab {config.vocab_size})", flush=True)
     tokenizer.train_from_iterator(texts, trainer=trainer)
     if tokenizer.get_vocab_size() == 0 or report.documents == 0:
-        raise ValueError("no usable document was read: nothing to train on")
+        raise UserError("no usable document was read: nothing to train on")
     add_post_processor(tokenizer, config.model)
     special = tokenizer_files.SPECIAL_TOKENS[config.model]
     fingerprint = tokenizer_files.save(tokenizer, config.output_dir, special,
@@ -230,14 +231,12 @@ def parse_args(argv=None) -> TokenizerConfig:
 
 def main(argv=None) -> int:
     config = parse_args(argv)
-    try:
+
+    def body():
         info = train(config)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(json.dumps({k: v for k, v in info.items() if k != "config"}, indent=2))
-    print(f"tokenizer written to {config.output_dir}")
-    return 0
+        print(json.dumps({k: v for k, v in info.items() if k != "config"}, indent=2))
+        print(f"tokenizer written to {config.output_dir}")
+    return run_cli(body)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ TOKENIZER_CONFIG = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
 ROLES = ("cls_token", "sep_token", "pad_token", "unk_token", "mask_token")
 
-# Special tokens per tokenizer model: BERT-style for unigram (as the seed) and wordpiece,
+# Special tokens per tokenizer model: BERT-style for unigram (as the HF example) and wordpiece,
 # RoBERTa-style for byte-level BPE. Distinct tokens in order = ids 0..4.
 SPECIAL_TOKENS = {
     "unigram": {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
@@ -103,7 +103,7 @@ def load(tokenizer_dir: str):
 def save(tokenizer, tokenizer_dir: str, special_tokens: dict, model_max_length: int) -> str:
     """Writes the folder; returns the fingerprint.
 
-    `tokenizer_class` is PreTrainedTokenizerFast so that transformers 4.x (the seed's
+    `tokenizer_class` is PreTrainedTokenizerFast so that transformers 4.x (the legacy HF example's
     TensorFlow trainer) loads it too: transformers 5 would write `TokenizersBackend`.
     """
     data = tokenizer.to_str(pretty=True).encode("utf-8")
