@@ -110,6 +110,7 @@ def test_commit_fails_at_every_step_then_a_retry_completes(staged, monkeypatch):
         outcomes.append(tuple(seen[s] == staged["run_b"] for s in SPLITS))
         staged["commit"]()  # the retry
         _assert_clean(staged["out"], staged["run_b"])
+    print(f"commit I/O steps: {steps}; splits new after a fault at each step: {outcomes}")
     # The faults hit before, between and after the two manifest writes.
     assert outcomes[0] == (False, False) and outcomes[-1] == (True, True)
     assert (True, False) in outcomes
