@@ -265,3 +265,14 @@ def test_sigkill_of_a_rerun_leaves_old_or_new_then_a_rerun_cleans_up(
     run_c = _run_ids(out)["train"]
     _assert_clean(out, run_c)  # orphans of every killed attempt are gone
     assert not [p for p in out.rglob(".tmp-*")]
+
+
+def test_a_corrupt_tokenizer_folder_is_one_line(tmp_path, corpus_texts, bpe_tokenizer_dir,
+                                                capsys):
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:5])
+    tok = tmp_path / "tok"
+    shutil.copytree(bpe_tokenizer_dir, tok)
+    (tok / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "nope"}}')
+    assert prepare.run(_args(src, str(tok), tmp_path / "o")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a valid tokenizers file" in err[0]
