@@ -9,7 +9,9 @@ from __future__ import annotations
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_pipelines import sources
+from beam_pipelines.input_spec import InputSpec
 from common.errors import UserError
+from common.flags import add_flags
 
 DEFAULT_TARGET_SHARD_BYTES = 150_000_000
 # A record of L int64 ids is ~L * (2-3 varint bytes + 1 mask byte) + ~20 bytes; 4 bytes a
@@ -21,22 +23,13 @@ class PrepareOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
         add = parser.add_argument
-        add("--input", default=None,
-            help="comma-separated paths or globs (local or gs://) of .txt/.jsonl/.parquet[.gz]")
+        add_flags(parser, InputSpec)  # --input, --text_field, --hf_dataset, ... (shared)
         add("--splits", default=None,
             help="inputs that already form splits: 'train=GLOB;validation=GLOB;test=GLOB'")
         add("--validation_fraction", type=float, default=0.0,
             help="share of --input documents hashed into 'validation' (deterministic)")
         add("--test_fraction", type=float, default=0.0,
             help="share of --input documents hashed into 'test' (deterministic)")
-        add("--text_field", default="text", help="JSONL field / parquet column with the text")
-        add("--txt_unit", default="line", choices=("line", "paragraph"),
-            help=".txt documents: one per line (as the HF example) or per blank-line paragraph")
-        add("--hf_dataset", default=None,
-            help="Hugging Face dataset name, or a folder written by save_to_disk")
-        add("--hf_config", default=None)
-        add("--hf_splits", default="train",
-            help="comma-separated dataset splits to prepare, e.g. 'train,validation'")
         add("--tokenizer", required=False, default=None,
             help="folder (local or gs://) with tokenizer.json from train_tokenizer")
         add("--output_dir", default=None, help="where split folders go (local or gs://)")
@@ -47,8 +40,6 @@ class PrepareOptions(PipelineOptions):
             help="fixed number of shards per split (overrides --shard_size)")
         add("--pad_tail", action="store_true",
             help="pad the last partial sequence of each split instead of dropping it")
-        add("--max_document_bytes", type=int, default=sources.DEFAULT_MAX_DOCUMENT_BYTES,
-            help="longer documents are dead-lettered")
         add("--read_range_bytes", type=int, default=sources.DEFAULT_RANGE_BYTES,
             help="uncompressed .jsonl / line .txt files larger than this are read in "
                  "parallel byte ranges")

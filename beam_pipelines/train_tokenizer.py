@@ -25,31 +25,35 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 from tokenizers import pre_tokenizers, processors, trainers
 
 from beam_pipelines import hf_datasets, sources
-from common import fs, tokenizer_files
+from beam_pipelines.input_spec import InputSpec
+from common import flags, fs, tokenizer_files
 from common.errors import UserError, run_cli
+from common.flags import flag
 
 MODELS = ("unigram", "bpe", "wordpiece")
 
 
 @dataclasses.dataclass
-class TokenizerConfig:
-    output_dir: str
-    input: str | None = None  # comma-separated paths / globs, local or gs://
-    text_field: str = "text"
-    txt_unit: str = "line"
-    hf_dataset: str | None = None  # hub name or a folder written by save_to_disk
-    hf_config: str | None = None
-    hf_split: str = "train"
-    vocab_size: int = 25000
-    model: str = "unigram"
+class TokenizerConfig(InputSpec):
+    """Where the tokenizer goes and how it is trained; what to read is `InputSpec`."""
+
+    output_dir: str = flag("folder (local or gs://) for tokenizer.json and its configs",
+                           required=True)
+    vocab_size: int = flag("vocabulary size", 25000)
+    model: str = flag("tokenizer model", "unigram", choices=MODELS)
     # The time budget: unigram at 25k trains at ~200 documents (~200 KB) a second on one
     # core (24,368 docstrings, 24 MB: 118 s), so 100k documents take ~8 minutes.
-    max_documents: int | None = 100_000
-    max_read_documents: int | None = None  # default 10 x max_documents; 0 = no limit
-    min_frequency: int = 2
-    model_max_length: int = 512
-    max_document_bytes: int = sources.DEFAULT_MAX_DOCUMENT_BYTES
-    seed: int = 0
+    max_documents: int = flag("train on a uniform sample of this many documents "
+                              "(0 = every document)", 100_000)
+    max_read_documents: int = flag("stop reading after this many documents (default 10x "
+                                   "--max_documents; 0 = no limit)")
+    min_frequency: int = flag("minimum pair frequency (bpe, wordpiece)", 2)
+    model_max_length: int = flag("model_max_length written to tokenizer_config.json", 512)
+    seed: int = flag("seed of the sample and of the reading order", 0)
+
+    def __post_init__(self):
+        if self.max_documents == 0:
+            self.max_documents = None  # 0 = use every document
 
 
 def build(model: str, vocab_size: int, min_frequency: int = 2):
@@ -139,12 +143,13 @@ def read_corpus(config: TokenizerConfig) -> Iterator[sources.Record]:
     documents still samples the whole corpus."""
     shuffle = random.Random(config.seed).shuffle if config.max_documents else (lambda x: x)
     if config.hf_dataset:
-        num_shards = hf_datasets.hf_num_shards(config.hf_dataset, config.hf_config, config.hf_split)
-        order = list(range(num_shards))
-        shuffle(order)
-        for index in order:
+        shards = [(split, index, n) for split in config.hf_split_list
+                  for n in [hf_datasets.hf_num_shards(config.hf_dataset, config.hf_config, split)]
+                  for index in range(n)]
+        shuffle(shards)
+        for split, index, num_shards in shards:
             yield from hf_datasets.read_hf_shard(
-                config.hf_dataset, config.hf_config, config.hf_split, config.text_field,
+                config.hf_dataset, config.hf_config, split, config.text_field,
                 index, num_shards, config.max_document_bytes)
         return
     # Large uncompressed files come as 64 MB byte ranges, so sampling reaches all of them.
@@ -215,18 +220,7 @@ def train(config: TokenizerConfig) -> dict:
 
 def parse_args(argv=None) -> TokenizerConfig:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    defaults = TokenizerConfig(output_dir="")
-    for field in dataclasses.fields(TokenizerConfig):
-        default = getattr(defaults, field.name)
-        kind = {"int": int, "int | None": int}.get(str(field.type), str)
-        parser.add_argument(f"--{field.name}", type=kind, default=default,
-                            required=field.name == "output_dir")
-    args = parser.parse_args(argv)
-    if args.model not in MODELS:
-        parser.error(f"--model must be one of {MODELS}")
-    if args.max_documents == 0:
-        args.max_documents = None  # 0 = use every document
-    return TokenizerConfig(**vars(args))
+    return flags.parse(parser, TokenizerConfig, argv)
 
 
 def main(argv=None) -> int:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-from dataclasses import field
 
+from common import flags
+from common.flags import flag
 from trainer import families
 
 # The legacy HF example's `--pretrained_model_config` names a Hugging Face config; we train
@@ -31,78 +31,72 @@ _LEGACY_MODEL_CONFIGS = {
 }
 
 
-def _flag(help: str, default=None, aliases=(), choices=None, required=False, kind=None):
-    meta = dict(help=help, aliases=tuple(aliases), choices=choices, required=required,
-                kind=kind)
-    return field(default=default, metadata=meta)
-
-
 @dataclasses.dataclass
 class TrainConfig:
     # Data and files.
-    train_data: str = _flag("Folder of training shards (manifest or legacy format), local or "
+    train_data: str = flag("Folder of training shards (manifest or legacy format), local or "
                             "gs://.", aliases=["--train_dataset"], required=True)
-    eval_data: str = _flag("Folder of evaluation shards.", aliases=["--eval_dataset"],
+    eval_data: str = flag("Folder of evaluation shards.", aliases=["--eval_dataset"],
                            required=True)
-    tokenizer: str = _flag("Tokenizer folder (tokenizer.json, tokenizer_config.json); by "
+    tokenizer: str = flag("Tokenizer folder (tokenizer.json, tokenizer_config.json); by "
                            "default the one the training split's manifest names.")
-    output_dir: str = _flag("Where checkpoints, logs and metrics go (local or gs://).",
+    output_dir: str = flag("Where checkpoints, logs and metrics go (local or gs://).",
                             required=True)
-    max_length: int = _flag("Sequence length of the data; read from the manifest when "
+    max_length: int = flag("Sequence length of the data; read from the manifest when "
                             "omitted (required for legacy-format shards).")
     # Model.
-    model: str = _flag("Named size.", "base", choices=("tiny", "small", "base", "large"))
-    family: str = _flag("Model family.", "roberta", choices=families.NAMES)
-    config: dict = _flag("JSON overrides of the backbone config, e.g. "
-                         '\'{"num_layers": 1, "hidden_dim": 32}\'.', kind="json")
-    pretrained_model_config: str = _flag(
+    model: str = flag("Named size.", "base", choices=("tiny", "small", "base", "large"))
+    family: str = flag("Model family.", "roberta", choices=families.NAMES)
+    config: dict = flag("JSON overrides of the backbone config, e.g. "
+                         '\'{"num_layers": 1, "hidden_dim": 32}\'.')
+    pretrained_model_config: str = flag(
         "Legacy flag (HF example): a Hugging Face config name mapped to --family/--model "
         "(weights are not "
         f"loaded). One of {sorted(_LEGACY_MODEL_CONFIGS)}.")
     # Distribution and precision.
-    strategy: str = _flag("Where to train; `auto` picks TPU, then GPUs, then CPU.", "auto",
+    strategy: str = flag("Where to train; `auto` picks TPU, then GPUs, then CPU.", "auto",
                           choices=("auto", "tpu", "gpu", "cpu"))
-    tpu: str = _flag("TPU name; `local` on a TPU VM (the default for --strategy tpu).",
+    tpu: str = flag("TPU name; `local` on a TPU VM (the default for --strategy tpu).",
                      aliases=["--tpu_name"])
-    tpu_zone: str = _flag("Zone of a named TPU.")
-    gcp_project: str = _flag("Project of a named TPU.")
-    no_tpu: bool = _flag("Legacy flag (HF example): never use a TPU (same as --strategy "
+    tpu_zone: str = flag("Zone of a named TPU.")
+    gcp_project: str = flag("Project of a named TPU.")
+    no_tpu: bool = flag("Legacy flag (HF example): never use a TPU (same as --strategy "
                          "gpu/cpu).", False)
-    cpu_replicas: int = _flag("With --strategy cpu: split the CPU into N logical devices under "
+    cpu_replicas: int = flag("With --strategy cpu: split the CPU into N logical devices under "
                               "MirroredStrategy (exercises the multi-replica path).", 1)
-    precision: str = _flag("bf16 = mixed_bfloat16 (the default on TPU), fp32 otherwise.",
+    precision: str = flag("bf16 = mixed_bfloat16 (the default on TPU), fp32 otherwise.",
                            None, choices=("bf16", "fp32"))
-    bfloat16: bool = _flag("Legacy flag (HF example): same as --precision bf16.", False)
-    jit_compile: str = _flag("XLA-compile the train step: auto = yes, except MirroredStrategy "
+    bfloat16: bool = flag("Legacy flag (HF example): same as --precision bf16.", False)
+    jit_compile: str = flag("XLA-compile the train step: auto = yes, except MirroredStrategy "
                              "over CPU devices (keras#19005).", "auto",
                              choices=("auto", "true", "false"))
-    steps_per_execution: int = _flag("Train steps per compiled call (default: 100 on TPU, "
+    steps_per_execution: int = flag("Train steps per compiled call (default: 100 on TPU, "
                                      "1 elsewhere).")
     # Batch, length of training.
-    per_replica_batch_size: int = _flag("Examples per replica per step.", 8)
-    train_steps: int = _flag("Optimizer steps (alternative to --epochs).")
-    epochs: int = _flag("Passes over the training data.", aliases=["--num_epochs"])
+    per_replica_batch_size: int = flag("Examples per replica per step.", 8)
+    train_steps: int = flag("Optimizer steps (alternative to --epochs).")
+    epochs: int = flag("Passes over the training data.", aliases=["--num_epochs"])
     # Optimisation.
-    learning_rate: float = _flag("Peak learning rate.", 1e-4)
-    warmup_ratio: float = _flag("Fraction of steps of linear warmup (the legacy HF example "
+    learning_rate: float = flag("Peak learning rate.", 1e-4)
+    warmup_ratio: float = flag("Fraction of steps of linear warmup (the legacy HF example "
                                 "uses 0.05).", 0.05)
-    weight_decay: float = _flag("AdamW decoupled weight decay (not on biases/LayerNorm).", 1e-3,
+    weight_decay: float = flag("AdamW decoupled weight decay (not on biases/LayerNorm).", 1e-3,
                                 aliases=["--weight_decay_rate"])
-    adam_beta1: float = _flag("AdamW beta_1.", 0.9)
-    adam_beta2: float = _flag("AdamW beta_2.", 0.98)
-    adam_epsilon: float = _flag("AdamW epsilon.", 1e-6)
-    clip_norm: float = _flag("Global gradient-norm clipping (0 = off).", 1.0)
-    mlm_probability: float = _flag("Fraction of maskable tokens selected.", 0.15)
-    seed: int = _flag("Seed for weights, data order, dropout and masking.", 42)
+    adam_beta1: float = flag("AdamW beta_1.", 0.9)
+    adam_beta2: float = flag("AdamW beta_2.", 0.98)
+    adam_epsilon: float = flag("AdamW epsilon.", 1e-6)
+    clip_norm: float = flag("Global gradient-norm clipping (0 = off).", 1.0)
+    mlm_probability: float = flag("Fraction of maskable tokens selected.", 0.15)
+    seed: int = flag("Seed for weights, data order, dropout and masking.", 42)
     # Input pipeline.
-    shuffle_buffer_size: int = _flag("Examples in the shuffle buffer.", 2**16)
+    shuffle_buffer_size: int = flag("Examples in the shuffle buffer.", 2**16)
     # Loop, evaluation, checkpoints.
-    eval_every: int = _flag("Evaluate every N steps (and always at the end).", 1000)
-    save_every: int = _flag("Checkpoint and back up every N steps (and at the end).", 1000)
-    keep_checkpoints: int = _flag("How many ckpt-*.weights.h5 to keep.", 3)
-    eval_seed: int = _flag("Seed of the fixed evaluation masks.", 1234)
-    max_eval_batches: int = _flag("Cap on evaluation batches per evaluation (default: all).")
-    verbose: int = _flag("Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1)
+    eval_every: int = flag("Evaluate every N steps (and always at the end).", 1000)
+    save_every: int = flag("Checkpoint and back up every N steps (and at the end).", 1000)
+    keep_checkpoints: int = flag("How many ckpt-*.weights.h5 to keep.", 3)
+    eval_seed: int = flag("Seed of the fixed evaluation masks.", 1234)
+    max_eval_batches: int = flag("Cap on evaluation batches per evaluation (default: all).")
+    verbose: int = flag("Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1)
 
     def __post_init__(self):
         if self.pretrained_model_config:
@@ -125,33 +119,9 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field) -> None:
-    meta = f.metadata
-    names = ["--" + f.name, *meta["aliases"]]
-    if f.type in ("bool", bool):
-        parser.add_argument(*names, dest=f.name, action="store_true", help=meta["help"])
-        return
-    kind = {"int": int, "float": float, "str": str, "dict": json.loads}[
-        f.type if isinstance(f.type, str) else f.type.__name__]
-    parser.add_argument(*names, dest=f.name, type=kind, default=f.default,
-                        choices=meta["choices"], required=meta["required"],
-                        help=meta["help"] + (f" Default: {f.default}." if f.default else ""))
-
-
-def build_parser() -> argparse.ArgumentParser:
+def parse_args(argv=None) -> TrainConfig:
+    """Parses flags into a `TrainConfig`; argparse errors exit with its usage line."""
     parser = argparse.ArgumentParser(
         prog="python -m trainer.task",
         description="Pretrain a RoBERTa/BERT masked language model with Keras 3 / keras-hub.")
-    for f in dataclasses.fields(TrainConfig):
-        _add_field(parser, f)
-    return parser
-
-
-def parse_args(argv=None) -> TrainConfig:
-    """Parses flags into a `TrainConfig`; argparse errors exit with its usage line."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return TrainConfig(**vars(args))
-    except ValueError as err:
-        parser.error(str(err))
+    return flags.parse(parser, TrainConfig, argv)

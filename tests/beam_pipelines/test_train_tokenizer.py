@@ -71,7 +71,7 @@ def test_from_saved_datasets_dataset_wordpiece(tmp_path, corpus_texts):
     saved = tmp_path / "hf"
     datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": corpus_texts})}) \
         .save_to_disk(str(saved))
-    tok_dir, info = _train(tmp_path, hf_dataset=str(saved), hf_split="train", model="wordpiece")
+    tok_dir, info = _train(tmp_path, hf_dataset=str(saved), hf_splits="train", model="wordpiece")
     assert info["documents_read"] == len(corpus_texts)
     _check_loads_everywhere(tok_dir, "wordpiece")
 
