@@ -7,6 +7,8 @@ a mismatch is a bug (bad input is dead-lettered, never lost), so it stops the ru
 
 from __future__ import annotations
 
+STATS = "stats"  # the tagged output of (counter name, count) pairs that the accounting sums
+
 SPLIT_KEYS = ("documents_tokenized", "documents_empty", "tokens_in", "tokens_dropped",
               "tokens_padded")
 

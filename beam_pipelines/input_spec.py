@@ -1,4 +1,5 @@
-"""What to read, as flags shared by `prepare` and `train_tokenizer` (one definition).
+"""What to read: the input flags shared by `prepare` and `train_tokenizer` (one definition),
+and the listing of the files they name (globs, sizes, byte ranges for parallel reading).
 
 Example:
     >>> spec = InputSpec(input="corpus/*.jsonl.gz", text_field="body")
@@ -11,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 
 from beam_pipelines import sources
+from common import fs
+from common.errors import UserError
 from common.flags import flag
 
 
@@ -31,3 +34,35 @@ class InputSpec:
     @property
     def hf_split_list(self) -> list[str]:
         return [s for s in self.hf_splits.split(",") if s]
+
+
+def byte_ranges(path: str, size: int, txt_unit: str = "line",
+                range_bytes: int = sources.DEFAULT_RANGE_BYTES) -> list[tuple[int, int | None]]:
+    """How to read one file in parallel: uncompressed line-per-document files larger than
+    `range_bytes` are cut into byte ranges (each worker reads the lines starting in its
+    range); everything else is read whole, `[(0, None)]`."""
+    fmt = sources.file_format(path)
+    splittable = (fmt == "jsonl" or (fmt == "txt" and txt_unit == "line")) and \
+        not path.lower().endswith(sources.COMPRESSED_SUFFIXES)
+    if not splittable or size <= range_bytes:
+        return [(0, None)]
+    cuts = list(range(0, size, range_bytes))
+    return [(a, b) for a, b in zip(cuts, cuts[1:] + [size])]
+
+
+class InputNotFoundError(UserError, FileNotFoundError):
+    """An input glob that matches nothing."""
+
+
+def expand_inputs(patterns: str | list[str]) -> dict[str, int]:
+    """`{path: size}` of the files matching comma-separated globs, sorted by path; a clear
+    error when a glob matches nothing. Sizes come with the listing (one call per glob)."""
+    if isinstance(patterns, str):
+        patterns = [p for p in patterns.split(",") if p]
+    found = {}
+    for pattern in patterns:
+        matched = fs.glob_sizes(pattern)
+        if not matched:
+            raise InputNotFoundError(f"--input {pattern!r} matches no file")
+        found.update(matched)
+    return dict(sorted(found.items()))

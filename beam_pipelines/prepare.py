@@ -21,9 +21,10 @@ import time
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from beam_pipelines import commit, hf_datasets, run_lock, shard_writer, sources, tokenization
+from beam_pipelines import (commit, hf_datasets, input_spec, run_lock, shard_writer, sources,
+                            tokenization)
 from beam_pipelines import options as opts_lib
-from beam_pipelines.tokenization import STATS
+from beam_pipelines.accounting import STATS
 from common import fs, manifest, shards, tokenizer_files
 from common.errors import UserError, run_cli
 
@@ -36,12 +37,12 @@ def read_tasks(opts) -> list[tuple]:
                 for n in [hf_datasets.hf_num_shards(opts.hf_dataset, opts.hf_config, split)]
                 for index in range(n)]
     patterns = opts_lib.parse_splits(opts.splits) if opts.splits else {None: opts.input}
-    files = {split: sources.expand_inputs(pattern) for split, pattern in patterns.items()}
+    files = {split: input_spec.expand_inputs(pattern) for split, pattern in patterns.items()}
     opts_lib.check_inputs(opts.output_dir, {s: list(f) for s, f in files.items()})
     return [("file", path, split, start, end)
             for split, found in files.items()
             for path, size in found.items()
-            for start, end in sources.byte_ranges(path, size, opts.txt_unit,
+            for start, end in input_spec.byte_ranges(path, size, opts.txt_unit,
                                                   opts.read_range_bytes)]
 
 
@@ -52,7 +53,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
     read = (p
             | "ListInputs" >> beam.Create(tasks)
             | "SpreadInputs" >> beam.Reshuffle()
-            | "Read" >> beam.ParDo(tokenization.ReadDocuments(
+            | "Read" >> beam.ParDo(sources.ReadDocuments(
                 opts.text_field, opts.max_document_bytes, opts.txt_unit, opts.hf_dataset,
                 opts.hf_config)).with_outputs("dead", STATS, main="docs"))
     blocks, sequence_stats = read.docs | "ToSequences" >> tokenization.ToSequences(

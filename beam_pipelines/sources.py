@@ -16,16 +16,20 @@ import gzip
 import json
 import lzma
 import zlib
+from collections import Counter
 from typing import Iterator, Union
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
 
 import orjson
 
 from common import fs
-from common.errors import UserError
+from beam_pipelines.accounting import STATS
 
 DEFAULT_MAX_DOCUMENT_BYTES = 10_000_000  # larger documents are dead-lettered, not tokenized
 DEFAULT_RANGE_BYTES = 64 << 20  # larger uncompressed text/JSONL files are read in ranges
-_COMPRESSED = (".gz", ".bz2", ".zst", ".deflate")
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst", ".deflate")
 BOM = "\ufeff"
 _READ_CHUNK = 1 << 20
 
@@ -57,7 +61,7 @@ Record = Union[Document, DeadLetter]
 
 def file_format(path: str) -> str | None:
     name = path.lower()
-    for ext in _COMPRESSED:
+    for ext in COMPRESSED_SUFFIXES:
         if name.endswith(ext):
             name = name[: -len(ext)]
             break
@@ -259,33 +263,48 @@ def is_format_error(err: BaseException) -> bool:
     return isinstance(err, ValueError)  # e.g. pyarrow.ArrowInvalid: not a parquet file
 
 
-def byte_ranges(path: str, size: int, txt_unit: str = "line",
-                range_bytes: int = DEFAULT_RANGE_BYTES) -> list[tuple[int, int | None]]:
-    """How to read one file in parallel: uncompressed line-per-document files larger than
-    `range_bytes` are cut into byte ranges (each worker reads the lines starting in its
-    range); everything else is read whole, `[(0, None)]`."""
-    fmt = file_format(path)
-    splittable = (fmt == "jsonl" or (fmt == "txt" and txt_unit == "line")) and \
-        not path.lower().endswith(_COMPRESSED)
-    if not splittable or size <= range_bytes:
-        return [(0, None)]
-    cuts = list(range(0, size, range_bytes))
-    return [(a, b) for a, b in zip(cuts, cuts[1:] + [size])]
+class ReadDocuments(beam.DoFn):
+    """A read task -> Documents (main) and DeadLetters ('dead'); counts what it read.
 
+    A task is `("file", path, split, start, end)` (a byte range, see
+    `input_spec.byte_ranges`) or `("hf", split, index, num_shards)`.
+    """
 
-class InputNotFoundError(UserError, FileNotFoundError):
-    """An input glob that matches nothing."""
+    def __init__(self, text_field, max_document_bytes, txt_unit="line", hf_name=None,
+                 hf_config=None):
+        self.text_field, self.max_document_bytes = text_field, max_document_bytes
+        self.txt_unit, self.hf_name, self.hf_config = txt_unit, hf_name, hf_config
 
+    def start_bundle(self):
+        self.stats = Counter()
 
-def expand_inputs(patterns: str | list[str]) -> dict[str, int]:
-    """`{path: size}` of the files matching comma-separated globs, sorted by path; a clear
-    error when a glob matches nothing. Sizes come with the listing (one call per glob)."""
-    if isinstance(patterns, str):
-        patterns = [p for p in patterns.split(",") if p]
-    found = {}
-    for pattern in patterns:
-        matched = fs.glob_sizes(pattern)
-        if not matched:
-            raise InputNotFoundError(f"--input {pattern!r} matches no file")
-        found.update(matched)
-    return dict(sorted(found.items()))
+    def _records(self, task):
+        if task[0] == "file":
+            _, path, split, start, end = task
+            for record in read_file(path, self.text_field, self.max_document_bytes,
+                                            self.txt_unit, start, end):
+                if isinstance(record, Document) and split:
+                    record = dataclasses.replace(record, split=split)
+                yield record
+        else:
+            from beam_pipelines import hf_datasets  # it builds on this module
+
+            _, split, index, num_shards = task
+            yield from hf_datasets.read_hf_shard(self.hf_name, self.hf_config, split,
+                                             self.text_field, index, num_shards,
+                                             self.max_document_bytes)
+
+    def process(self, task):
+        for record in self._records(task):
+            if isinstance(record, DeadLetter):
+                self.stats["documents_read"] += record.documents
+                self.stats["documents_rejected"] += record.documents
+                yield beam.pvalue.TaggedOutput("dead", record)
+            else:
+                self.stats["documents_read"] += 1
+                yield record
+
+    def finish_bundle(self):
+        for key, value in self.stats.items():
+            beam.metrics.Metrics.counter("prepare", key).inc(value)
+            yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))

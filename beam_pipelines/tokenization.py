@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import hashlib
 import itertools
 from collections import Counter
@@ -12,11 +11,11 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import chunking, hf_datasets, sources
+from beam_pipelines import chunking, sources
+from beam_pipelines.accounting import STATS
 from common import tokenizer_files
 
 TAIL = "tail"
-STATS = "stats"
 BLOCK_ROWS = 4096  # rows per emitted block: big enough to amortise per-element costs
 
 
@@ -142,51 +141,6 @@ class ChunkTails(beam.DoFn):
         beam.metrics.Metrics.counter("prepare", f"{split}/tokens_dropped").inc(dropped)
         yield beam.pvalue.TaggedOutput(STATS, (f"{split}/tokens_dropped", dropped))
         yield beam.pvalue.TaggedOutput(STATS, (f"{split}/tokens_padded", padded))
-
-
-class ReadDocuments(beam.DoFn):
-    """A read task -> Documents (main) and DeadLetters ('dead'); counts what it read.
-
-    A task is `("file", path, split, start, end)` (a byte range, see
-    `sources.byte_ranges`) or `("hf", split, index, num_shards)`.
-    """
-
-    def __init__(self, text_field, max_document_bytes, txt_unit="line", hf_name=None,
-                 hf_config=None):
-        self.text_field, self.max_document_bytes = text_field, max_document_bytes
-        self.txt_unit, self.hf_name, self.hf_config = txt_unit, hf_name, hf_config
-
-    def start_bundle(self):
-        self.stats = Counter()
-
-    def _records(self, task):
-        if task[0] == "file":
-            _, path, split, start, end = task
-            for record in sources.read_file(path, self.text_field, self.max_document_bytes,
-                                            self.txt_unit, start, end):
-                if isinstance(record, sources.Document) and split:
-                    record = dataclasses.replace(record, split=split)
-                yield record
-        else:
-            _, split, index, num_shards = task
-            yield from hf_datasets.read_hf_shard(self.hf_name, self.hf_config, split,
-                                             self.text_field, index, num_shards,
-                                             self.max_document_bytes)
-
-    def process(self, task):
-        for record in self._records(task):
-            if isinstance(record, sources.DeadLetter):
-                self.stats["documents_read"] += record.documents
-                self.stats["documents_rejected"] += record.documents
-                yield beam.pvalue.TaggedOutput("dead", record)
-            else:
-                self.stats["documents_read"] += 1
-                yield record
-
-    def finish_bundle(self):
-        for key, value in self.stats.items():
-            beam.metrics.Metrics.counter("prepare", key).inc(value)
-            yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))
 
 
 class ToSequences(beam.PTransform):

@@ -24,7 +24,7 @@ from typing import Iterable, Iterator
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
 from tokenizers import pre_tokenizers, processors, trainers
 
-from beam_pipelines import hf_datasets, sources
+from beam_pipelines import hf_datasets, input_spec, sources
 from beam_pipelines.input_spec import InputSpec
 from common import flags, fs, tokenizer_files
 from common.errors import UserError, run_cli
@@ -154,8 +154,8 @@ def read_corpus(config: TokenizerConfig) -> Iterator[sources.Record]:
         return
     # Large uncompressed files come as 64 MB byte ranges, so sampling reaches all of them.
     pieces = [(path, start, end)
-              for path, size in sources.expand_inputs(config.input).items()
-              for start, end in sources.byte_ranges(path, size, config.txt_unit)]
+              for path, size in input_spec.expand_inputs(config.input).items()
+              for start, end in input_spec.byte_ranges(path, size, config.txt_unit)]
     shuffle(pieces)
     for path, start, end in pieces:
         yield from sources.read_file(path, config.text_field, config.max_document_bytes,

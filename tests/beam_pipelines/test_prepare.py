@@ -12,7 +12,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from tokenizers import Tokenizer
 
-from beam_pipelines import prepare, shard_writer, sources, tokenization
+from beam_pipelines import accounting, prepare, shard_writer, sources, tokenization
 from common import manifest, schema, shards
 
 
@@ -228,13 +228,13 @@ def test_read_transform_routes_bad_records(tmp_path):
     path.write_bytes(b'{"text": "a"}\n{"text": null}\n\xff\n')
     with BeamTestPipeline(runner="FnApiRunner") as p:
         out = (p | beam.Create([("file", str(path), "train", 0, None)])
-               | beam.ParDo(tokenization.ReadDocuments("text", 1000)).with_outputs(
-                   "dead", tokenization.STATS, main="docs"))
+               | beam.ParDo(sources.ReadDocuments("text", 1000)).with_outputs(
+                   "dead", accounting.STATS, main="docs"))
         assert_that(out.docs | "texts" >> beam.Map(lambda d: (d.text, d.split, d.line)),
                     equal_to([("a", "train", 1)]), label="docs")
         assert_that(out.dead | "reasons" >> beam.Map(lambda d: (d.line, d.reason[:12])),
                     equal_to([(2, "field 'text'"), (3, "invalid UTF-")]), label="dead")
-        assert_that(out[tokenization.STATS] | beam.CombinePerKey(sum),
+        assert_that(out[accounting.STATS] | beam.CombinePerKey(sum),
                     equal_to([("documents_read", 3), ("documents_rejected", 2)]),
                     label="stats")
 

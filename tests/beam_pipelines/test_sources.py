@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from beam_pipelines import sources
+from beam_pipelines import input_spec, sources
 
 
 def _docs(records):
@@ -17,7 +17,7 @@ def test_byte_ranges_read_every_line_exactly_once(tmp_path, range_bytes):
     path = tmp_path / "c.jsonl"
     path.write_text("\n".join(lines) + "\n")
     whole = list(sources.read_file(str(path)))
-    ranges = sources.byte_ranges(str(path), path.stat().st_size, range_bytes=range_bytes)
+    ranges = input_spec.byte_ranges(str(path), path.stat().st_size, range_bytes=range_bytes)
     assert len(ranges) > 1
     pieces = [r for start, end in ranges for r in sources.read_file(str(path), start=start,
                                                                      end=end)]
@@ -29,8 +29,8 @@ def test_byte_ranges_read_every_line_exactly_once(tmp_path, range_bytes):
 def test_compressed_and_paragraph_files_are_read_whole(tmp_path):
     gz = tmp_path / "c.jsonl.gz"
     gz.write_bytes(gzip.compress(b'{"text": "a"}\n' * 100))
-    assert sources.byte_ranges(str(gz), 10_000, range_bytes=10) == [(0, None)]
-    assert sources.byte_ranges("x.txt", 10_000, "paragraph", range_bytes=10) == [(0, None)]
+    assert input_spec.byte_ranges(str(gz), 10_000, range_bytes=10) == [(0, None)]
+    assert input_spec.byte_ranges("x.txt", 10_000, "paragraph", range_bytes=10) == [(0, None)]
     assert len(_docs(sources.read_file(str(gz)))) == 100
 
 
@@ -113,8 +113,6 @@ def test_the_pipeline_fails_rather_than_dropping_the_rest_of_a_file(tmp_path, mo
     import apache_beam as beam
     from apache_beam.testing.test_pipeline import TestPipeline
 
-    from beam_pipelines import tokenization
-
     path = _big_jsonl(tmp_path)
     real_open = sources.fs.open_read
     monkeypatch.setattr(sources.fs, "open_read",
@@ -122,7 +120,7 @@ def test_the_pipeline_fails_rather_than_dropping_the_rest_of_a_file(tmp_path, mo
     with pytest.raises(Exception, match="Connection reset"):
         with TestPipeline(runner="FnApiRunner") as p:
             (p | beam.Create([("file", str(path), "train", 0, None)])
-             | beam.ParDo(tokenization.ReadDocuments("text", 1 << 20)))
+             | beam.ParDo(sources.ReadDocuments("text", 1 << 20)))
 
 
 @pytest.mark.parametrize("error, is_format", [
