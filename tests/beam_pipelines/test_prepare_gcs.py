@@ -79,7 +79,10 @@ def test_commit_protocol_on_gcs(gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
              gcs.url("tokenizer"), "--output_dir", out, "--max_length", "32",
              "--num_shards", "2", "--validation_fraction", "0.2"]
     _run(["-m", "beam_pipelines.prepare", *flags], env)
-    ids = lambda: json.loads(_run(["-c", textwrap.dedent(VERIFY_IDS), out], env).splitlines()[-1])  # noqa: E731
+
+    def ids():  # {split: run id}, after reading every byte of every shard
+        return json.loads(_run(["-c", textwrap.dedent(VERIFY_IDS), out], env).splitlines()[-1])
+
     first = ids()
     killed = _attempt(["-m", "tests.beam_pipelines.killable_prepare", "commit:1", *flags,
                        "--seed", "5"], env)
