@@ -6,6 +6,8 @@ Every standard Beam flag (`--runner`, `--direct_num_workers`, `--max_num_workers
 
 from __future__ import annotations
 
+import argparse
+
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_pipelines import sources
@@ -20,6 +22,13 @@ BYTES_PER_TOKEN_ESTIMATE = 4
 
 
 class PrepareOptions(PipelineOptions):
+    @classmethod
+    def flag_names(cls) -> list[str]:
+        """The names of this pipeline's own flags (not Beam's)."""
+        parser = argparse.ArgumentParser(add_help=False)
+        cls._add_argparse_args(parser)
+        return sorted(vars(parser.parse_args([])))
+
     @classmethod
     def _add_argparse_args(cls, parser):
         add = parser.add_argument

@@ -15,6 +15,7 @@ dataset shards) in parallel, the launching machine only lists them.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -121,9 +122,44 @@ def _prepare(options: PipelineOptions, opts) -> tuple:
     tokenizer, tokenizer_info = tokenizer_files.load(opts.tokenizer)  # on the launcher
     opts_lib.check_tokenizer(tokenizer, opts.max_length)
     tasks = read_tasks(opts)
-    args = {k: v for k, v in options.get_all_options(drop_default=True).items()
-            if "credential" not in k and "token" not in k}
-    return tokenizer_info, tasks, args
+    return tokenizer_info, tasks, recorded_args(options)
+
+
+# Options whose values are secrets, never written to a manifest (names, not patterns: a
+# pattern like "token" also dropped --tokenizer).
+SECRET_OPTIONS = ("hf_token", "token", "access_token", "auth_token", "password",
+                  "service_account_key", "credentials")
+
+
+def recorded_args(options: PipelineOptions) -> dict:
+    """The run's settings for the manifest: every prepare flag (with its default when not
+    set), every Beam flag the user set, the package version and git commit; no secret."""
+    everything = options.get_all_options()
+    args = {**options.get_all_options(drop_default=True),
+            **{k: everything.get(k) for k in opts_lib.PrepareOptions.flag_names()}}
+    return {k: v for k, v in sorted(args.items()) if k not in SECRET_OPTIONS} | {
+        "_version": package_version(), "_git_commit": git_commit()}
+
+
+def package_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("mlm-pretrain")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def git_commit() -> str | None:
+    """The commit of this source tree, when it is a git checkout (not on Dataflow workers)."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=5, cwd=os.path.dirname(os.path.abspath(__file__)),
+                              check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict:

@@ -76,6 +76,10 @@ def test_shards_manifest_and_exact_token_accounting(tmp_path, corpus_texts, bpe_
     assert (missing >= 0).all() and missing.sum() == dropped
     run = m.accounting["run"]
     assert run["documents_read"] == len(corpus_texts) == run["documents_tokenized"]
+    # The record of the run: every prepare flag (defaults too), the package version.
+    args = m.pipeline_args
+    assert args["tokenizer"] == bpe_tokenizer_dir and args["tokenize_batch_chars"] == 1_000_000
+    assert args["num_shards"] == 3 and args["seed"] == 0 and args["_version"] == "0.1.0"
 
 
 def test_rows_are_contiguous_pieces_of_documents(tmp_path, corpus_texts, bpe_tokenizer_dir):
