@@ -181,10 +181,23 @@ def reservoir_sample(texts: Iterable[str], size: int, seed: int) -> list[str]:
     return sample
 
 
-def train(config: TokenizerConfig) -> dict:
-    """Trains, saves and returns a summary of the run (also written as training_info.json)."""
+def check(config: TokenizerConfig) -> None:
+    """One clear sentence for a flag that cannot work, before anything is read or written."""
     if not config.input and not config.hf_dataset:
         raise UserError("give --input (files) or --hf_dataset")
+    specials = len(set(tokenizer_files.SPECIAL_TOKENS[config.model].values()))
+    minimum = {"seed": 0, "vocab_size": specials + 1, "min_frequency": 1,
+               "model_max_length": specials + 1, "max_document_bytes": 1,
+               "max_documents": 0, "max_read_documents": 0}
+    for name, low in minimum.items():
+        value = getattr(config, name)
+        if value is not None and value < low:
+            raise UserError(f"--{name} must be at least {low} (got {value})")
+
+
+def train(config: TokenizerConfig) -> dict:
+    """Trains, saves and returns a summary of the run (also written as training_info.json)."""
+    check(config)
     start = time.monotonic()
     tokenizer, trainer = build(config.model, config.vocab_size, config.min_frequency)
     report = InputReport()

@@ -159,3 +159,30 @@ def test_a_byte_order_mark_loses_no_record(tmp_path, suffix):
         lines = ["first", "second"]
     path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode() + b"\n")
     assert [d.text for d in sources.read_file(str(path))] == ["first", "second"]
+
+
+def test_a_runner_that_retries_bundles_reads_every_document(tmp_path, monkeypatch):
+    """FnApiRunner fails the job on the first error; the bundle-based DirectRunner (like
+    Dataflow) retries the bundle, and the retry reads the whole file, dead-lettering nothing."""
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from beam_pipelines.accounting import STATS
+
+    path = _big_jsonl(tmp_path)
+    real_open, calls = sources.fs.open_read, []
+
+    def flaky_open(p, compressed=False):
+        calls.append(p)
+        f = real_open(p, compressed)
+        return _ResetAfter(f, 1 << 20) if len(calls) == 1 else f
+
+    monkeypatch.setattr(sources.fs, "open_read", flaky_open)
+    with beam.Pipeline("BundleBasedDirectRunner") as p:
+        read = (p | beam.Create([("file", str(path), None, 0, None)])
+                | beam.ParDo(sources.ReadDocuments("text", 1 << 20)).with_outputs(
+                    "dead", STATS, main="docs"))
+        assert_that(read.docs | beam.combiners.Count.Globally(), equal_to([40_000]))
+        assert_that(read.dead | "Dead" >> beam.combiners.Count.Globally(), equal_to([0]),
+                    label="NoDeadLetter")
+    assert len(calls) == 2  # the failed attempt and its retry

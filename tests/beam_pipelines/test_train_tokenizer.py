@@ -3,6 +3,7 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
@@ -130,3 +131,18 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
                                  "--output_dir", str(tmp_path / "o")])
     assert code == 2
     assert capsys.readouterr().err.strip().startswith("error: --input")
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--seed", "-1", "--seed must be at least 0"),
+    ("--vocab_size", "3", "--vocab_size must be at least 6"),
+    ("--min_frequency", "0", "--min_frequency must be at least 1"),
+    ("--max_read_documents", "-5", "--max_read_documents must be at least 0"),
+])
+def test_bad_flags_are_one_line_and_write_nothing(tmp_path, corpus_jsonl, capsys, flag, value,
+                                                  message):
+    out = tmp_path / "tok"
+    code = train_tokenizer.main(["--input", str(corpus_jsonl), "--output_dir", str(out), flag,
+                                 value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"error: {message} (got {value})"] and not out.exists()
