@@ -65,7 +65,8 @@ test: $(STAMP)
 # Off a TPU VM libtpu would query the cloud metadata server at import: TPU_SKIP_MDS_QUERY
 # stops that, and the tests run without a network (unshare -n, loopback only) to prove it.
 test-tpu: $(TPU_STAMP)
-	TPU_SKIP_MDS_QUERY=1 bash tpu/offline.sh $(TPU_PY) -m pytest $(TPU_SMOKE) -q -p no:cacheprovider
+	TPU_SKIP_MDS_QUERY=1 bash tpu/offline.sh $(TPU_PY) -m pytest $(TPU_SMOKE) -q -p no:cacheprovider \
+	  --capture=sys
 
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
