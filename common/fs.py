@@ -153,15 +153,6 @@ def delete_trees(pattern: str) -> None:
         delete_tree(folder)
 
 
-def rename(sources: list[str], destinations: list[str]) -> None:
-    """Moves files; local destination folders are created (object stores have none)."""
-    for destination in destinations:
-        if not is_remote(destination):
-            os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
-    if sources:
-        FileSystems.rename(sources, destinations)
-
-
 def local_copy(path: str, local_path: str) -> None:
     with open(local_path, "wb") as f:
         f.write(read_bytes(path))

@@ -168,11 +168,6 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
     return step
 
 
-def checkpoint_step(path: str) -> int | None:
-    """`.../ckpt-00001200.weights.h5` -> 1200; None for other names."""
-    return run_dir.step_of(path)
-
-
 def latest_checkpoint(output_dir: str) -> str | None:
     """The newest readable checkpoint in `{output_dir}/checkpoints/`, or None."""
     return newest_readable(RunDir(output_dir).checkpoints())
