@@ -6,12 +6,13 @@ Python standard library and the installed packages, one JSONL document per docst
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
 import sys
 import sysconfig
+
+from common import flags
 
 
 def _docstrings(path: str):
@@ -55,7 +56,7 @@ def write_corpus(output: str, max_bytes: int) -> tuple[int, int]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = flags.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", required=True)
     parser.add_argument("--max_mb", type=float, default=20)
     args = parser.parse_args(argv)

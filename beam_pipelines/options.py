@@ -13,6 +13,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beam_pipelines import sources
 from beam_pipelines.input_spec import InputSpec
 from common.errors import UserError
+from common import flags
 from common.flags import add_flags
 
 DEFAULT_TARGET_SHARD_BYTES = 150_000_000
@@ -94,6 +95,29 @@ def check(opts: PrepareOptions) -> None:
                         "--splits and --hf_dataset already name their splits")
     if not 0 <= opts.max_rejected_fraction <= 1:
         raise FlagError("--max_rejected_fraction must be in [0, 1]")
+
+
+def check_known(argv: list[str]) -> None:
+    """Stops the launcher on an argument that neither prepare nor Beam recognises (Beam
+    itself only logs "Discarding unparseable args" and runs with the defaults)."""
+    parsers = []
+    PipelineOptions([]).get_all_options(add_extra_args_fn=parsers.append)  # Beam's parser
+    _, unknown = parsers[0].parse_known_args(argv)
+    if unknown:
+        known = [name for action in parsers[0]._actions for name in action.option_strings]
+        raise FlagError(flags.unknown_argument(unknown, known))
+
+
+def help_text() -> str:
+    """`--help`: prepare's own flags (Beam's PipelineOptions would print an empty usage)."""
+    parser = flags.ArgumentParser(
+        prog="python -m beam_pipelines.prepare",
+        description="Tokenize a corpus into shuffled, sharded TFRecords plus a manifest.",
+        epilog="Every Apache Beam pipeline option is accepted as well (--runner, --project, "
+               "--region, --temp_location, --max_num_workers, --setup_file, "
+               "--direct_num_workers, ...); any other argument stops the run.")
+    PrepareOptions._add_argparse_args(parser)
+    return parser.format_help()
 
 
 def check_inputs(output_dir: str, files_by_split: dict[str, list[str]]) -> None:

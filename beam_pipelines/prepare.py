@@ -184,6 +184,12 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
 
 def run(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if {"-h", "--help"} & set(argv):
+        print(opts_lib.help_text())
+        return 0
+    status = run_cli(lambda: opts_lib.check_known(argv))
+    if status:
+        return status
     options = pipeline_options(argv)
     opts = options.view_as(opts_lib.PrepareOptions)
 

@@ -12,7 +12,6 @@ taken from the files in a seeded random order, so a huge corpus is neither held 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
 import json
@@ -232,7 +231,7 @@ def train(config: TokenizerConfig) -> dict:
 
 
 def parse_args(argv=None) -> TokenizerConfig:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = flags.ArgumentParser(description=__doc__.split("\n\n")[0])
     return flags.parse(parser, TokenizerConfig, argv)
 
 

@@ -16,9 +16,75 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import json
+import re
+import sys
 
 _TYPES = {"int": int, "float": float, "str": str, "dict": json.loads}
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the rules every command shares: no prefix abbreviations (a typo must not
+    quietly match another flag), and a usage error is one line naming the closest flag, exit 2.
+
+    Example:
+        >>> ArgumentParser(prog="x").parse_args(["--max_lenght", "5"])  # exits 2:
+        error: unknown argument --max_lenght (did you mean --max_length?); see x --help
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if "prog" not in kwargs and main_spec is not None:  # run as `python -m package.module`
+            kwargs["prog"] = f"python -m {main_spec.name}"
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, args=None, namespace=None):
+        # An unknown flag is reported before a missing required one: a typo in a required
+        # flag's name is then named as the typo it is.
+        args = sys.argv[1:] if args is None else list(args)
+        required = [a for a in self._actions if a.option_strings and a.required]
+        for action in required:
+            action.required = False
+        self._probing = True
+        try:
+            _, unknown = super().parse_known_args(args, argparse.Namespace())
+        except _ProbeError:
+            unknown = []  # a bad value: the full parse below reports it
+        finally:
+            self._probing = False
+            for action in required:
+                action.required = True
+        if unknown:
+            self.error("unrecognized arguments: " + " ".join(unknown))
+        return super().parse_args(args, namespace)
+
+    def known_flags(self) -> list[str]:
+        return [name for action in self._actions for name in action.option_strings]
+
+    def error(self, message):
+        if getattr(self, "_probing", False):
+            raise _ProbeError(message)
+        unknown = re.match(r"unrecognized arguments: (.*)", message)
+        if unknown:
+            message = unknown_argument(unknown.group(1).split(), self.known_flags())
+        self.exit(2, f"error: {message}; see {self.prog} --help\n")
+
+
+class _ProbeError(Exception):
+    pass
+
+
+def unknown_argument(unknown: list[str], known: list[str]) -> str:
+    """One sentence about the first argument no parser recognised, with the closest flag."""
+    arg = next((a for a in unknown if a.startswith("-")), unknown[0])
+    if not arg.startswith("-"):
+        return f"unexpected argument {arg!r}"
+    name = arg.split("=", 1)[0]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown argument {name}{hint}"
 
 
 def flag(help: str, default=None, aliases=(), choices=None, required=False):
@@ -54,8 +120,8 @@ def add_flags(parser, cls) -> None:
 
 
 def parse(parser: argparse.ArgumentParser, cls, argv=None):
-    """Parses `argv` into `cls`; a ValueError from the dataclass is argparse's one-line
-    usage error (exit 2)."""
+    """Parses `argv` into `cls`; a ValueError from the dataclass is a one-line usage error
+    (exit 2) when `parser` is an `ArgumentParser` of this module."""
     add_flags(parser, cls)
     args = parser.parse_args(argv)
     try:

@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 from common import flags
@@ -120,8 +119,8 @@ class TrainConfig:
 
 
 def parse_args(argv=None) -> TrainConfig:
-    """Parses flags into a `TrainConfig`; argparse errors exit with its usage line."""
-    parser = argparse.ArgumentParser(
+    """Parses flags into a `TrainConfig`; a usage error is one line, exit 2."""
+    parser = flags.ArgumentParser(
         prog="python -m trainer.task",
         description="Pretrain a RoBERTa/BERT masked language model with Keras 3 / keras-hub.")
     return flags.parse(parser, TrainConfig, argv)

@@ -24,14 +24,13 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
 
 import numpy as np
 
-from common import fs, tokenizer_files
+from common import flags, fs, tokenizer_files
 from common.errors import UserError, run_cli
 from trainer import checkpoints, families, run_dir
 from trainer.families import encoder_weights
@@ -151,7 +150,7 @@ def export(checkpoint: str, output_dir: str, fmt: str = "all") -> dict[str, str]
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = flags.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True,
                         help="training output dir, a .weights.h5 checkpoint or a keras-hub preset")
     parser.add_argument("--output_dir", required=True)

@@ -5,10 +5,9 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from common import fs
+from common import flags, fs
 from common.errors import UserError, run_cli
 from trainer.run_dir import RunDir
 
@@ -42,7 +41,7 @@ def plot(history: list[dict], output: str) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = flags.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run_dir", required=True)
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)

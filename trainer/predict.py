@@ -13,14 +13,13 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import sys
 
 import numpy as np
 
-from common import tokenizer_files
+from common import flags, tokenizer_files
 from common.errors import UserError, run_cli
 from trainer import checkpoints, families, run_dir
 
@@ -141,7 +140,7 @@ def format_results(texts, results) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = flags.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True,
                         help="keras-hub preset, training output dir or .weights.h5 checkpoint")
     parser.add_argument("texts", nargs="+", help="texts with the tokenizer's mask token")

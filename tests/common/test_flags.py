@@ -2,10 +2,11 @@
 
 import argparse
 import dataclasses
+import importlib
 
 import pytest
 
-from common.flags import flag, parse
+from common.flags import ArgumentParser, flag, parse
 
 
 @dataclasses.dataclass
@@ -40,3 +41,55 @@ def test_an_unknown_type_fails_when_the_parser_is_built():
 
     with pytest.raises(TypeError, match="no parser for type"):
         parse(argparse.ArgumentParser(), Bad, [])
+
+
+def test_a_typo_is_one_line_with_the_closest_flag_even_before_a_missing_required_one(capsys):
+    parser = ArgumentParser(prog="cmd")
+    parser.add_argument("--output_dir", required=True)
+    parser.add_argument("--max_length", type=int)
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args(["--max_lenght", "5"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err == ("error: unknown argument --max_lenght (did you mean --max_length?); "
+                   "see cmd --help\n")
+
+
+def test_no_prefix_abbreviation_and_bad_values_reported_once(capsys):
+    parser = ArgumentParser(prog="cmd")
+    parser.add_argument("--max_length", type=int)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--max_len", "5"])  # argparse's default would accept this prefix
+    assert "unknown argument --max_len " in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--max_length", "five"])
+    assert capsys.readouterr().err.count("invalid int value") == 1
+
+
+# Every command's entry point with a typo'd flag: (module, main function, argv).
+_TYPOS = [
+    ("beam_pipelines.prepare", "run",
+     ["--input", "x", "--tokenizer", "t", "--output_dir", "o", "--max_lenght", "512"],
+     "--max_length"),
+    ("beam_pipelines.train_tokenizer", "main",
+     ["--input", "x", "--output_dir", "o", "--vocab_sise", "5"], "--vocab_size"),
+    ("trainer.task", "main",
+     ["--train_data", "x", "--eval_data", "y", "--output_dir", "o", "--leraning_rate", "1"],
+     "--learning_rate"),
+    ("trainer.export", "main", ["--checkpoint", "c", "--output_dir", "o", "--fromat", "hf"],
+     "--format"),
+    ("trainer.predict", "main", ["--model", "m", "--top-k", "3", "a <mask>"], "--top_k"),
+]
+
+
+@pytest.mark.parametrize("module,function,argv,closest", _TYPOS, ids=[t[0] for t in _TYPOS])
+def test_every_command_stops_on_a_typo_before_doing_anything(module, function, argv, closest,
+                                                             capsys):
+    main = getattr(importlib.import_module(module), function)
+    try:
+        status = main(argv)
+    except SystemExit as exit_info:
+        status = exit_info.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2
+    assert len(err) == 1 and f"(did you mean {closest}?)" in err[0], err
