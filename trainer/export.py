@@ -164,5 +164,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # fewer TensorFlow start-up logs
     sys.exit(main())

@@ -14,7 +14,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import os
 import sys
 
 import numpy as np
@@ -154,5 +153,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # fewer TensorFlow start-up logs
     sys.exit(main())

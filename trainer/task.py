@@ -147,7 +147,9 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
                               steps_per_execution=execution)
     log = _fit(config, strategy, trainer_model, masked_lm, plan, start_step, run_files,
                train_source, eval_source, global_batch, chief, extra_callbacks)
-    metrics = final_metrics(log.history, log.rates, total_steps, global_batch)
+    # The optimizer's own count, not the configured total: what the weights really saw.
+    steps_done = int(trainer_model.optimizer.iterations.numpy())
+    metrics = final_metrics(log.history, log.rates, steps_done, global_batch)
     if chief:
         fs.write_json(run_files.metrics, metrics)
     return metrics

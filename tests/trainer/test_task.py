@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -57,12 +58,21 @@ def test_output_dir_follows_the_export_contract(full_run, corpus):
     assert sum(changed) > len(changed) // 2
 
 
+class _Iterations(keras.callbacks.Callback):
+    """The optimizer's step when `fit` returns: what metrics.json must report."""
+
+    def on_train_end(self, logs=None):
+        self.value = int(self.model.optimizer.iterations.numpy())
+
+
 def test_interrupted_run_resumes_where_it_stopped(full_run, corpus, tmp_path):
     args = task_args(corpus, tmp_path, *STEPS, "--keep_checkpoints", "2")
     with pytest.raises(Preempted):
         task.run(task.parse_args(args), extra_callbacks=[preempt_at(40)])
     assert [e["step"] for e in _history(tmp_path)] == [40]
-    task.run(task.parse_args(args))  # the same command again
+    seen = _Iterations()
+    metrics = task.run(task.parse_args(args), extra_callbacks=[seen])  # the same command again
+    assert metrics["steps"] == seen.value == 120 and metrics["examples"] == 120 * 16
     resumed, uninterrupted = _history(tmp_path), _history(full_run)
     assert [e["step"] for e in resumed] == [40, 80, 120]
     for key in ("loss", "eval_loss", "learning_rate"):
@@ -137,3 +147,15 @@ def test_tokenizer_defaults_to_the_manifest_and_legacy_format_needs_it(corpus, t
     # The test corpus's manifest records no tokenizer path, like legacy-format shards.
     assert task.main(args) == 2
     assert "pass --tokenizer" in capsys.readouterr().err
+
+
+def test_a_cpu_run_shows_no_cuda_noise(corpus, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES",
+                                                             "TF_CPP_MIN_LOG_LEVEL")}
+    proc = _cli(*task_args(corpus, tmp_path / "out", "--train_steps", "4", "--eval_every", "4",
+                           "--save_every", "4"), env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    output = proc.stdout + proc.stderr
+    for noise in ("E0000", "cuInit", "cuda drivers", "cpu_feature_guard", "absl::InitializeLog"):
+        assert noise not in output, (noise, output[-3000:])
+    assert (tmp_path / "out" / "metrics.json").exists()

@@ -1,0 +1,64 @@
+"""Keeps TensorFlow's known-harmless start-up lines off the terminal of a machine with no GPU.
+
+The tensorflow 2.21 wheel is built with CUDA. On a machine without an NVIDIA GPU, importing it
+and its first device query print `Could not find cuda drivers`, `cpu_feature_guard ... rebuild
+TensorFlow` and `E0000 ... failed call to cuInit: ... CUDA error` through absl logging, which
+TF_CPP_MIN_LOG_LEVEL no longer silences. A user reads the `E` line as a failure. So, where no
+GPU is present and none was asked for, the import and the GPU query run with file descriptor 2
+pointed at a temporary file, and every line that is not one of those known ones is passed on.
+With a GPU present (or CUDA_VISIBLE_DEVICES set) nothing is hidden: there a cuInit failure is
+real news.
+
+Example:
+    >>> from trainer import quiet
+    >>> quiet.import_tensorflow()  # then `import tensorflow as tf` as usual
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import sys
+import tempfile
+
+HARMLESS = re.compile("|".join([
+    r"All log messages before absl::InitializeLog\(\) is called are written to STDERR",
+    r"cudart_stub\.cc.*Could not find cuda drivers on your machine",
+    r"cuda_platform\.cc.*failed call to cuInit",
+    r"cpu_feature_guard\.cc.*optimized to use available CPU instructions",
+    r"^To enable the following instructions: .* rebuild TensorFlow",
+    r"oneDNN custom operations are on",
+    r"Unable to register cu(DNN|FFT|BLAS) factory",
+    r"TF-TRT Warning: Could not find TensorRT",
+]))
+
+
+def gpu_expected() -> bool:
+    """True on a machine with an NVIDIA device, or when the user named GPUs to use."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return bool(glob.glob("/dev/nvidia[0-9]*")) or visible not in (None, "", "-1")
+
+
+def import_tensorflow() -> None:
+    """Imports TensorFlow (and runs its GPU query), hiding only the lines in HARMLESS."""
+    if "tensorflow" in sys.modules or gpu_expected():
+        return
+    with tempfile.TemporaryFile() as capture:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(capture.fileno(), 2)
+        try:
+            import tensorflow as tf
+
+            if tf.test.is_built_with_cuda():  # the cuInit line comes with the first query
+                tf.config.list_physical_devices("GPU")
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            lines = capture.read().decode(errors="replace").splitlines(keepends=True)
+            kept = "".join(line for line in lines if not HARMLESS.search(line))
+            if kept:
+                os.write(2, kept.encode())
