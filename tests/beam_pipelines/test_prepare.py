@@ -279,6 +279,17 @@ def test_dataflow_job_graph_builds_offline(tmp_path, bpe_tokenizer_dir, corpus_t
     assert not os.path.exists(tmp_path / "out")  # a dry run writes nothing
 
 
+def test_dataflow_staging_builds_the_setup_file_without_a_fallback(tmp_path, capfd):
+    """Beam stages --setup_file with `python -m build`; without it, users saw "No module
+    named build" before Beam fell back to `setup.py sdist`."""
+    from apache_beam.runners.portability.stager import Stager
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sdist = Stager._build_setup_package(os.path.join(repo, "setup.py"), str(tmp_path))
+    assert os.path.basename(sdist).startswith("mlm_pretrain-")
+    assert "No module named build" not in "".join(capfd.readouterr())
+
+
 def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenizer_dir):
     """Default settings, several files and worker processes: the tail loss stays tiny."""
     from beam_pipelines import demo_corpus
