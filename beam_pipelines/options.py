@@ -64,6 +64,9 @@ class PrepareOptions(PipelineOptions):
                  "that run is dead)")
         add("--lock_timeout_hours", type=float, default=72.0,
             help="a lock older than this is taken over without --takeover_lock")
+        add("--progress_seconds", type=float, default=10.0,
+            help="seconds between progress lines on the local runner (0 = none; on "
+                 "Dataflow the job's console shows progress)")
 
 
 class FlagError(UserError):
@@ -73,7 +76,7 @@ class FlagError(UserError):
 # (flag, smallest allowed value): numbers that must be positive or non-negative.
 _MINIMUMS = (("max_length", 8), ("seed", 0), ("num_shards", 1), ("shard_size", 0),
              ("read_range_bytes", 1), ("max_document_bytes", 1), ("tokenize_batch_chars", 1),
-             ("lock_timeout_hours", 0))
+             ("lock_timeout_hours", 0), ("progress_seconds", 0))
 
 
 def check(opts: PrepareOptions) -> None:

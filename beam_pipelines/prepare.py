@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
+                                                  StandardOptions)
 
-from beam_pipelines import (commit, hf_datasets, input_spec, run_lock, shard_writer, sources,
-                            tokenization)
+from beam_pipelines import (commit, hf_datasets, input_spec, progress, run_lock, shard_writer,
+                            sources, tokenization)
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
 from common import fs, manifest, shards, tokenizer_files
@@ -48,8 +50,9 @@ def read_tasks(opts) -> list[tuple]:
 
 
 def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: dict,
-          tasks: list):
-    """Adds the whole pipeline to `p`; returns the PCollection of the commit's run record."""
+          tasks: list, progress_dir: str | None = None):
+    """Adds the whole pipeline to `p`; returns the PCollection of the commit's run record.
+    DoFns write running totals to `progress_dir` (local runs) for the progress lines."""
     splits = opts_lib.split_names(opts)
     read = (p
             | "ListInputs" >> beam.Create(tasks)
@@ -59,7 +62,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                 opts.hf_config)).with_outputs("dead", STATS, main="docs"))
     blocks, sequence_stats = read.docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
-        opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars)
+        opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars, progress_dir)
     counts = (blocks
               | "RowsPerBlock" >> beam.Map(lambda block: (block[0], len(block[1])))
               | "RowsPerSplit" >> beam.CombinePerKey(sum))
@@ -69,7 +72,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                                              opts_lib.shard_size(opts), opts.num_shards or 0),
                    counts=beam.pvalue.AsDict(counts))
                | "GroupShards" >> beam.GroupByKey()
-               | "WriteShards" >> beam.ParDo(shard_writer.WriteShard(opts.output_dir, run_id)))
+               | "WriteShards" >> beam.ParDo(shard_writer.WriteShard(opts.output_dir, run_id, progress_dir)))
     stats = ((read[STATS], sequence_stats)
              | "AllStats" >> beam.Flatten()
              | "SumStats" >> beam.CombinePerKey(sum))
@@ -170,8 +173,13 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
                      timeout_hours=opts.lock_timeout_hours,
                      ended=commit.run_ended(opts.output_dir))
     try:
-        with beam.Pipeline(options=options) as p:
-            build(p, opts, tokenizer_info, run_id, args, tasks)
+        if "Dataflow" in runner:
+            _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks)
+        else:
+            with tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder, \
+                    progress.Reporter(folder, opts.progress_seconds), \
+                    beam.Pipeline(options=options) as p:
+                build(p, opts, tokenizer_info, run_id, args, tasks, progress_dir=folder)
     except BaseException:
         if "Dataflow" not in runner:  # a local run is dead; a Dataflow job may go on
             run_lock.release(opts.output_dir, run_id)
@@ -180,6 +188,18 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
     if record is None:
         raise RuntimeError(f"prepare run {run_id} ended without a run record")
     return record
+
+
+def _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks) -> None:
+    """Submits the job, prints its console URL (progress is in the console's Beam metrics),
+    and waits for it."""
+    p = beam.Pipeline(options=options)
+    build(p, opts, tokenizer_info, run_id, args, tasks)
+    result = p.run()
+    cloud = options.view_as(GoogleCloudOptions)
+    print(f"Dataflow job {result.job_id()}: https://console.cloud.google.com/dataflow/jobs/"
+          f"{cloud.region}/{result.job_id()}?project={cloud.project}", flush=True)
+    result.wait_until_finish()
 
 
 def run(argv=None) -> int:

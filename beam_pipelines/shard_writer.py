@@ -22,6 +22,7 @@ import google_crc32c
 import numpy as np
 from apache_beam.io.tfrecordio import _TFRecordUtil
 
+from beam_pipelines import progress
 from common import fs, schema, shards
 
 
@@ -93,8 +94,11 @@ class WriteShard(beam.DoFn):
     run-unique name in the split folder (one atomic write; a retried bundle writes the same
     bytes to the same name). No manifest lists it until the commit step."""
 
-    def __init__(self, output_dir: str, run_id: str):
-        self.output_dir, self.run_id = output_dir, run_id
+    def __init__(self, output_dir: str, run_id: str, progress_dir: str | None = None):
+        self.output_dir, self.run_id, self.progress_dir = output_dir, run_id, progress_dir
+
+    def setup(self):
+        self.tally = progress.Tally(self.progress_dir)
 
     def process(self, element):
         (split, shard), parts = element
@@ -106,6 +110,8 @@ class WriteShard(beam.DoFn):
         data = tfrecord_bytes(encode_rows(ids, lengths))
         name = shards.shard_name(split, shard, len(ids), self.run_id)
         fs.write_bytes(fs.join(shards.split_dir(self.output_dir, split), name), data)
+        self.tally.add(shards=1)
+        self.tally.flush()
         yield {"split": split, "shard": shard, "name": name, "num_examples": len(ids),
                "num_tokens": int(lengths.sum()), "num_bytes": len(data),
                "crc32c": f"{google_crc32c.value(data):08x}"}

@@ -11,7 +11,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import chunking, sources
+from beam_pipelines import chunking, progress, sources
 from beam_pipelines.accounting import STATS
 from common import tokenizer_files
 
@@ -41,8 +41,9 @@ class TokenizeAndChunk(beam.DoFn):
     """
 
     def __init__(self, tokenizer_dir, max_length, validation_fraction=0.0, test_fraction=0.0,
-                 batch_chars=1_000_000):
+                 batch_chars=1_000_000, progress_dir=None):
         self.tokenizer_dir = tokenizer_dir
+        self.progress_dir = progress_dir
         self.max_length = max_length
         self.validation_fraction = validation_fraction
         self.test_fraction = test_fraction
@@ -54,6 +55,7 @@ class TokenizeAndChunk(beam.DoFn):
         self.tokenizer.no_padding()
         self.special_only = self.tokenizer.num_special_tokens_to_add(False)
         self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        self.tally = progress.Tally(self.progress_dir)
 
     def teardown(self):
         self.executor.shutdown(wait=False)
@@ -100,6 +102,7 @@ class TokenizeAndChunk(beam.DoFn):
                                count=sum(map(len, id_lists)))
             self.stats[f"{split}/documents_tokenized"] += len(id_lists)
             self.stats[f"{split}/tokens_in"] += len(flat)
+            self.tally.add(documents=len(id_lists), tokens=len(flat))
             self.chunkers.setdefault(split, chunking.Chunker(self.max_length)).add(flat)
 
     def _flush(self, min_rows: int, drain: bool = False):
@@ -123,6 +126,7 @@ class TokenizeAndChunk(beam.DoFn):
         for key, value in self.stats.items():
             beam.metrics.Metrics.counter("prepare", key).inc(value)
             yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))
+        self.tally.flush()
 
 
 class ChunkTails(beam.DoFn):
@@ -153,10 +157,10 @@ class ToSequences(beam.PTransform):
     """
 
     def __init__(self, tokenizer_dir, max_length, pad_tail, pad_id, validation_fraction=0.0,
-                 test_fraction=0.0, batch_chars=1_000_000):
+                 test_fraction=0.0, batch_chars=1_000_000, progress_dir=None):
         super().__init__()
         self.tokenize = TokenizeAndChunk(tokenizer_dir, max_length, validation_fraction,
-                                         test_fraction, batch_chars)
+                                         test_fraction, batch_chars, progress_dir)
         self.chunk_tails = ChunkTails(max_length, pad_tail, pad_id)
 
     def expand(self, docs):

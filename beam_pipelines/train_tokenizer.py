@@ -23,7 +23,7 @@ from typing import Iterable, Iterator
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
 from tokenizers import pre_tokenizers, processors, trainers
 
-from beam_pipelines import hf_datasets, input_spec, sources
+from beam_pipelines import hf_datasets, input_spec, progress, sources
 from beam_pipelines.input_spec import InputSpec
 from common import flags, fs, tokenizer_files
 from common.errors import UserError, run_cli
@@ -49,6 +49,8 @@ class TokenizerConfig(InputSpec):
     min_frequency: int = flag("minimum pair frequency (bpe, wordpiece)", 2)
     model_max_length: int = flag("model_max_length written to tokenizer_config.json", 512)
     seed: int = flag("seed of the sample and of the reading order", 0)
+    progress_seconds: float = flag("seconds between progress lines while reading (0 = none)",
+                                   10.0)
 
     def __post_init__(self):
         if self.max_documents == 0:
@@ -112,10 +114,11 @@ def add_post_processor(tokenizer: Tokenizer, model: str) -> None:
 class InputReport:
     """Counts what was read and reports every bad record by file and line."""
 
-    def __init__(self):
+    def __init__(self, progress_seconds: float = 10.0):
         self.documents = self.chars = self.rejected = 0
         self.dead_letters: list[sources.DeadLetter] = []
-        self._last_print = time.monotonic()
+        self.progress_seconds = progress_seconds
+        self._start = self._last_print = time.monotonic()
 
     def documents_of(self, records: Iterable[sources.Record]) -> Iterator[str]:
         for record in records:
@@ -128,10 +131,11 @@ class InputReport:
                 continue
             self.documents += 1
             self.chars += len(record.text)
-            if time.monotonic() - self._last_print > 10:
-                self._last_print = time.monotonic()
-                print(f"read {self.documents:,} documents ({self.chars / 1e6:.1f} M chars)",
-                      flush=True)
+            now = time.monotonic()
+            if self.progress_seconds and now - self._last_print >= self.progress_seconds:
+                self._last_print = now
+                print(progress.line({"documents": self.documents, "chars": self.chars},
+                                    now - self._start, "reading", "chars"), flush=True)
             if record.text.strip():
                 yield record.text
 
@@ -185,7 +189,7 @@ def check(config: TokenizerConfig) -> None:
     if not config.input and not config.hf_dataset:
         raise UserError("give --input (files) or --hf_dataset")
     specials = len(set(tokenizer_files.SPECIAL_TOKENS[config.model].values()))
-    minimum = {"seed": 0, "vocab_size": specials + 1, "min_frequency": 1,
+    minimum = {"seed": 0, "progress_seconds": 0, "vocab_size": specials + 1, "min_frequency": 1,
                "model_max_length": specials + 1, "max_document_bytes": 1,
                "max_documents": 0, "max_read_documents": 0}
     for name, low in minimum.items():
@@ -199,7 +203,7 @@ def train(config: TokenizerConfig) -> dict:
     check(config)
     start = time.monotonic()
     tokenizer, trainer = build(config.model, config.vocab_size, config.min_frequency)
-    report = InputReport()
+    report = InputReport(config.progress_seconds)
     texts = report.documents_of(read_corpus(config))
     budget = read_budget(config)
     if budget:
