@@ -7,8 +7,8 @@ flag names, types, defaults and help cannot drift apart. Flags of the Hugging Fa
 Example:
     >>> config = parse_args(["--train_data", "gs://b/train", "--eval_data", "gs://b/eval",
     ...                      "--tokenizer", "tok/", "--output_dir", "out/", "--model", "tiny"])
-    >>> config.family, config.size, config.learning_rate
-    ('roberta', 'tiny', 0.0001)
+    >>> config.family, config.model, config.learning_rate  # None: by size, trainer/plan.py
+    ('roberta', 'tiny', None)
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import dataclasses
 from common import flags
 from common.flags import flag
 from trainer import families
+from trainer.plan import DEFAULT_LEARNING_RATES
 
 # The legacy HF example's `--pretrained_model_config` names a Hugging Face config; we train
 # from scratch, so map the ones it documents to (family, size).
@@ -76,7 +77,10 @@ class TrainConfig:
     train_steps: int = flag("Optimizer steps (alternative to --epochs).")
     epochs: int = flag("Passes over the training data.", aliases=["--num_epochs"])
     # Optimisation.
-    learning_rate: float = flag("Peak learning rate.", 1e-4)
+    learning_rate: float | None = flag(
+        "Peak learning rate. Default: by --model size (" + ", ".join(
+            f"{size} {rate:g}" for size, rate in DEFAULT_LEARNING_RATES.items())
+        + "), or the rate a resumed run used.")
     warmup_ratio: float = flag("Fraction of steps of linear warmup (the legacy HF example "
                                 "uses 0.05).", 0.05)
     weight_decay: float = flag("AdamW decoupled weight decay (not on biases/LayerNorm).", 1e-3,

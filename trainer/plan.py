@@ -32,6 +32,22 @@ FIXED = {
 }
 
 
+# Peak learning rates by size when --learning_rate is not given. tiny/small: the CPU sweep in
+# README "Learning rate" (benchmarks/lr_sweep.py); base/large: RoBERTa's settings (Liu et
+# al. 2019, 6e-4 base / 4e-4 large at 8K-sequence batches), lowered for our ~1K batches.
+DEFAULT_LEARNING_RATES = {"tiny": 2e-3, "small": 1e-3, "base": 5e-4, "large": 3e-4}
+
+
+def learning_rate(explicit: float | None, size: str, saved: dict | None) -> float:
+    """An explicit flag wins; else a resumed run keeps the rate it started with (a new
+    default must not change a run half-way); else the size's default."""
+    if explicit is not None:
+        return explicit
+    if saved and saved.get("learning_rate") is not None:
+        return saved["learning_rate"]
+    return DEFAULT_LEARNING_RATES.get(size, DEFAULT_LEARNING_RATES["base"])
+
+
 class PlanError(UserError):
     """Flags that cannot continue the saved run; one line naming the flag."""
 

@@ -117,6 +117,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
         raise data.ManifestError(f"{config.train_data} holds fewer examples than one global "
                                  f"batch of {global_batch}.")
     saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
+    config.learning_rate = plans.learning_rate(config.learning_rate, config.model, saved)
     plan = plans.make_plan(total_steps, config.save_every, config.eval_every,
                            device.steps_per_execution, config.warmup_ratio, saved)
     backbone = model.backbone_config(config.family, config.model, info.vocab_size, max_length,

@@ -2,8 +2,9 @@
 
 import pytest
 
-from trainer.plan import (DeviceSettings, PlanError, TrainPlan, check_continuation,
-                          check_start, device_settings, make_plan)
+from trainer.plan import (DEFAULT_LEARNING_RATES, DeviceSettings, PlanError, TrainPlan,
+                          check_continuation, check_start, device_settings, learning_rate,
+                          make_plan)
 
 
 def test_device_settings():
@@ -64,3 +65,11 @@ def test_fewer_steps_than_done_is_refused():
     check_start(100, 100, "out")
     with pytest.raises(PlanError, match="already trained 120 steps, more than the 100"):
         check_start(120, 100, "out")
+
+
+def test_learning_rate_default_by_size_flag_wins_and_a_resumed_run_keeps_its_rate():
+    assert learning_rate(None, "tiny", None) == DEFAULT_LEARNING_RATES["tiny"]
+    assert learning_rate(None, "base", None) == DEFAULT_LEARNING_RATES["base"]
+    assert DEFAULT_LEARNING_RATES["tiny"] > DEFAULT_LEARNING_RATES["base"]
+    assert learning_rate(3e-4, "tiny", {"learning_rate": 1e-4}) == 3e-4  # explicit flag
+    assert learning_rate(None, "tiny", {"learning_rate": 1e-4}) == 1e-4  # started with it
