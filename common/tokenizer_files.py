@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 
 from common import fs
 from common.errors import UserError
@@ -98,6 +99,50 @@ def load(tokenizer_dir: str):
         ids[role] = token_id
     info = TokenizerInfo(fingerprint(data), tokenizer.get_vocab_size(), ids)
     return tokenizer, info
+
+
+def word_starts(tokenizer) -> list[bool]:
+    """Per token id, whether the token begins a word: the table whole-word masking needs.
+
+    A word is what the tokenizer's pre-tokenizer splits on: a continuation piece is, for
+    WordPiece, one with the `##` prefix (a WordLevel token is always a whole word); for byte-level BPE one without the leading-space
+    mark `Ġ`; for Metaspace (unigram) one without `▁`. Special tokens count as starts.
+    """
+    spec = json.loads(tokenizer.to_str())
+    model = spec.get("model") or {}
+    kinds = _component_types(spec.get("pre_tokenizer")) | _component_types(spec.get("decoder"))
+    if model.get("type") == "WordLevel":
+        prefix, is_start_when_prefixed = "", True  # every token is a whole word
+    elif model.get("type") == "WordPiece":  # a word's later pieces carry the prefix
+        prefix, is_start_when_prefixed = model.get("continuing_subword_prefix") or "##", False
+    elif "ByteLevel" in kinds:  # a word's first piece carries the space mark
+        prefix, is_start_when_prefixed = "\u0120", True
+    elif "Metaspace" in kinds:
+        prefix, is_start_when_prefixed = "\u2581", True
+    else:
+        raise TokenizerFilesError(
+            f"cannot tell where words start for a {model.get('type')} tokenizer with "
+            f"{sorted(kinds) or 'no'} pre-tokenizer/decoder; use --masking token or span.")
+    table = [False] * tokenizer.get_vocab_size()
+    special = {token.content for token in tokenizer.get_added_tokens_decoder().values()
+               if token.special}
+    for token, token_id in tokenizer.get_vocab(with_added_tokens=True).items():
+        if token_id < len(table):
+            table[token_id] = (token in special
+                               or token.startswith(prefix) == is_start_when_prefixed)
+    return table
+
+
+def _component_types(node) -> set:
+    """The `type` names in a (possibly nested `Sequence`) tokenizer component."""
+    found = set()
+    if isinstance(node, dict):
+        found.update([node["type"]] if isinstance(node.get("type"), str) else [])
+        node = list(node.values())
+    if isinstance(node, list):
+        for value in node:
+            found |= _component_types(value)
+    return found
 
 
 def save(tokenizer, tokenizer_dir: str, special_tokens: dict, model_max_length: int) -> str:

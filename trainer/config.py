@@ -90,6 +90,10 @@ class TrainConfig:
     adam_epsilon: float = flag("AdamW epsilon.", 1e-6)
     clip_norm: float = flag("Global gradient-norm clipping (0 = off).", 1.0)
     mlm_probability: float = flag("Fraction of maskable tokens selected.", 0.15)
+    masking: str = flag("What is masked together: single tokens (BERT/RoBERTa), every piece "
+                         "of a word (BERT whole-word masking) or spans of 1-10 tokens, "
+                         "geometric lengths (SpanBERT).", "token",
+                         choices=("token", "whole_word", "span"))
     seed: int = flag("Seed for weights, data order, dropout and masking.", 42)
     # Input pipeline.
     shuffle_buffer_size: int = flag("Examples in the shuffle buffer.", 2**16)

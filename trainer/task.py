@@ -92,11 +92,23 @@ def _build(config, strategy, spec, backbone, plan, device):
     return trainer_model, masked_lm
 
 
+def _masking_spec(config, info):
+    from common import tokenizer_files
+    from trainer.masking import MaskingSpec
+
+    word_starts = ()
+    if config.masking == "whole_word":
+        tokenizer, _ = tokenizer_files.load(config.tokenizer)
+        word_starts = tuple(tokenizer_files.word_starts(tokenizer))
+    return MaskingSpec(info.vocab_size, info.mask_id, tuple(info.all_special_ids),
+                       rate=config.mlm_probability, masking=config.masking,
+                       word_starts=word_starts)
+
+
 def run(config: TrainConfig, extra_callbacks=()) -> dict:
     """Trains (or resumes) as `config` says; returns the final metrics."""
     from common import fs
     from trainer import checkpoints, data, model, plan as plans, strategy as strategies
-    from trainer.masking import MaskingSpec
     from trainer.run_dir import RunDir
 
     run_files = RunDir(config.output_dir)
@@ -131,8 +143,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
                   "input_pipelines": strategies.num_input_pipelines(strategy),
                   "train_data_digest": train_source.digest, "jit_compile": device.jit}
     plans.check_continuation(saved, run_config, run_files.root)
-    spec = MaskingSpec(info.vocab_size, info.mask_id, tuple(info.all_special_ids),
-                       rate=config.mlm_probability)
+    spec = _masking_spec(config, info)
     trainer_model, masked_lm = _build(config, strategy, spec, backbone, plan, device)
     start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
     plans.check_start(start_step, total_steps, run_files.root)
@@ -181,7 +192,8 @@ def _fit(config, strategy, trainer_model, masked_lm, plan, start_step, run_files
         trainer_model.fit(train_batches, epochs=intervals, steps_per_epoch=length,
                           validation_data=eval_batches,
                           validation_freq=plan.eval_epochs(first_step, intervals, length),
-                          callbacks=callbacks, verbose=config.verbose)
+                          callbacks=callbacks, verbose=config.verbose,
+                          shuffle=False)  # tf.data shuffles; Keras would warn it cannot
     return log
 
 

@@ -123,3 +123,170 @@ def test_compiles_with_xla_and_is_deterministic():
         assert value.shape[0] == 32
         np.testing.assert_array_equal(value.numpy(), second[key].numpy())
     assert first["mask_positions"].shape[1] == SPEC.max_predictions(128) == 20
+
+
+# --- whole_word and span --------------------------------------------------------------------
+
+# Ids 5..59 start a word, 60..99 continue one (as '▁x' / 'x' pieces of a unigram vocabulary).
+WORD_STARTS = tuple(i < 60 for i in range(100))
+WWM = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word",
+                  word_starts=WORD_STARTS)
+SPAN = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="span")
+
+
+def _words_batch(num=2048, length=64, seed=1):
+    """Rows of full length (as concatenated chunks are) with CLS/SEP document boundaries
+    inside, words of 1-4 pieces, and a continuation piece at some rows' start."""
+    rng = np.random.default_rng(seed)
+    ids = np.where(rng.random((num, length)) < 0.45, rng.integers(60, 100, (num, length)),
+                   rng.integers(5, 60, (num, length)))
+    ids[:, 0] = 2
+    ids[rng.random((num, length)) < 0.02] = 3
+    short = rng.random(num) < 0.1  # some padded rows
+    mask = np.ones_like(ids)
+    mask[short, length // 2:] = 0
+    ids = np.where(mask == 1, ids, 0)
+    return ids.astype(np.int32), mask.astype(np.int32)
+
+
+def _units(ids, mask, spec):
+    """(row, start, end) of every unit of whole words, per the table, among candidates."""
+    candidate = (mask == 1) & ~np.isin(ids, SPECIAL)
+    units = []
+    for row in range(len(ids)):
+        start = None
+        for pos in range(ids.shape[1] + 1):
+            ends_here = (pos == ids.shape[1] or not candidate[row, pos]
+                         or (spec.word_starts[ids[row, pos]] and start is not None))
+            if start is not None and ends_here:
+                units.append((row, start, pos))
+                start = None
+            if pos < ids.shape[1] and candidate[row, pos] and start is None:
+                start = pos
+    return units
+
+
+@pytest.fixture(scope="module", params=["whole_word", "span"])
+def unit_masked(request):
+    spec = WWM if request.param == "whole_word" else SPAN
+    ids, mask = _words_batch()
+    run = tf.function(lambda i, m, s: mask_tokens(i, m, s, spec), jit_compile=True)
+    out = {k: v.numpy() for k, v in run(ids, mask, step_seed(5, 2, 0)).items()}
+    return spec, ids, mask, out
+
+
+def _selected_grid(ids, out):
+    rows, cols = _selected(ids, out)
+    grid = np.zeros(ids.shape, bool)
+    grid[rows, cols] = True
+    assert len(rows) == grid.sum()  # no position twice
+    return grid
+
+
+def test_units_mask_15_percent_never_specials_labels_original(unit_masked):
+    spec, ids, mask, out = unit_masked
+    maskable = (mask == 1) & ~np.isin(ids, SPECIAL)
+    grid = _selected_grid(ids, out)
+    assert abs(grid.sum() / maskable.sum() - 0.15) < 0.003, grid.sum() / maskable.sum()
+    assert not (grid & ~maskable).any()
+    used = out["mask_weights"] > 0
+    rows, cols = _selected(ids, out)
+    np.testing.assert_array_equal(out["mask_ids"][used], ids[rows, cols])
+    assert not ((out["token_ids"] != ids) & ~grid).any()
+    assert out["mask_positions"].shape[1] == spec.max_predictions(64)
+    assert spec.max_predictions(64) == {"whole_word": 18, "span": 20}[spec.masking]
+
+
+def test_whole_words_are_never_split():
+    ids, mask = _words_batch(512)
+    out = {k: v.numpy() for k, v in mask_tokens(ids, mask, step_seed(1, 1, 0), WWM).items()}
+    grid = _selected_grid(ids, out)
+    whole = partial = 0
+    for row, start, end in _units(ids, mask, WWM):
+        chosen = grid[row, start:end]
+        if chosen.all():
+            whole += end - start > 1
+        partial += chosen.any() and not chosen.all()
+    assert partial == 0
+    assert whole > 500  # multi-piece words do get masked, whole
+
+
+def test_span_lengths_follow_the_truncated_geometric():
+    from trainer.masking import _unit_start_of, _unit_starts
+
+    length = 256
+    ids = np.full((400, length), 50, np.int32)  # no specials: spans are cut only by the cap
+    candidates = tf.ones(ids.shape, tf.bool)
+    uniform = tf.random.stateless_uniform(ids.shape, seed=[3, 4], alg="philox")
+    starts = _unit_starts(ids, candidates, uniform, SPAN).numpy()
+    lengths = np.concatenate([np.diff(np.flatnonzero(row)) for row in starts])
+    assert lengths.min() >= 1 and lengths.max() <= 10
+    k = np.arange(1, 11)
+    expected = 0.2 * 0.8 ** (k - 1) / (1 - 0.8 ** 10)
+    observed = np.bincount(lengths, minlength=11)[1:] / len(lengths)
+    assert np.abs(observed - expected).max() < 0.01, observed
+    assert abs(lengths.mean() - 3.80) < 0.05
+    # Every position's unit starts at the last start at or before it.
+    start_of = _unit_start_of(tf.constant(starts)).numpy()
+    for row in range(3):
+        expected_start = np.maximum.accumulate(np.where(starts[row], np.arange(length), 0))
+        np.testing.assert_array_equal(start_of[row], expected_start)
+
+
+def test_span_80_10_10_is_drawn_per_span_and_spans_are_contiguous():
+    ids, mask = _words_batch(1024, 128)
+    out = mask_tokens(ids, mask, step_seed(2, 2, 0), SPAN)
+    out = {k: v.numpy() for k, v in out.items()}
+    grid = _selected_grid(ids, out)
+    runs = mixed = masked_runs = 0
+    for row in range(len(ids)):
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], grid[row], [0]]).astype(int)))
+        for start, end in zip(edges[::2], edges[1::2]):
+            runs += 1
+            is_mask = out["token_ids"][row, start:end] == SPAN.mask_id
+            # A run may join two adjacent spans, each with its own draw: count runs that
+            # are neither all-mask nor mask-free only when short enough to be one span.
+            if end - start <= 3 and is_mask.any() and not is_mask.all():
+                mixed += 1
+            masked_runs += is_mask.all()
+    assert runs > 2000
+    assert mixed / runs < 0.03  # only joined spans can mix
+    assert abs(masked_runs / runs - 0.8) < 0.06
+    mean_run = grid.sum() / runs
+    assert mean_run > 3.0  # contiguous spans, not scattered tokens (token mode: ~1.2)
+
+
+def test_unit_selection_is_the_same_with_and_without_xla():
+    """Random streams differ between XLA and TF kernels, so compare the selection on the
+    same draws."""
+    from trainer.masking import _candidates, _select_units, _unit_start_of, _unit_starts
+
+    ids, mask = _words_batch(64, 128)
+    uniform = tf.random.stateless_uniform([2, *ids.shape], seed=[1, 2], alg="philox")
+    budget = tf.fill([64], 19.2)
+
+    def select(i, m, u, b):
+        candidates = _candidates(i, m, SPAN)
+        start_of = _unit_start_of(_unit_starts(i, candidates, u[0], SPAN))
+        return _select_units(candidates, start_of, u[0], u[1], b, SPAN.max_predictions(128))
+
+    eager = select(ids, mask, uniform, budget).numpy()
+    compiled = tf.function(select, jit_compile=True)(ids, mask, uniform, budget).numpy()
+    np.testing.assert_array_equal(eager, compiled)
+    assert eager.sum() > 64 * 15
+
+
+def test_whole_word_needs_a_table_and_modes_are_checked():
+    with pytest.raises(ValueError, match="word_starts"):
+        MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word")
+    with pytest.raises(ValueError, match="not one of"):
+        MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="words")
+
+
+@pytest.mark.parametrize("spec", [WWM, SPAN], ids=["whole_word", "span"])
+def test_short_sequences_keep_the_rate_with_units(spec):
+    ids = np.zeros((4000, 8), np.int32)
+    ids[:, 0], ids[:, 1:3], ids[:, 3] = 2, 50, 3  # two one-piece words
+    mask = (ids != 0).astype(np.int32)
+    out = mask_tokens(ids, mask, step_seed(0, 0, 0), spec)
+    assert abs(out["mask_weights"].numpy().sum() / (2 * 4000) - 0.15) < 0.02

@@ -96,6 +96,18 @@ def test_mirrored_strategy_over_two_logical_cpus(corpus, tmp_path):
     assert metrics["steps"] == 40
 
 
+@pytest.mark.parametrize("masking", ["whole_word", "span"])
+def test_whole_word_and_span_masking_train(corpus, tmp_path, masking):
+    args = task_args(corpus, tmp_path, "--train_steps", "40", "--eval_every", "20",
+                     "--save_every", "40", "--masking", masking)
+    metrics = task.run(task.parse_args(args))
+    run_config = json.loads((tmp_path / "run_config.json").read_text())
+    assert run_config["masking"] == masking
+    evals = [e["eval_loss"] for e in _history(tmp_path) if "eval_loss" in e]
+    assert np.isfinite(evals).all() and evals[-1] < evals[0]
+    assert metrics["steps"] == 40
+
+
 def _cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "trainer.task", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=300, env=env)
