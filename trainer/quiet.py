@@ -2,7 +2,8 @@
 
 The tensorflow 2.21 wheel is built with CUDA. On a machine without an NVIDIA GPU, importing it
 and its first device query print `Could not find cuda drivers`, `cpu_feature_guard ... rebuild
-TensorFlow` and `E0000 ... failed call to cuInit: ... CUDA error` through absl logging, which
+TensorFlow` and `E0000 ... failed call to cuInit: ... CUDA error` (and the first int64 op
+`E0000 ... oneDNN supports DT_INT64 only on platforms with AVX-512`) through absl logging, which
 TF_CPP_MIN_LOG_LEVEL no longer silences. A user reads the `E` line as a failure. So, where no
 GPU is present and none was asked for, the import and the GPU query run with file descriptor 2
 pointed at a temporary file, and every line that is not one of those known ones is passed on.
@@ -31,6 +32,7 @@ HARMLESS = re.compile("|".join([
     r"oneDNN custom operations are on",
     r"Unable to register cu(DNN|FFT|BLAS) factory",
     r"TF-TRT Warning: Could not find TensorRT",
+    r"util\.cc.*oneDNN supports DT_INT64 only on platforms with AVX-512",
 ]))
 
 
@@ -53,6 +55,9 @@ def import_tensorflow() -> None:
 
             if tf.test.is_built_with_cuda():  # the cuInit line comes with the first query
                 tf.config.list_physical_devices("GPU")
+            # oneDNN logs once per process, as an `E` line, that it leaves int64 ops to Eigen
+            # (Keras transposes int64 tensors eagerly while building a model): say it here.
+            tf.transpose(tf.zeros([1, 1], tf.int64))
         finally:
             sys.stderr.flush()
             os.dup2(saved, 2)
