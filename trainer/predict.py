@@ -85,7 +85,10 @@ class MaskPredictor:
 
     def _predict_batch(self, ids: list[list[int]], top_k: int):
         inputs, mask_counts = self.model_inputs(ids)
-        logits = np.asarray(self.masked_lm(inputs, training=False), dtype=np.float64)
+        from trainer import quiet
+
+        with quiet.harmless_lines_hidden():  # oneDNN's int64 line at the first call
+            logits = np.asarray(self.masked_lm(inputs, training=False), dtype=np.float64)
         probs = np.exp(logits - logits.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
         top = np.argsort(-probs, axis=-1)[..., :top_k]

@@ -2,7 +2,7 @@
 
 The tensorflow 2.21 wheel is built with CUDA. On a machine without an NVIDIA GPU, importing it
 and its first device query print `Could not find cuda drivers`, `cpu_feature_guard ... rebuild
-TensorFlow` and `E0000 ... failed call to cuInit: ... CUDA error` (and the first int64 op
+TensorFlow` and `E0000 ... failed call to cuInit: ... CUDA error` (and, at the model build,
 `E0000 ... oneDNN supports DT_INT64 only on platforms with AVX-512`) through absl logging, which
 TF_CPP_MIN_LOG_LEVEL no longer silences. A user reads the `E` line as a failure. So, where no
 GPU is present and none was asked for, the import and the GPU query run with file descriptor 2
@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -46,18 +47,30 @@ def import_tensorflow() -> None:
     """Imports TensorFlow (and runs its GPU query), hiding only the lines in HARMLESS."""
     if "tensorflow" in sys.modules or gpu_expected():
         return
+    with harmless_lines_hidden():
+        import tensorflow as tf
+
+        if tf.test.is_built_with_cuda():  # the cuInit line comes with the first query
+            tf.config.list_physical_devices("GPU")
+
+
+@contextlib.contextmanager
+def harmless_lines_hidden():
+    """Within the block, file descriptor 2 goes to a temporary file; afterwards every line
+    not in HARMLESS is written to the real stderr. Does nothing where a GPU is expected.
+
+    The trainer wraps its eager model build in it too: oneDNN logs once per process, as an
+    `E` line, that it leaves int64 ops to Eigen (Keras transposes int64 tensors there).
+    """
+    if gpu_expected():
+        yield
+        return
     with tempfile.TemporaryFile() as capture:
         sys.stderr.flush()
         saved = os.dup(2)
         os.dup2(capture.fileno(), 2)
         try:
-            import tensorflow as tf
-
-            if tf.test.is_built_with_cuda():  # the cuInit line comes with the first query
-                tf.config.list_physical_devices("GPU")
-            # oneDNN logs once per process, as an `E` line, that it leaves int64 ops to Eigen
-            # (Keras transposes int64 tensors eagerly while building a model): say it here.
-            tf.transpose(tf.zeros([1, 1], tf.int64))
+            yield
         finally:
             sys.stderr.flush()
             os.dup2(saved, 2)

@@ -67,7 +67,7 @@ def _build(config, strategy, spec, backbone, plan, device):
     """The compiled trainer model with a built optimizer (ready for `restore_state`)."""
     import keras
 
-    from trainer import model
+    from trainer import model, quiet
     from trainer.optimization import build_optimizer
     from trainer.train_step import MaskedLMTrainer
 
@@ -82,7 +82,8 @@ def _build(config, strategy, spec, backbone, plan, device):
         length = backbone["max_sequence_length"]
         dummy = {"input_ids": keras.ops.ones((1, length), "int32"),
                  "attention_mask": keras.ops.ones((1, length), "int32")}
-        trainer_model(dummy)  # build the weights
+        with quiet.harmless_lines_hidden():
+            trainer_model(dummy)  # build the weights (eagerly)
         optimizer = build_optimizer(
             config.learning_rate, plan.total_steps, plan.warmup_steps, config.weight_decay,
             config.adam_beta1, config.adam_beta2, config.adam_epsilon, config.clip_norm)

@@ -89,3 +89,18 @@ def test_cli_error_is_one_line_with_exit_code_2(runs):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "error: text 1 has no <mask> token: 'no mask here'"]
+
+
+def test_cli_on_a_cpu_shows_no_tensorflow_noise(runs):
+    """The model's first call makes oneDNN log an `E0000 ... DT_INT64` line once per process;
+    on a machine without a GPU it is hidden with TensorFlow's other known start-up lines."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES",
+                                                             "TF_CPP_MIN_LOG_LEVEL")}
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer.predict", "--model", runs["roberta"][0],
+         "The cat <mask> on the mat."], cwd=REPO_ROOT, capture_output=True, text=True,
+        timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "mask 1:" in result.stdout
+    for noise in ("E0000", "DT_INT64", "cuInit", "cuda drivers", "cpu_feature_guard"):
+        assert noise not in result.stdout + result.stderr, (noise, result.stderr[-3000:])
