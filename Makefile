@@ -10,7 +10,11 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 # --- Demo (local, CPU, no network) --------------------------------------------------------
 DEMO ?= runs/demo
 DEMO_CORPUS_MB ?= 12
-DEMO_STEPS ?= 2400
+DEMO_STEPS ?= 4000
+DEMO_VOCAB ?= 3000
+DEMO_LENGTH ?= 64
+DEMO_MASKING ?= token
+DEMO_TOKENIZER = $(DEMO)/tokenizer-$(DEMO_VOCAB)
 LOCAL_BEAM := --runner=FnApiRunner
 
 # --- Dataflow (make prepare) and TPU VM (make train) --------------------------------------
@@ -71,20 +75,17 @@ test-tpu: $(TPU_STAMP)
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
 	test -s $(DEMO)/corpus.jsonl || $(PY) -m beam_pipelines.demo_corpus --output $(DEMO)/corpus.jsonl --max_mb $(DEMO_CORPUS_MB)
-	test -s $(DEMO)/tokenizer/tokenizer.json || $(PY) -m beam_pipelines.train_tokenizer --input $(DEMO)/corpus.jsonl --output_dir $(DEMO)/tokenizer --model unigram --vocab_size 8000
-	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(DEMO)/corpus.jsonl --tokenizer $(DEMO)/tokenizer --output_dir $(DEMO)/prepared --max_length 128 --validation_fraction 0.02
+	test -s $(DEMO_TOKENIZER)/tokenizer.json || $(PY) -m beam_pipelines.train_tokenizer --input $(DEMO)/corpus.jsonl --output_dir $(DEMO_TOKENIZER) --model unigram --vocab_size $(DEMO_VOCAB)
+	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(DEMO)/corpus.jsonl --tokenizer $(DEMO_TOKENIZER) --output_dir $(DEMO)/prepared --max_length $(DEMO_LENGTH) --validation_fraction 0.02
 	rm -rf $(DEMO)/train $(DEMO)/export
-	$(PY) -m trainer.task --train_data $(DEMO)/prepared/train --eval_data $(DEMO)/prepared/validation --tokenizer $(DEMO)/tokenizer --output_dir $(DEMO)/train --model tiny --strategy cpu --per_replica_batch_size 32 --train_steps $(DEMO_STEPS) --learning_rate 2e-3 --eval_every 300 --save_every 300 --max_eval_batches 20 --verbose 2
+	$(PY) -m trainer.task --train_data $(DEMO)/prepared/train --eval_data $(DEMO)/prepared/validation --tokenizer $(DEMO_TOKENIZER) --output_dir $(DEMO)/train --model tiny --config '{"dropout": 0.0}' --strategy cpu --per_replica_batch_size 32 --train_steps $(DEMO_STEPS) --learning_rate 3e-3 --warmup_ratio 0.1 --masking $(DEMO_MASKING) --eval_every 500 --save_every 500 --max_eval_batches 20 --verbose 2
 	$(PY) -m trainer.export --checkpoint $(DEMO)/train --output_dir $(DEMO)/export --format all
 	$(PY) -m trainer.plot --run_dir $(DEMO)/train --output $(DEMO)/train/curves.png
-	$(PY) -m trainer.predict --model $(DEMO)/export/keras-hub --top_k 3 \
-	  "Return a [MASK] of the values in the list." \
-	  "Raise an exception if the file does not [MASK]." \
-	  "The default [MASK] is None." \
-	  "This function returns the number of [MASK] in the string."
+	$(PY) -m trainer.fill_mask_demo --model $(DEMO)/export/keras-hub --corpus $(DEMO)/corpus.jsonl --validation_fraction 0.02 --num 10
+	$(PY) -m trainer.baseline --run_dir $(DEMO)/train
 	@echo; echo "Demo outputs (a second run reuses corpus and tokenizer, replaces the rest):"
 	@echo "  corpus            $(DEMO)/corpus.jsonl"
-	@echo "  tokenizer         $(DEMO)/tokenizer/"
+	@echo "  tokenizer         $(DEMO_TOKENIZER)/"
 	@echo "  prepared shards   $(DEMO)/prepared/{train,validation}/ (manifest.json, dead_letter/)"
 	@echo "  training run      $(DEMO)/train/ (metrics.json, history.json, logs/ for TensorBoard, checkpoints/)"
 	@echo "  curves            $(DEMO)/train/curves.png"
