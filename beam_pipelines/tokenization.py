@@ -54,6 +54,7 @@ class TokenizeAndChunk(beam.DoFn):
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
         self.special_only = self.tokenizer.num_special_tokens_to_add(False)
+        self.ids_dtype = chunking.ids_dtype(self.tokenizer.get_vocab_size())
         self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self.tally = progress.Tally(self.progress_dir)
 
@@ -98,12 +99,13 @@ class TokenizeAndChunk(beam.DoFn):
             else:
                 kept.setdefault(split, []).append(ids)
         for split, id_lists in kept.items():  # one numpy conversion per split and batch
-            flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=np.int32,
+            flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=self.ids_dtype,
                                count=sum(map(len, id_lists)))
             self.stats[f"{split}/documents_tokenized"] += len(id_lists)
             self.stats[f"{split}/tokens_in"] += len(flat)
             self.tally.add(documents=len(id_lists), tokens=len(flat))
-            self.chunkers.setdefault(split, chunking.Chunker(self.max_length)).add(flat)
+            self.chunkers.setdefault(
+                split, chunking.Chunker(self.max_length, self.ids_dtype)).add(flat)
 
     def _flush(self, min_rows: int, drain: bool = False):
         previous = self._submit_pending()
