@@ -24,8 +24,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   StandardOptions)
 
-from beam_pipelines import (commit, hf_datasets, input_spec, progress, run_lock, shard_writer,
-                            sources, tokenization)
+from beam_pipelines import (commit, hf_datasets, input_spec, memory_check, progress, run_lock,
+                            shard_writer, sources, tokenization)
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
 from common import fs, manifest, shards, tokenizer_files
@@ -176,6 +176,9 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
         if "Dataflow" in runner:
             _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks)
         else:
+            notice = memory_check.warning(tasks)
+            if notice:
+                print(notice, file=sys.stderr, flush=True)
             with tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder, \
                     progress.Reporter(folder, opts.progress_seconds), \
                     beam.Pipeline(options=options) as p:

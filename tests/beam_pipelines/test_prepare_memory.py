@@ -42,3 +42,27 @@ def test_peak_memory_per_token_on_the_local_runner(tmp_path, bpe_tokenizer_dir):
     print(f"peak RSS {small_peak / 1e6:.0f} MB at {small_tokens:,} tokens, "
           f"{large_peak / 1e6:.0f} MB at {large_tokens:,}: {per_token:.1f} bytes per token")
     assert per_token < MAX_BYTES_PER_TOKEN
+
+
+def test_a_local_run_that_will_not_fit_is_announced_with_the_numbers(
+        tmp_path, bpe_tokenizer_dir, capsys, monkeypatch):
+    from beam_pipelines import memory_check, prepare
+
+    corpus = tmp_path / "c.jsonl"
+    demo_corpus.write_corpus(str(corpus), 700_000)
+    tasks = [("file", str(corpus), None, 0, None)]
+    assert memory_check.input_text_bytes(tasks) == corpus.stat().st_size
+    assert memory_check.warning(tasks, available=64e9) is None
+    gz = [("file", "x.jsonl.gz", None, 0, 1000), ("file", "y.txt", None, 0, 500)]
+    assert memory_check.input_text_bytes(gz) == 4 * 1000 + 500
+    assert memory_check.input_text_bytes([("hf", "train", 0, 1)]) is None
+
+    # 0.7 MB of text needs ~0.4 GB + 0.7e6 / 3.5 * 20 B = ~0.4 GB: announce it on 0.3 GB.
+    monkeypatch.setattr(memory_check, "available_bytes", lambda: 0.3e9)
+    assert prepare.run(["--runner=FnApiRunner", "--input", str(corpus), "--tokenizer",
+                        bpe_tokenizer_dir, "--output_dir", str(tmp_path / "out"),
+                        "--progress_seconds", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: this local prepare may need ~0.4 GB of memory and 0.3 GB is available" in err
+    assert "1 MB of text" in err and "Dataflow" in err
+    assert manifest.read_manifest(str(tmp_path / "out" / "train")).num_examples > 0  # went on
