@@ -71,8 +71,11 @@ def build(model: str, vocab_size: int, min_frequency: int = 2):
             vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=tokens,
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=True)
         return tokenizer, trainer
-    tokens = [special[r] for r in ("pad_token", "unk_token", "cls_token", "sep_token",
-                                   "mask_token")]
+    tokens = [special[r] for r in ("pad_token", "unk_token", "cls_token", "sep_token")]
+    # The mask eats the space before it: in training a masked word's first piece ('▁the')
+    # becomes the mask, so "of [MASK] command" must not leave a bare '▁' piece before it
+    # (a model then fills in a word's continuation, not a word).
+    tokens.append(AddedToken(special["mask_token"], lstrip=True, special=True))
     # Whitespace runs (newlines inside multi-line documents) become one space before
     # pre-tokenization: otherwise Metaspace learns thousands of tokens containing "\n".
     whitespace = normalizers.Replace(Regex(r"\s+"), " ")

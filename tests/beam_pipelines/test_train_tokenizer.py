@@ -30,6 +30,10 @@ def _check_loads_everywhere(tok_dir, model):
     assert ids[0] == auto.cls_token_id and ids[-1] == auto.sep_token_id
     assert auto.mask_token_id in ids
     assert raw.encode(text).ids == ids  # both libraries agree
+    # The mask eats the space before it, as a masked word's first piece did in training:
+    # no bare word-start piece ('▁', 'Ġ') is left in front of it.
+    tokens = raw.encode(text).tokens
+    assert tokens[ids.index(auto.mask_token_id) - 1] not in ("\u2581", "\u0120"), tokens
     decoded = auto.decode(ids, skip_special_tokens=True)
     assert "function returns" in decoded
     _, info = tokenizer_files.load(tok_dir)
