@@ -103,10 +103,11 @@ class Clean(beam.PTransform):
     and (name, count) pairs for the accounting."""
 
     def __init__(self, quality_config: quality.QualityConfig | None, dedup: str = "none",
-                 validation_fraction: float = 0.0, test_fraction: float = 0.0):
+                 validation_fraction: float = 0.0, test_fraction: float = 0.0,
+                 sample_size: int = 20):
         super().__init__()
         self.quality_config, self.dedup = quality_config, dedup
-        self.fractions = (validation_fraction, test_fraction)
+        self.fractions, self.sample_size = (validation_fraction, test_fraction), sample_size
 
     def expand(self, docs):
         removed, stats = [], []
@@ -117,6 +118,13 @@ class Clean(beam.PTransform):
             docs = filtered.kept
             removed.append(filtered[REMOVED])
             stats.append(filtered[STATS])
+        if self.dedup == "exact":
+            from beam_pipelines import dedup  # it builds on this module
+
+            docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedup(
+                *self.fractions, self.sample_size)
+            removed.append(copies)
+            stats.append(counts)
         if not removed:
             nothing = docs.pipeline | "NothingRemoved" >> beam.Create([])
             return docs, nothing, nothing

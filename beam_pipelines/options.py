@@ -68,13 +68,17 @@ class PrepareOptions(PipelineOptions):
         add("--progress_seconds", type=float, default=10.0,
             help="seconds between progress lines on the local runner (0 = none; on "
                  "Dataflow the job's console shows progress)")
+        add("--dedup", choices=("none", "exact"), default="exact",
+            help="keep one copy of documents with the same normalised text (NFKC, "
+                 "casefolded, whitespace collapsed), the first in input order, across all "
+                 "inputs and splits (beam_pipelines/dedup.py)")
         add("--quality_filter", choices=("none", "basic"), default="basic",
             help="drop degenerate documents by the rules of beam_pipelines/quality.py "
                  "(thresholds: the --min_words ... --max_top_4gram_fraction flags)")
         add_flags(parser, quality.QualityConfig)
         add("--removed_sample_size", type=int, default=20,
-            help="removed documents written per rule to OUT/dead_letter/*-removed_sample "
-                 "(the first ones in input order; 0 = none)")
+            help="removed documents written per rule (and duplicate kind) to "
+                 "OUT/dead_letter/*-removed_sample (the first ones in input order; 0 = none)")
 
 
 class FlagError(UserError):

@@ -61,7 +61,8 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                 opts.text_field, opts.max_document_bytes, opts.txt_unit, opts.hf_dataset,
                 opts.hf_config)).with_outputs("dead", STATS, main="docs"))
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
-        opts_lib.quality_config(opts), "none", opts.validation_fraction, opts.test_fraction)
+        opts_lib.quality_config(opts), opts.dedup, opts.validation_fraction, opts.test_fraction,
+        opts.removed_sample_size)
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
         opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars, progress_dir)

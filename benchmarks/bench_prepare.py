@@ -40,7 +40,8 @@ def run_pipeline(corpus, tok_dir, out, runner_args, expected_tokens) -> float:
     start = time.perf_counter()
     code = prepare.run(["--input", corpus, "--tokenizer", tok_dir, "--output_dir", out,
                         "--max_length", "128", "--validation_fraction", "0.01",
-                        "--runner=FnApiRunner", "--quality_filter", "none", *runner_args])
+                        "--runner=FnApiRunner", "--quality_filter", "none", "--dedup", "none",
+                        *runner_args])
     wall = time.perf_counter() - start
     if code:
         raise SystemExit(code)
