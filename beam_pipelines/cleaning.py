@@ -104,10 +104,11 @@ class Clean(beam.PTransform):
 
     def __init__(self, quality_config: quality.QualityConfig | None, dedup: str = "none",
                  validation_fraction: float = 0.0, test_fraction: float = 0.0,
-                 sample_size: int = 20):
+                 sample_size: int = 20, near_config=None):
         super().__init__()
         self.quality_config, self.dedup = quality_config, dedup
         self.fractions, self.sample_size = (validation_fraction, test_fraction), sample_size
+        self.near_config = near_config  # a minhash.MinHashConfig, for dedup="near"
 
     def expand(self, docs):
         removed, stats = [], []
@@ -118,11 +119,16 @@ class Clean(beam.PTransform):
             docs = filtered.kept
             removed.append(filtered[REMOVED])
             stats.append(filtered[STATS])
-        if self.dedup == "exact":
+        if self.dedup in ("exact", "near"):  # near: exact copies first, the cheap part
             from beam_pipelines import dedup  # it builds on this module
 
             docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedup(
                 *self.fractions, self.sample_size)
+            removed.append(copies)
+            stats.append(counts)
+        if self.dedup == "near":
+            docs, copies, counts = docs | "NearDedup" >> dedup.NearDedup(
+                self.near_config, *self.fractions)
             removed.append(copies)
             stats.append(counts)
         if not removed:

@@ -11,7 +11,7 @@ import dataclasses
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_pipelines import quality, sources
+from beam_pipelines import minhash, quality, sources
 from beam_pipelines.input_spec import InputSpec
 from common.errors import UserError
 from common import flags
@@ -68,10 +68,13 @@ class PrepareOptions(PipelineOptions):
         add("--progress_seconds", type=float, default=10.0,
             help="seconds between progress lines on the local runner (0 = none; on "
                  "Dataflow the job's console shows progress)")
-        add("--dedup", choices=("none", "exact"), default="exact",
-            help="keep one copy of documents with the same normalised text (NFKC, "
+        add("--dedup", choices=("none", "exact", "near"), default="exact",
+            help="exact: keep one copy of documents with the same normalised text (NFKC, "
                  "casefolded, whitespace collapsed), the first in input order, across all "
-                 "inputs and splits (beam_pipelines/dedup.py)")
+                 "inputs and splits; near: also drop documents whose MinHash estimate of "
+                 "word 5-gram Jaccard with an earlier one is >= --near_threshold "
+                 "(beam_pipelines/dedup.py, minhash.py)")
+        add_flags(parser, minhash.MinHashConfig)
         add("--quality_filter", choices=("none", "basic"), default="basic",
             help="drop degenerate documents by the rules of beam_pipelines/quality.py "
                  "(thresholds: the --min_words ... --max_top_4gram_fraction flags)")
@@ -89,10 +92,11 @@ class FlagError(UserError):
 _MINIMUMS = (("max_length", 8), ("seed", 0), ("num_shards", 1), ("shard_size", 0),
              ("read_range_bytes", 1), ("max_document_bytes", 1), ("tokenize_batch_chars", 1),
              ("lock_timeout_hours", 0), ("progress_seconds", 0), ("min_words", 0),
-             ("min_mean_word_length", 0), ("removed_sample_size", 0))
-# Quality thresholds that are shares of a document, in [0, 1] (1 turns the rule off).
-_SHARES = ("max_non_alnum_fraction", "max_duplicate_line_chars", "max_top_2gram_fraction",
-           "max_top_3gram_fraction", "max_top_4gram_fraction")
+             ("min_mean_word_length", 0), ("removed_sample_size", 0), ("near_ngram", 1),
+             ("near_bands", 1), ("near_rows", 1), ("near_max_bucket", 2))
+# Thresholds that are shares, in [0, 1] (for a quality rule, 1 turns it off).
+_SHARES = ("near_threshold", "max_non_alnum_fraction", "max_duplicate_line_chars",
+           "max_top_2gram_fraction", "max_top_3gram_fraction", "max_top_4gram_fraction")
 
 
 def check(opts: PrepareOptions) -> None:
@@ -119,6 +123,11 @@ def check(opts: PrepareOptions) -> None:
             raise FlagError(f"--{name} must be in [0, 1] (got {getattr(opts, name)})")
     if opts.min_mean_word_length > opts.max_mean_word_length:
         raise FlagError("--min_mean_word_length must not exceed --max_mean_word_length")
+
+
+def near_config(opts: PrepareOptions) -> minhash.MinHashConfig:
+    return minhash.MinHashConfig(**{f.name: getattr(opts, f.name)
+                                    for f in dataclasses.fields(minhash.MinHashConfig)})
 
 
 def quality_config(opts: PrepareOptions) -> quality.QualityConfig | None:

@@ -24,8 +24,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   StandardOptions)
 
-from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, progress, run_lock, shard_writer,
-                            sources, tokenization)
+from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, progress, run_lock,
+                            shard_writer, sources, tokenization)
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
 from common import fs, manifest, shards, tokenizer_files
@@ -62,7 +62,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                 opts.hf_config)).with_outputs("dead", STATS, main="docs"))
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
         opts_lib.quality_config(opts), opts.dedup, opts.validation_fraction, opts.test_fraction,
-        opts.removed_sample_size)
+        opts.removed_sample_size, opts_lib.near_config(opts))
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
         opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars, progress_dir)
