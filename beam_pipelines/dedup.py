@@ -6,13 +6,14 @@ earlier one. `--dedup near` runs both, and counts each removal under its kind.
 Normalisation: Unicode NFKC (compatibility forms folded: full-width letters, ligatures),
 then `str.casefold`, then every run of whitespace collapsed to one space and the ends
 stripped. Two documents are copies when the 128-bit BLAKE2b hashes of their normalised
-texts are equal (a chance collision is ~1e-20 at a billion documents).
+texts are equal (the chance of any collision among a billion documents is ~1e-21).
 
 Which copy survives: the one first in the input, by `cleaning.position` (source path, then
 byte offset or line), whatever split it would go to; so a rerun keeps the same copies. The
 grouping is Beam's own `CombinePerKey` (combiner lifting: each worker merges the copies it
-holds before the shuffle, so one document in a million copies moves one accumulator per
-worker, not a million documents, and no worker holds more than one key's accumulator).
+holds before the shuffle, so a document in a million copies moves one accumulator per
+worker, not a million documents; an accumulator is one document, counts, and at most
+`sample_size` excerpts, however many copies there are: no hot key).
 """
 
 from __future__ import annotations

@@ -271,13 +271,14 @@ def test_bad_flags_give_one_clear_line(tmp_path, bpe_tokenizer_dir, capsys):
     assert code == 2 and "holds no tokenizer.json" in capsys.readouterr().err
 
 
-def test_dataflow_job_graph_builds_offline(tmp_path, bpe_tokenizer_dir, corpus_texts):
+@pytest.mark.parametrize("dedup", ["exact", "near"])
+def test_dataflow_job_graph_builds_offline(tmp_path, bpe_tokenizer_dir, corpus_texts, dedup):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:5])
     code = prepare.run([
         "--runner=DataflowRunner", "--dry_run=True", "--project=demo-project",
         "--region=us-central1", "--temp_location=gs://demo-bucket/tmp",
         "--input", str(src), "--tokenizer", bpe_tokenizer_dir,
-        "--output_dir", str(tmp_path / "out"), "--max_length", "32"])
+        "--output_dir", str(tmp_path / "out"), "--max_length", "32", "--dedup", dedup])
     assert code == 0
     assert not os.path.exists(tmp_path / "out")  # a dry run writes nothing
 

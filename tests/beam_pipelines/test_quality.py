@@ -4,6 +4,7 @@ for it, real docstrings pass, and the thresholds are prepare flags."""
 import dataclasses
 import glob
 import json
+import time
 
 import pytest
 
@@ -31,6 +32,16 @@ def test_each_degenerate_document_fails_its_rule():
         assert quality.failing_rule(text, config) == rule, rule
     blob = " ".join(["x" * 5000] * 6)  # a blob of one character, in a few "words"
     assert quality.failing_rule(blob, config) == "mean_word_length"
+
+
+def test_a_huge_degenerate_document_is_caught_in_linear_time():
+    """The issue's case: one 6 MB document of one repeated word (half of a corpus' tokens)."""
+    config = quality.QualityConfig()
+    start = time.perf_counter()
+    assert quality.failing_rule("lorem " * 1_000_000, config) == "top_2gram"
+    assert quality.failing_rule("x" * 6_000_000, config) == "min_words"
+    assert quality.failing_rule("x " * 3_000_000, config) == "mean_word_length"
+    assert time.perf_counter() - start < 20  # ~1 s; generous for a loaded machine
 
 
 def test_prose_and_blank_documents_pass():
