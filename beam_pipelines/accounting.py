@@ -5,11 +5,13 @@ rules); per split, tokens in = tokens written + tokens dropped. The commit step 
 before anything is committed: a mismatch is a bug (bad input is dead-lettered, never lost),
 so it stops the run.
 
-A document belongs to a split once it is read (named splits) or by the hash of its text
-(`tokenization.split_of`); a removed document is counted in the split it would have gone to,
-so each split's documents = tokenized + empty + duplicate + filtered. Removals are counted
-by kind: `{split}/documents_filtered/{rule}`, `{split}/documents_duplicate/{exact|near}`.
-Rejected documents have no split (a bad record may have no text to hash).
+A document belongs to a split as soon as it is read: the split its input names, else the one
+the hash of its text picks (`tokenization.split_of`), which is also where a removed document
+is counted. So per split, documents read (counted as they enter the removal steps, see
+`cleaning.CountBySplit`) = tokenized + empty + duplicate + filtered, and the run's documents
+read = the splits' + rejected: rejected records have no split (a bad record may have no
+text to hash). Removals are counted by kind: `{split}/documents_filtered/{rule}` and
+`{split}/documents_duplicate/{exact|near}`.
 """
 
 from __future__ import annotations
@@ -57,8 +59,7 @@ def accounting_for(stats: dict, split: str, splits: list) -> dict:
     own["tokens_written"] = own["tokens_in"] - own["tokens_dropped"]
     own["dropped_fraction"] = own["tokens_dropped"] / own["tokens_in"] if own["tokens_in"] else 0
     own |= _removals(stats, split)
-    own["documents"] = sum(own[k] for k in ("documents_tokenized", "documents_empty",
-                                            *REMOVED_KEYS))
+    own["documents_read"] = int(stats.get(f"{split}/documents_read", 0))
     run = {key: int(stats.get(key, 0)) for key in ("documents_read", "documents_rejected")}
     for s in splits:
         _add(run, {key: int(stats.get(f"{s}/{key}", 0))
@@ -87,6 +88,9 @@ def check_accounting(stats: dict, written: list, splits: list) -> None:
         raise AccountingError(f"documents were assigned to unexpected splits {sorted(unknown)}")
     for split in splits:
         own = accounting_for(stats, split, splits)["split"]
+        outcomes = sum(own[k] for k in ("documents_tokenized", "documents_empty", *REMOVED_KEYS))
+        if outcomes != own["documents_read"]:
+            raise AccountingError(f"{split}: documents do not add up: {own}")
         on_disk = sum(w["num_tokens"] for w in written if w["split"] == split)
         if own["tokens_in"] - own["tokens_dropped"] != on_disk:
             raise AccountingError(f"{split}: {own['tokens_in']} tokens in, "

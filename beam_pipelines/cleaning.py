@@ -72,6 +72,24 @@ def emit_stats(stats: Counter):
         yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))
 
 
+class CountBySplit(beam.DoFn):
+    """Counts each document in its split as it enters the removal steps: the per-split
+    "documents read" that the accounting checks the outcomes against."""
+
+    def __init__(self, validation_fraction=0.0, test_fraction=0.0):
+        self.fractions = (validation_fraction, test_fraction)
+
+    def start_bundle(self):
+        self.stats = Counter()
+
+    def process(self, doc: sources.Document):
+        self.stats[f"{split_of(doc, *self.fractions)}/documents_read"] += 1
+        yield doc
+
+    def finish_bundle(self):
+        yield from emit_stats(self.stats)
+
+
 class FilterQuality(beam.DoFn):
     """Document -> the document if it passes every rule (main), else a `Removed` (REMOVED)
     and a count per split and rule (STATS)."""
@@ -111,7 +129,9 @@ class Clean(beam.PTransform):
         self.near_config = near_config  # a minhash.MinHashConfig, for dedup="near"
 
     def expand(self, docs):
-        removed, stats = [], []
+        counted = docs | "CountBySplit" >> beam.ParDo(CountBySplit(*self.fractions)).with_outputs(
+            STATS, main="docs")
+        docs, removed, stats = counted.docs, [], [counted[STATS]]
         if self.quality_config is not None:
             filtered = docs | "FilterQuality" >> beam.ParDo(
                 FilterQuality(self.quality_config, *self.fractions)).with_outputs(
@@ -132,8 +152,7 @@ class Clean(beam.PTransform):
             removed.append(copies)
             stats.append(counts)
         if not removed:
-            nothing = docs.pipeline | "NothingRemoved" >> beam.Create([])
-            return docs, nothing, nothing
+            removed.append(docs.pipeline | "NothingRemoved" >> beam.Create([]))
         return (docs, removed | "AllRemoved" >> beam.Flatten(),
                 stats | "RemovalStats" >> beam.Flatten())
 

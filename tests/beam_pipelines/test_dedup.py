@@ -9,7 +9,9 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_pipelines import dedup, sources, tokenization
+import pytest
+
+from beam_pipelines import accounting, dedup, sources, tokenization
 from common import manifest
 from tests.beam_pipelines.test_prepare import (_shard_bytes, encode_all, run_prepare,
                                                write_jsonl)
@@ -47,6 +49,19 @@ def test_exact_dedup_keeps_the_first_copy_in_input_order():
                     equal_to([("train/documents_duplicate/exact", 2)]), label="stats")
         assert_that(removed | beam.Map(lambda r: (r.pos, r.kept)),  # the first removed copy
                     equal_to([(("a.jsonl", 900, 0), ("a.jsonl", 100, 0))]), label="removed")
+
+
+def test_the_accounting_check_covers_each_split():
+    stats = {"documents_read": 4, "documents_rejected": 1, "train/documents_read": 2,
+             "validation/documents_read": 1, "train/documents_tokenized": 1,
+             "train/documents_duplicate/exact": 1, "validation/documents_filtered/min_words": 1}
+    accounting.check_accounting(stats, [], ["train", "validation"])
+    moved = stats | {"train/documents_read": 1, "validation/documents_read": 2}
+    with pytest.raises(accounting.AccountingError, match="train: documents do not add up"):
+        accounting.check_accounting(moved, [], ["train", "validation"])
+    lost = stats | {"documents_read": 5}
+    with pytest.raises(accounting.AccountingError, match="documents do not add up"):
+        accounting.check_accounting(lost, [], ["train", "validation"])
 
 
 def _straddling_pair(texts):
@@ -106,6 +121,10 @@ def test_planted_duplicates_and_degenerate_documents_are_counted(tmp_path, corpu
     # no split, its kept copy in its own.
     for split, lengths in _tokens_by_split(bpe_tokenizer_dir, survivors).items():
         assert acc[split]["split"]["tokens_in"] == lengths
+        own = acc[split]["split"]
+        assert own["documents_read"] == sum(own[k] for k in (
+            "documents_tokenized", "documents_empty", "documents_duplicate",
+            "documents_filtered")) > 0
     dropped_split = tokenization.hash_split(text, VALIDATION, 0)
     assert acc[dropped_split]["split"]["duplicates_by_kind"]["exact"] >= 1
     sample = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*removed*"))

@@ -16,7 +16,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_pipelines import dedup, minhash, quality, sources
 from common import manifest
 from tests.beam_pipelines.test_dedup import _args, planted_corpus, write_jsonl
-from tests.beam_pipelines.test_prepare import run_prepare
+from tests.beam_pipelines.test_prepare import _shard_bytes, run_prepare
 
 CONFIG = minhash.MinHashConfig()
 
@@ -119,6 +119,9 @@ def test_prepare_removes_planted_near_copies(tmp_path, corpus_texts, bpe_tokeniz
     write_jsonl(paths[1], b)
     out = tmp_path / "out"
     run_prepare(*_args(paths, bpe_tokenizer_dir, out, "--dedup", "near"))
+    first = _shard_bytes(out / "train")
+    run_prepare(*_args(paths, bpe_tokenizer_dir, out, "--dedup", "near"))
+    assert _shard_bytes(out / "train") == first  # reruns agree
     run = manifest.read_manifest(str(out / "train")).accounting["run"]
     # The reference, on what reached the near step: not filtered, not blank, first copies.
     config = quality.QualityConfig()
