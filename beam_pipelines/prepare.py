@@ -129,6 +129,10 @@ def summarize(output_dir: str, splits: list[str]) -> str:
     for title, key in (("duplicates", "duplicates_by_kind"), ("filtered", "filtered_by_rule")):
         if run[key]:
             lines.append(f"{title}: " + ", ".join(f"{k} {n:,}" for k, n in run[key].items()))
+    if run.get("near_buckets_capped"):
+        lines.append(f"near dedup: {run['near_buckets_capped']:,} LSH buckets over "
+                     f"--near_max_bucket, {run['near_bucket_members_unchecked']:,} of their "
+                     "members not compared there")
     return "\n".join(lines)
 
 

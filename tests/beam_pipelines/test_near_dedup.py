@@ -142,3 +142,17 @@ def test_prepare_removes_planted_near_copies(tmp_path, corpus_texts, bpe_tokeniz
               for line in open(path)]
     near_sample = {(r["source"], -1, r["line"]) for r in sample if r["rule"] == "duplicate_near"}
     assert near_sample == set(expected)
+
+
+def test_capped_buckets_reach_the_manifest_and_the_summary(tmp_path, corpus_texts,
+                                                           bpe_tokenizer_dir, capsys):
+    base = " ".join(random_words(random.Random(5), 300))
+    texts = corpus_texts[:20] + [f"{base} ending{i}" for i in range(6)]
+    out = tmp_path / "out"
+    run_prepare("--input", write_jsonl(tmp_path / "c.jsonl", texts), "--tokenizer",
+                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32, "--dedup", "near",
+                "--near_max_bucket", 3)
+    run = manifest.read_manifest(str(out / "train")).accounting["run"]
+    assert run["near_buckets_capped"] >= 1 and run["near_bucket_members_unchecked"] >= 3
+    assert 2 <= run["duplicates_by_kind"]["near"] <= 5
+    assert "LSH buckets over --near_max_bucket" in capsys.readouterr().out
