@@ -2,17 +2,20 @@
 rules (beam_pipelines/quality.py) and duplicates (beam_pipelines/dedup.py); every removal
 counted, and a bounded sample of them written next to the dead letters.
 
-    docs -> FilterQuality (per document, no shuffle) -> dedup (keyed, all inputs) -> docs
+    docs -> CountBySplit -> FilterQuality (per document, no shuffle)
+         -> ExactDedup (keyed, all inputs) [-> NearDedup] -> docs to tokenize
 
 The quality filter runs first: it needs no shuffle, and what it drops costs the dedup nothing.
-A document is removed (and counted) once, by the first step that removes it. Both steps run
-before the split is chosen (`tokenization.split_of` runs on the survivors), so copies of a
-document can never land in two splits. Blank documents pass both untouched: the tokenizing
-step counts them as empty, as before.
+A document is removed (and counted) once, by the first step that removes it. Dedup decides
+over all inputs before any survivor is put in a split (the tokenizing step does that), so
+copies of a document can never land in two splits; a removed document is counted in the
+split it would have gone to. Blank documents pass every step untouched: the tokenizing step
+counts them as empty, as before.
 
 The sample: at most `--removed_sample_size` records per rule (the first ones in input order,
 so reruns agree), one JSON line each, in `OUT/dead_letter/{run_id}-removed_sample-*.jsonl`:
-source, line, offset, rule, reason, an excerpt, and for a duplicate the copy that was kept.
+source, line, offset, rule, reason, an excerpt, and for a duplicate `kept`: the copy kept
+(for a near duplicate, the earlier document it matched).
 """
 
 from __future__ import annotations
@@ -129,8 +132,8 @@ class Clean(beam.PTransform):
         self.near_config = near_config  # a minhash.MinHashConfig, for dedup="near"
 
     def expand(self, docs):
-        counted = docs | "CountBySplit" >> beam.ParDo(CountBySplit(*self.fractions)).with_outputs(
-            STATS, main="docs")
+        counted = docs | "CountBySplit" >> beam.ParDo(
+            CountBySplit(*self.fractions)).with_outputs(STATS, main="docs")
         docs, removed, stats = counted.docs, [], [counted[STATS]]
         if self.quality_config is not None:
             filtered = docs | "FilterQuality" >> beam.ParDo(
@@ -139,15 +142,17 @@ class Clean(beam.PTransform):
             docs = filtered.kept
             removed.append(filtered[REMOVED])
             stats.append(filtered[STATS])
+        # Imported here: both build on this module.
+        from beam_pipelines import dedup, near_dedup
+
         if self.dedup in ("exact", "near"):  # near: exact copies first, the cheap part
-            from beam_pipelines import dedup  # it builds on this module
 
             docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedup(
                 *self.fractions, self.sample_size)
             removed.append(copies)
             stats.append(counts)
         if self.dedup == "near":
-            docs, copies, counts = docs | "NearDedup" >> dedup.NearDedup(
+            docs, copies, counts = docs | "NearDedup" >> near_dedup.NearDedup(
                 self.near_config, *self.fractions)
             removed.append(copies)
             stats.append(counts)

@@ -13,7 +13,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_pipelines import dedup, minhash, quality, sources
+from beam_pipelines import dedup, minhash, near_dedup, quality, sources
 from common import manifest
 from tests.beam_pipelines.test_dedup import _args, planted_corpus, write_jsonl
 from tests.beam_pipelines.test_prepare import _shard_bytes, run_prepare
@@ -78,7 +78,7 @@ def test_beam_transform_agrees_with_the_reference():
     expected = minhash.near_duplicates(words, CONFIG)
     assert 15 <= len(expected) <= 20
     with BeamTestPipeline(runner="FnApiRunner") as p:
-        kept, removed, stats = (p | beam.Create(docs) | dedup.NearDedup(CONFIG))
+        kept, removed, stats = (p | beam.Create(docs) | near_dedup.NearDedup(CONFIG))
         assert_that(removed | beam.Map(lambda r: (r.pos, r.kept)),
                     equal_to([(k, v[0]) for k, v in expected.items()]), label="removed")
         assert_that(kept | beam.Map(lambda d: (d.source, -1, d.line)),
@@ -93,7 +93,7 @@ def test_over_full_buckets_are_capped_and_counted():
     docs = [sources.Document("a.jsonl", i + 1, text) for i in range(12)]
     config = minhash.MinHashConfig(near_max_bucket=5)
     with BeamTestPipeline(runner="FnApiRunner") as p:
-        _, removed, stats = (p | beam.Create(docs) | dedup.NearDedup(config))
+        _, removed, stats = (p | beam.Create(docs) | near_dedup.NearDedup(config))
         assert_that(stats | beam.CombinePerKey(sum),
                     equal_to([("run.near_buckets_capped", 14),
                               ("run.near_bucket_members_unchecked", 14 * 7),
