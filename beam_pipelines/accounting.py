@@ -1,8 +1,17 @@
 """Exact accounting of a prepare run: every document and token is counted somewhere.
 
-Documents read = tokenized + empty + rejected (dead-lettered); per split, tokens in =
-tokens written + tokens dropped. The commit step checks both before anything is committed:
-a mismatch is a bug (bad input is dead-lettered, never lost), so it stops the run.
+Documents read = tokenized + empty + rejected (dead-lettered) + duplicate + filtered (quality
+rules); per split, tokens in = tokens written + tokens dropped. The commit step checks both
+before anything is committed: a mismatch is a bug (bad input is dead-lettered, never lost),
+so it stops the run.
+
+A document belongs to a split as soon as it is read: the split its input names, else the one
+the hash of its text picks (`tokenization.split_of`), which is also where a removed document
+is counted. So per split, documents read (counted as they enter the removal steps, see
+`cleaning.CountBySplit`) = tokenized + empty + duplicate + filtered, and the run's documents
+read = the splits' + rejected: rejected records have no split (a bad record may have no
+text to hash). Removals are counted by kind: `{split}/documents_filtered/{rule}` and
+`{split}/documents_duplicate/{exact|near}`.
 """
 
 from __future__ import annotations
@@ -11,6 +20,37 @@ STATS = "stats"  # the tagged output of (counter name, count) pairs that the acc
 
 SPLIT_KEYS = ("documents_tokenized", "documents_empty", "tokens_in", "tokens_dropped",
               "tokens_padded")
+# Removals, counted per kind under f"{split}/{name}/{kind}".
+REMOVED_KEYS = {"documents_filtered": "filtered_by_rule",
+                "documents_duplicate": "duplicates_by_kind"}
+# Run-wide counters that are not documents (e.g. what near dedup skipped), under RUN_PREFIX.
+RUN_PREFIX = "run."
+
+
+def removal_key(split: str, name: str, kind: str) -> str:
+    """The counter of one kind of removal, e.g. 'train/documents_filtered/min_words'."""
+    return f"{split}/{name}/{kind}"
+
+
+def _by_kind(stats: dict, prefix: str) -> dict:
+    return {key[len(prefix):]: int(n) for key, n in sorted(stats.items())
+            if key.startswith(prefix)}
+
+
+def _removals(stats: dict, split: str) -> dict:
+    out = {}
+    for name, breakdown in REMOVED_KEYS.items():
+        kinds = _by_kind(stats, f"{split}/{name}/")
+        out[name], out[breakdown] = sum(kinds.values()), kinds
+    return out
+
+
+def _add(total: dict, part: dict) -> None:
+    for key, value in part.items():
+        if isinstance(value, dict):
+            _add(total.setdefault(key, {}), value)
+        else:
+            total[key] = total.get(key, 0) + value
 
 
 def accounting_for(stats: dict, split: str, splits: list) -> dict:
@@ -18,9 +58,18 @@ def accounting_for(stats: dict, split: str, splits: list) -> dict:
     own = {key: int(stats.get(f"{split}/{key}", 0)) for key in SPLIT_KEYS}
     own["tokens_written"] = own["tokens_in"] - own["tokens_dropped"]
     own["dropped_fraction"] = own["tokens_dropped"] / own["tokens_in"] if own["tokens_in"] else 0
+    own |= _removals(stats, split)
+    own["documents_read"] = int(stats.get(f"{split}/documents_read", 0))
     run = {key: int(stats.get(key, 0)) for key in ("documents_read", "documents_rejected")}
-    for key in ("documents_tokenized", "documents_empty"):
-        run[key] = sum(int(stats.get(f"{s}/{key}", 0)) for s in splits)
+    for s in splits:
+        _add(run, {key: int(stats.get(f"{s}/{key}", 0))
+                   for key in ("documents_tokenized", "documents_empty")} | _removals(stats, s))
+    for key in ("documents_tokenized", "documents_empty", *REMOVED_KEYS):
+        run.setdefault(key, 0)
+    for breakdown in REMOVED_KEYS.values():
+        run.setdefault(breakdown, {})
+    run |= {key[len(RUN_PREFIX):]: int(n) for key, n in sorted(stats.items())
+            if key.startswith(RUN_PREFIX)}
     return {"split": own, "run": run}
 
 
@@ -30,14 +79,18 @@ class AccountingError(RuntimeError):
 
 def check_accounting(stats: dict, written: list, splits: list) -> None:
     run = accounting_for(stats, splits[0], splits)["run"] if splits else {}
-    documents = run.get("documents_tokenized", 0) + run.get("documents_empty", 0)
-    if documents + run.get("documents_rejected", 0) != run.get("documents_read", 0):
+    outcomes = sum(run.get(k, 0) for k in ("documents_tokenized", "documents_empty",
+                                           "documents_rejected", *REMOVED_KEYS))
+    if outcomes != run.get("documents_read", 0):
         raise AccountingError(f"documents do not add up: {run}")
     unknown = {k.split("/")[0] for k in stats if "/" in k} - set(splits)
     if unknown:
         raise AccountingError(f"documents were assigned to unexpected splits {sorted(unknown)}")
     for split in splits:
         own = accounting_for(stats, split, splits)["split"]
+        outcomes = sum(own[k] for k in ("documents_tokenized", "documents_empty", *REMOVED_KEYS))
+        if outcomes != own["documents_read"]:
+            raise AccountingError(f"{split}: documents do not add up: {own}")
         on_disk = sum(w["num_tokens"] for w in written if w["split"] == split)
         if own["tokens_in"] - own["tokens_dropped"] != on_disk:
             raise AccountingError(f"{split}: {own['tokens_in']} tokens in, "

@@ -27,7 +27,7 @@ import logging
 
 import apache_beam as beam
 
-from beam_pipelines import run_lock
+from beam_pipelines import cleaning, run_lock
 from beam_pipelines.accounting import accounting_for, check_accounting
 from common import fs, manifest, shards
 
@@ -73,14 +73,17 @@ def refusal(stats: dict, written: list, splits: list, dead_letter_files: list,
     """Why this run's result must not replace the previous output, or None."""
     run = accounting_for(stats, splits[0], splits)["run"]
     read, rejected = run["documents_read"], run["documents_rejected"]
+    dead = [path for path in dead_letter_files if not cleaning.is_sample_file(path)]
     if read and rejected / read > max_rejected_fraction:
         return (f"{rejected:,} of {read:,} documents were rejected "
                 f"({100 * rejected / read:.1f} % > --max_rejected_fraction "
-                f"{max_rejected_fraction:g}); top reasons: {top_reasons(dead_letter_files)}")
+                f"{max_rejected_fraction:g}); top reasons: {top_reasons(dead)}")
     empty = [s for s in splits if not any(w["split"] == s for w in written)]
     if empty:
         return (f"split(s) {', '.join(empty)} would hold no sequence ({read:,} documents "
-                f"read, {rejected:,} rejected, {run['documents_empty']:,} empty)")
+                f"read, {rejected:,} rejected, {run['documents_empty']:,} empty, "
+                f"{run['documents_duplicate']:,} duplicate, {run['documents_filtered']:,} "
+                f"filtered by the quality rules)")
     return None
 
 

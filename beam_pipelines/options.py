@@ -7,10 +7,11 @@ Every standard Beam flag (`--runner`, `--direct_num_workers`, `--max_num_workers
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_pipelines import sources
+from beam_pipelines import minhash, quality, sources
 from beam_pipelines.input_spec import InputSpec
 from common.errors import UserError
 from common import flags
@@ -67,6 +68,20 @@ class PrepareOptions(PipelineOptions):
         add("--progress_seconds", type=float, default=10.0,
             help="seconds between progress lines on the local runner (0 = none; on "
                  "Dataflow the job's console shows progress)")
+        add("--dedup", choices=("none", "exact", "near"), default="exact",
+            help="exact: keep one copy of documents with the same normalised text (NFKC, "
+                 "casefolded, whitespace collapsed), the first in input order, across all "
+                 "inputs and splits; near: also drop documents whose MinHash estimate of "
+                 "word 5-gram Jaccard with an earlier one is >= --near_threshold "
+                 "(beam_pipelines/dedup.py, minhash.py)")
+        add_flags(parser, minhash.MinHashConfig)
+        add("--quality_filter", choices=("none", "basic"), default="basic",
+            help="drop degenerate documents by the rules of beam_pipelines/quality.py "
+                 "(thresholds: the --min_words ... --max_top_4gram_fraction flags)")
+        add_flags(parser, quality.QualityConfig)
+        add("--removed_sample_size", type=int, default=20,
+            help="removed documents written per rule (and duplicate kind) to "
+                 "OUT/dead_letter/*-removed_sample (the first ones in input order; 0 = none)")
 
 
 class FlagError(UserError):
@@ -76,7 +91,12 @@ class FlagError(UserError):
 # (flag, smallest allowed value): numbers that must be positive or non-negative.
 _MINIMUMS = (("max_length", 8), ("seed", 0), ("num_shards", 1), ("shard_size", 0),
              ("read_range_bytes", 1), ("max_document_bytes", 1), ("tokenize_batch_chars", 1),
-             ("lock_timeout_hours", 0), ("progress_seconds", 0))
+             ("lock_timeout_hours", 0), ("progress_seconds", 0), ("min_words", 0),
+             ("min_mean_word_length", 0), ("removed_sample_size", 0), ("near_ngram", 1),
+             ("near_bands", 1), ("near_rows", 1), ("near_max_bucket", 2))
+# Thresholds that are shares, in [0, 1] (for a quality rule, 1 turns it off).
+_SHARES = ("near_threshold", "max_non_alnum_fraction", "max_duplicate_line_chars",
+           "max_top_2gram_fraction", "max_top_3gram_fraction", "max_top_4gram_fraction")
 
 
 def check(opts: PrepareOptions) -> None:
@@ -98,6 +118,24 @@ def check(opts: PrepareOptions) -> None:
                         "--splits and --hf_dataset already name their splits")
     if not 0 <= opts.max_rejected_fraction <= 1:
         raise FlagError("--max_rejected_fraction must be in [0, 1]")
+    for name in _SHARES:
+        if not 0 <= getattr(opts, name) <= 1:
+            raise FlagError(f"--{name} must be in [0, 1] (got {getattr(opts, name)})")
+    if opts.min_mean_word_length > opts.max_mean_word_length:
+        raise FlagError("--min_mean_word_length must not exceed --max_mean_word_length")
+
+
+def near_config(opts: PrepareOptions) -> minhash.MinHashConfig:
+    return minhash.MinHashConfig(**{f.name: getattr(opts, f.name)
+                                    for f in dataclasses.fields(minhash.MinHashConfig)})
+
+
+def quality_config(opts: PrepareOptions) -> quality.QualityConfig | None:
+    """The quality rules' thresholds, or None with --quality_filter none."""
+    if opts.quality_filter == "none":
+        return None
+    return quality.QualityConfig(**{f.name: getattr(opts, f.name)
+                                    for f in dataclasses.fields(quality.QualityConfig)})
 
 
 def check_known(argv: list[str]) -> None:

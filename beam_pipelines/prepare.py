@@ -24,8 +24,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   StandardOptions)
 
-from beam_pipelines import (commit, hf_datasets, input_spec, memory_check, progress, run_lock,
-                            shard_writer, sources, tokenization)
+from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, memory_check, progress,
+                            run_lock, shard_writer, sources, tokenization)
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
 from common import fs, manifest, shards, tokenizer_files
@@ -60,7 +60,10 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
             | "Read" >> beam.ParDo(sources.ReadDocuments(
                 opts.text_field, opts.max_document_bytes, opts.txt_unit, opts.hf_dataset,
                 opts.hf_config)).with_outputs("dead", STATS, main="docs"))
-    blocks, sequence_stats = read.docs | "ToSequences" >> tokenization.ToSequences(
+    docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
+        opts_lib.quality_config(opts), opts.dedup, opts.validation_fraction, opts.test_fraction,
+        opts.removed_sample_size, opts_lib.near_config(opts))
+    blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
         opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars, progress_dir)
     counts = (blocks
@@ -73,7 +76,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                    counts=beam.pvalue.AsDict(counts))
                | "GroupShards" >> beam.GroupByKey()
                | "WriteShards" >> beam.ParDo(shard_writer.WriteShard(opts.output_dir, run_id, progress_dir)))
-    stats = ((read[STATS], sequence_stats)
+    stats = ((read[STATS], removal_stats, sequence_stats)
              | "AllStats" >> beam.Flatten()
              | "SumStats" >> beam.CombinePerKey(sum))
     dead_files = (read.dead
@@ -81,6 +84,11 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                   | "WriteDeadLetters" >> beam.io.WriteToText(
                       fs.join(opts.output_dir, commit.DEAD_LETTER_DIR, f"{run_id}-dead_letter"),
                       file_name_suffix=".jsonl", num_shards=1))
+    sample_files = removed | "SampleRemoved" >> cleaning.WriteRemovedSample(
+        fs.join(opts.output_dir, commit.DEAD_LETTER_DIR, f"{run_id}-{cleaning.SAMPLE_NAME}"),
+        opts.removed_sample_size)
+    # The sample goes with the dead letters: committed manifests list both, so both stay.
+    side_files = (dead_files, sample_files) | "SideFiles" >> beam.Flatten()
     return (written
             | "CollectShards" >> beam.combiners.ToList()
             | "Commit" >> beam.ParDo(
@@ -88,7 +96,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                               tokenizer_info.to_dict() | {"path": opts.tokenizer},
                               pipeline_args, opts.max_rejected_fraction),
                 stats=beam.pvalue.AsDict(stats),
-                dead_letter_files=beam.pvalue.AsList(dead_files)))
+                dead_letter_files=beam.pvalue.AsList(side_files)))
 
 
 def pipeline_options(argv) -> PipelineOptions:
@@ -115,7 +123,16 @@ def summarize(output_dir: str, splits: list[str]) -> str:
         run = m.accounting["run"]
     lines.append(f"documents read {run['documents_read']:,} = tokenized "
                  f"{run['documents_tokenized']:,} + empty {run['documents_empty']:,} + "
-                 f"rejected {run['documents_rejected']:,} (see {output_dir}/dead_letter/)")
+                 f"rejected {run['documents_rejected']:,} + duplicate "
+                 f"{run['documents_duplicate']:,} + filtered {run['documents_filtered']:,} "
+                 f"(see {output_dir}/dead_letter/)")
+    for title, key in (("duplicates", "duplicates_by_kind"), ("filtered", "filtered_by_rule")):
+        if run[key]:
+            lines.append(f"{title}: " + ", ".join(f"{k} {n:,}" for k, n in run[key].items()))
+    if run.get("near_buckets_capped"):
+        lines.append(f"near dedup: {run['near_buckets_capped']:,} LSH buckets over "
+                     f"--near_max_bucket, {run['near_bucket_members_unchecked']:,} of their "
+                     "members not compared there")
     return "\n".join(lines)
 
 

@@ -31,6 +31,12 @@ def hash_split(text: str, validation_fraction: float, test_fraction: float) -> s
     return "train"
 
 
+def split_of(doc: sources.Document, validation_fraction: float, test_fraction: float) -> str:
+    """The split a document goes to: the one its input names, else by the hash of its text
+    (also the split a removed document is counted in)."""
+    return doc.split or hash_split(doc.text, validation_fraction, test_fraction)
+
+
 class TokenizeAndChunk(beam.DoFn):
     """Document -> blocks of full rows (main), leftover tail per split (TAIL), counts (STATS).
 
@@ -69,7 +75,7 @@ class TokenizeAndChunk(beam.DoFn):
         self.stats: Counter = Counter()
 
     def process(self, doc: sources.Document):
-        split = doc.split or hash_split(doc.text, self.validation_fraction, self.test_fraction)
+        split = split_of(doc, self.validation_fraction, self.test_fraction)
         if not doc.text.strip():
             self.stats[f"{split}/documents_empty"] += 1
             return

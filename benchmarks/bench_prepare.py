@@ -6,7 +6,9 @@ Runs, on the same corpus (docstrings of installed packages, no download): (a) th
 tokenizer's encode_batch over every document (the ceiling: all cores, no I/O, nothing
 written) and (b) the full prepare pipeline on Beam's local runner (in-process: the Rust
 tokenizer's threads use every core; `--workers N` adds a run with N worker processes);
-prints tokens/s of each and the ratio, best of `--trials` interleaved runs.
+prints tokens/s of each and the ratio, best of `--trials` interleaved runs. (b) removes
+nothing (`--quality_filter none --dedup none`); (c) times each removal step alone
+(`--cleaning quality,exact,near`) on the same corpus, as a cost relative to (b).
 """
 
 from __future__ import annotations
@@ -36,18 +38,29 @@ def ceiling(corpus: str, tokenizer_dir: str, batch_chars: int) -> tuple[int, flo
     return tokens, time.perf_counter() - start
 
 
-def run_pipeline(corpus, tok_dir, out, runner_args, expected_tokens) -> float:
+NOTHING_REMOVED = ["--quality_filter", "none", "--dedup", "none"]
+# What removing documents costs, each against NOTHING_REMOVED on the same corpus.
+CLEANING = {"quality": ("--quality_filter basic", ["--quality_filter", "basic", "--dedup", "none"]),
+            "exact": ("--dedup exact", ["--quality_filter", "none", "--dedup", "exact"]),
+            "near": ("--dedup near", ["--quality_filter", "none", "--dedup", "near"])}
+
+
+def run_pipeline(corpus, tok_dir, out, runner_args, expected_tokens,
+                 cleaning_args=NOTHING_REMOVED) -> tuple[float, int]:
+    """Wall seconds of one prepare run, and the documents it removed."""
     start = time.perf_counter()
     code = prepare.run(["--input", corpus, "--tokenizer", tok_dir, "--output_dir", out,
                         "--max_length", "128", "--validation_fraction", "0.01",
-                        "--runner=FnApiRunner", *runner_args])
+                        "--runner=FnApiRunner", *cleaning_args, *runner_args])
     wall = time.perf_counter() - start
     if code:
         raise SystemExit(code)
     tokens_in = sum(manifest.read_manifest(os.path.join(out, s)).accounting["split"]["tokens_in"]
                     for s in ("train", "validation"))
-    assert tokens_in == expected_tokens, (tokens_in, expected_tokens)
-    return wall
+    run = manifest.read_manifest(os.path.join(out, "train")).accounting["run"]
+    removed = run["documents_duplicate"] + run["documents_filtered"]
+    assert removed or tokens_in == expected_tokens, (tokens_in, expected_tokens)
+    return wall, removed
 
 
 def main(argv=None) -> int:
@@ -61,6 +74,10 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="concatenate the corpus N times (the docstring corpus tops out "
                              "at ~90 MB): shows how fixed start-up costs amortise")
+    parser.add_argument("--cleaning", default="quality,exact,near",
+                        help="also time these removal steps, each alone, against a run that "
+                             "removes nothing ('' = none; with --repeat, exact and near "
+                             "remove every repeat)")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     corpus = os.path.join(args.out, f"corpus-{args.corpus_mb:g}mb.jsonl")
@@ -85,14 +102,20 @@ def main(argv=None) -> int:
     if args.workers:
         variants.append((f"{args.workers} worker processes", [
             "--direct_running_mode=multi_processing", f"--direct_num_workers={args.workers}"]))
-    best = {}  # fastest of the trials, interleaved so machine noise hits both sides alike
+    cleaning = [CLEANING[name] for name in args.cleaning.split(",") if name]
+    best, removed = {}, {}  # fastest of the trials, interleaved so noise hits all alike
     for _ in range(args.trials):
         tokens, seconds = ceiling(corpus, tok_dir, 1_000_000)
         best["ceiling"] = min(best.get("ceiling", seconds), seconds)
         for label, runner_args in variants:
-            wall = run_pipeline(corpus, tok_dir, os.path.join(args.out, "prepared"),
-                                runner_args, tokens)
+            wall, _ = run_pipeline(corpus, tok_dir, os.path.join(args.out, "prepared"),
+                                   runner_args, tokens)
             best[label] = min(best.get(label, wall), wall)
+        for label, cleaning_args in cleaning:
+            wall, removed[label] = run_pipeline(corpus, tok_dir, os.path.join(
+                args.out, "prepared"), [], tokens, cleaning_args)
+            best[label] = min(best.get(label, wall), wall)
+    cleaned = {label: best.pop(label) for label, _ in cleaning}
     ceiling_s = best.pop("ceiling")
     print(f"(a) encode_batch ceiling: {tokens:,} tokens in {ceiling_s:.1f} s = "
           f"{tokens / ceiling_s:,.0f} tokens/s ({mb:.1f} MB, {os.cpu_count()} cores; "
@@ -101,6 +124,11 @@ def main(argv=None) -> int:
         print(f"(b) prepare pipeline, {label} (wall incl. start-up and writing; best of "
               f"{args.trials}): {tokens:,} tokens in {wall:.1f} s = {tokens / wall:,.0f} "
               f"tokens/s; ratio (b)/(a) = {ceiling_s / wall:.2f}")
+    none = best[variants[0][0]]
+    for label, wall in cleaned.items():
+        print(f"(c) prepare with {label}, in-process (best of {args.trials}): {wall:.1f} s, "
+              f"{100 * (wall / none - 1):+.0f} % against removing nothing ({none:.1f} s); "
+              f"{removed[label]:,} documents removed")
     return 0
 
 

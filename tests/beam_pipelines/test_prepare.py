@@ -151,7 +151,7 @@ def test_bad_input_is_dead_lettered_and_accounted(tmp_path, corpus_texts, bpe_to
     run_prepare("--input", f"{good},{bad},{tmp_path}/empty.jsonl,{huge}", "--tokenizer",
                 bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32,
                 "--max_rejected_fraction", 0.5)  # 6 of 50 rejected: over the default 0.1
-    dead = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*.jsonl"))
+    dead = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*-dead_letter*"))
             for line in open(path)]
     reasons = {(os.path.basename(d["source"]), d["line"]): d["reason"] for d in dead}
     assert reasons[("bad.jsonl", 2)].startswith("invalid UTF-8")
@@ -164,8 +164,11 @@ def test_bad_input_is_dead_lettered_and_accounted(tmp_path, corpus_texts, bpe_to
     run = manifest.read_manifest(str(out / "train")).accounting["run"]
     assert run["documents_read"] == 40 + 7 + 3
     assert run["documents_rejected"] == 6 and run["documents_empty"] == 1
+    # "ok document", "short line one", "short line three": under --min_words
+    assert run["filtered_by_rule"] == {"min_words": 3}
     assert run["documents_read"] == (run["documents_tokenized"] + run["documents_empty"]
-                                     + run["documents_rejected"])
+                                     + run["documents_rejected"] + run["documents_filtered"]
+                                     + run["documents_duplicate"])
 
 
 def test_rerun_replaces_output_and_is_deterministic(tmp_path, corpus_texts, bpe_tokenizer_dir):
@@ -268,13 +271,14 @@ def test_bad_flags_give_one_clear_line(tmp_path, bpe_tokenizer_dir, capsys):
     assert code == 2 and "holds no tokenizer.json" in capsys.readouterr().err
 
 
-def test_dataflow_job_graph_builds_offline(tmp_path, bpe_tokenizer_dir, corpus_texts):
+@pytest.mark.parametrize("dedup", ["exact", "near"])
+def test_dataflow_job_graph_builds_offline(tmp_path, bpe_tokenizer_dir, corpus_texts, dedup):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:5])
     code = prepare.run([
         "--runner=DataflowRunner", "--dry_run=True", "--project=demo-project",
         "--region=us-central1", "--temp_location=gs://demo-bucket/tmp",
         "--input", str(src), "--tokenizer", bpe_tokenizer_dir,
-        "--output_dir", str(tmp_path / "out"), "--max_length", "32"])
+        "--output_dir", str(tmp_path / "out"), "--max_length", "32", "--dedup", dedup])
     assert code == 0
     assert not os.path.exists(tmp_path / "out")  # a dry run writes nothing
 
@@ -315,7 +319,9 @@ def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenize
     assert total_in >= 1_000_000
     assert total_dropped / total_in < 0.005
     run = manifest.read_manifest(str(out / "train")).accounting["run"]
-    assert run["documents_read"] == len(lines) == run["documents_tokenized"]
+    assert run["documents_read"] == len(lines) == (
+        run["documents_tokenized"] + run["documents_filtered"] + run["documents_duplicate"])
+    assert run["documents_filtered"] + run["documents_duplicate"] < 0.01 * len(lines)
 
 
 @pytest.mark.parametrize("pad_tail", [True, False])

@@ -1,0 +1,192 @@
+"""What prepare removes before tokenizing, as Beam transforms: documents that fail the quality
+rules (beam_pipelines/quality.py) and duplicates (beam_pipelines/dedup.py); every removal
+counted, and a bounded sample of them written next to the dead letters.
+
+    docs -> CountBySplit -> FilterQuality (per document, no shuffle)
+         -> ExactDedup (keyed, all inputs) [-> NearDedup] -> docs to tokenize
+
+The quality filter runs first: it needs no shuffle, and what it drops costs the dedup nothing.
+A document is removed (and counted) once, by the first step that removes it. Dedup decides
+over all inputs before any survivor is put in a split (the tokenizing step does that), so
+copies of a document can never land in two splits; a removed document is counted in the
+split it would have gone to. Blank documents pass every step untouched: the tokenizing step
+counts them as empty, as before.
+
+The sample: at most `--removed_sample_size` records per rule (the first ones in input order,
+so reruns agree), one JSON line each, in `OUT/dead_letter/{run_id}-removed_sample-*.jsonl`:
+source, line, offset, rule, reason, an excerpt, and for a duplicate `kept`: the copy kept
+(for a near duplicate, the earlier document it matched).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
+
+from beam_pipelines import quality, sources
+from beam_pipelines.accounting import STATS, removal_key
+from beam_pipelines.tokenization import split_of
+
+REMOVED = "removed"  # the tagged output of `Removed` records
+SAMPLE_NAME = "removed_sample"
+EXCERPT_CHARS = 200
+
+
+def position(source: str, line: int, offset: int | None) -> tuple:
+    """Where a document lies in the input, as a sortable key: files by path, then by byte
+    offset (reads of byte ranges know no line number) or line. The smallest copy wins."""
+    return (source, -1 if offset is None else offset, line)
+
+
+def doc_position(doc: sources.Document) -> tuple:
+    return position(doc.source, doc.line, doc.offset)
+
+
+def ref(pos: tuple) -> dict:
+    """A document's place, for the sample: {"source", "line", "offset"}."""
+    source, offset, line = pos
+    return {"source": source, "line": line, "offset": None if offset < 0 else offset}
+
+
+@dataclasses.dataclass(frozen=True)
+class Removed:
+    rule: str  # a quality rule, or "duplicate_exact" / "duplicate_near"
+    pos: tuple  # `position` of the removed document
+    reason: str
+    excerpt: str
+    kept: tuple | None = None  # duplicates: `position` of the copy that was kept
+
+    def to_json(self) -> str:
+        record = ref(self.pos) | {"rule": self.rule, "reason": self.reason,
+                                  "excerpt": self.excerpt}
+        if self.kept is not None:
+            record["kept"] = ref(self.kept)
+        return json.dumps(record, ensure_ascii=False)
+
+
+def emit_stats(stats: Counter):
+    """A bundle's counts as Beam metrics and as (name, count) pairs on STATS."""
+    for key, value in stats.items():
+        beam.metrics.Metrics.counter("prepare", key).inc(value)
+        yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))
+
+
+class CountBySplit(beam.DoFn):
+    """Counts each document in its split as it enters the removal steps: the per-split
+    "documents read" that the accounting checks the outcomes against."""
+
+    def __init__(self, validation_fraction=0.0, test_fraction=0.0):
+        self.fractions = (validation_fraction, test_fraction)
+
+    def start_bundle(self):
+        self.stats = Counter()
+
+    def process(self, doc: sources.Document):
+        self.stats[f"{split_of(doc, *self.fractions)}/documents_read"] += 1
+        yield doc
+
+    def finish_bundle(self):
+        yield from emit_stats(self.stats)
+
+
+class FilterQuality(beam.DoFn):
+    """Document -> the document if it passes every rule (main), else a `Removed` (REMOVED)
+    and a count per split and rule (STATS)."""
+
+    def __init__(self, config: quality.QualityConfig, validation_fraction=0.0,
+                 test_fraction=0.0):
+        self.config = config
+        self.fractions = (validation_fraction, test_fraction)
+
+    def start_bundle(self):
+        self.stats = Counter()
+
+    def process(self, doc: sources.Document):
+        failure = quality.first_failure(doc.text, self.config)
+        if failure is None:
+            yield doc
+            return
+        split = split_of(doc, *self.fractions)
+        self.stats[removal_key(split, "documents_filtered", failure.rule)] += 1
+        yield beam.pvalue.TaggedOutput(REMOVED, Removed(
+            failure.rule, doc_position(doc), failure.reason(), doc.text[:EXCERPT_CHARS]))
+
+    def finish_bundle(self):
+        yield from emit_stats(self.stats)
+
+
+class Clean(beam.PTransform):
+    """Documents -> `(docs, removed, stats)`: the documents to tokenize, `Removed` records,
+    and (name, count) pairs for the accounting."""
+
+    def __init__(self, quality_config: quality.QualityConfig | None, dedup: str = "none",
+                 validation_fraction: float = 0.0, test_fraction: float = 0.0,
+                 sample_size: int = 20, near_config=None):
+        super().__init__()
+        self.quality_config, self.dedup = quality_config, dedup
+        self.fractions, self.sample_size = (validation_fraction, test_fraction), sample_size
+        self.near_config = near_config  # a minhash.MinHashConfig, for dedup="near"
+
+    def expand(self, docs):
+        counted = docs | "CountBySplit" >> beam.ParDo(
+            CountBySplit(*self.fractions)).with_outputs(STATS, main="docs")
+        docs, removed, stats = counted.docs, [], [counted[STATS]]
+        if self.quality_config is not None:
+            filtered = docs | "FilterQuality" >> beam.ParDo(
+                FilterQuality(self.quality_config, *self.fractions)).with_outputs(
+                    REMOVED, STATS, main="kept")
+            docs = filtered.kept
+            removed.append(filtered[REMOVED])
+            stats.append(filtered[STATS])
+        # Imported here: both build on this module.
+        from beam_pipelines import dedup, near_dedup
+
+        if self.dedup in ("exact", "near"):  # near: exact copies first, the cheap part
+
+            docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedup(
+                *self.fractions, self.sample_size)
+            removed.append(copies)
+            stats.append(counts)
+        if self.dedup == "near":
+            docs, copies, counts = docs | "NearDedup" >> near_dedup.NearDedup(
+                self.near_config, *self.fractions)
+            removed.append(copies)
+            stats.append(counts)
+        if not removed:
+            removed.append(docs.pipeline | "NothingRemoved" >> beam.Create([]))
+        return (docs, removed | "AllRemoved" >> beam.Flatten(),
+                stats | "RemovalStats" >> beam.Flatten())
+
+
+def sample_lines(groups: list) -> list[str]:
+    """[(rule, [(pos, json line), ...]), ...] -> the lines, by rule, then input order."""
+    return [line for _, items in sorted(groups) for _, line in sorted(items)]
+
+
+class WriteRemovedSample(beam.PTransform):
+    """`Removed` records -> one JSONL file of at most `per_rule` records a rule; yields its
+    path. The first records by input position are kept: a sample reruns reproduce."""
+
+    def __init__(self, path_prefix: str, per_rule: int):
+        super().__init__()
+        self.path_prefix, self.per_rule = path_prefix, per_rule
+
+    def expand(self, removed):
+        keyed = removed | "ByRule" >> beam.Map(lambda r: (r.rule, (r.pos, r.to_json())))
+        if self.per_rule > 0:
+            firsts = keyed | "FirstPerRule" >> beam.combiners.Top.SmallestPerKey(self.per_rule)
+        else:
+            firsts = keyed | "NoSample" >> beam.Filter(lambda _: False)
+        return (firsts
+                | "AllRules" >> beam.combiners.ToList()
+                | "SampleLines" >> beam.FlatMap(sample_lines)
+                | "WriteSample" >> beam.io.WriteToText(self.path_prefix,
+                                                       file_name_suffix=".jsonl", num_shards=1))
+
+
+def is_sample_file(path: str) -> bool:
+    return f"-{SAMPLE_NAME}" in path.rsplit("/", 1)[-1]

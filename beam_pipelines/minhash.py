@@ -1,0 +1,142 @@
+"""MinHash signatures and LSH banding for near-duplicate detection: pure functions (numpy).
+
+A document is the set of its word `ngram`-grams (shingles) of the normalised text
+(`dedup.normalise`); a document shorter than that is one shingle of all its words. Two
+documents' Jaccard similarity J is the share of shingles they have in common; the share of
+equal MinHash values estimates it (standard error sqrt(J(1-J)/num_perm): 0.028 at J=0.9
+with 112 permutations).
+
+Banding: the signature is cut into `bands` bands of `rows` values; two documents become
+candidates when all rows of some band agree, which happens with probability
+1 - (1 - J**rows)**bands. With 14 bands of 8 rows (112 permutations) that S-curve is 0.5 at
+J ~= (1/14)**(1/8) = 0.72, and a pair is a candidate with probability 0.92 at J=0.8, 0.9996
+at J=0.9 and 0.05 at J=0.5. Candidates are then kept only when the full signatures agree on
+at least `threshold` (0.8) of their values.
+
+Hashing is stable across processes and machines (crc32 of each word, a fixed mix of n
+consecutive word hashes, multiply-shift permutations from a fixed seed): workers agree and
+reruns give the same signatures.
+
+Example:
+    >>> config = MinHashConfig()
+    >>> a = signature("the cat sat on the mat and then it slept all day long".split(), config)
+    >>> estimated_jaccard(a, a)
+    1.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import zlib
+
+import numpy as np
+
+from common.flags import flag
+
+_SEED = 0x5EED_D0C5  # fixed: every worker and rerun draws the same permutations
+_CHUNK = 4096  # shingles per step: bounds memory to num_perm * _CHUNK * 8 bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class MinHashConfig:
+    """The settings of `--dedup near` (each one a prepare flag)."""
+
+    near_ngram: int = flag("near dedup: words per shingle", 5)
+    near_bands: int = flag("near dedup: LSH bands (permutations = bands x rows)", 14)
+    near_rows: int = flag("near dedup: signature values per band", 8)
+    near_threshold: float = flag("near dedup: estimated Jaccard at which a later document is "
+                                 "a near duplicate of an earlier one", 0.8)
+    near_max_bucket: int = flag("near dedup: documents compared per LSH bucket (the first "
+                                "ones in input order); larger buckets are counted", 100)
+
+    @property
+    def num_perm(self) -> int:
+        return self.near_bands * self.near_rows
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: every input bit reaches every output bit."""
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def shingle_hashes(words: list[str], ngram: int) -> np.ndarray:
+    """32-bit hashes (in uint64) of the word n-grams, one per position."""
+    w = np.fromiter((zlib.crc32(word.encode("utf-8", "surrogatepass")) for word in words),
+                    dtype=np.uint64, count=len(words))
+    n = min(ngram, len(w))
+    k = len(w) - n + 1
+    h = np.zeros(k, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(n):  # a polynomial hash of n consecutive word hashes
+            h = h * np.uint64(0x100000001B3) + w[j:j + k]
+    return _mix(h) >> np.uint64(32)
+
+
+def _permutations(num_perm: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(_SEED)
+    a = rng.integers(1, 2**63, size=num_perm, dtype=np.uint64) | np.uint64(1)  # odd
+    b = rng.integers(0, 2**63, size=num_perm, dtype=np.uint64)
+    return a[:, None], b[:, None]
+
+
+_PERMUTATIONS: dict[int, tuple] = {}
+
+
+def signature(words: list[str], config: MinHashConfig) -> np.ndarray:
+    """The MinHash signature (uint32, num_perm values) of a document's words: for each
+    multiply-shift hash ((a*x + b) mod 2**64) >> 32, the minimum over the shingles."""
+    if config.num_perm not in _PERMUTATIONS:
+        _PERMUTATIONS[config.num_perm] = _permutations(config.num_perm)
+    a, b = _PERMUTATIONS[config.num_perm]
+    x = shingle_hashes(words, config.near_ngram)
+    out = np.full(config.num_perm, np.iinfo(np.uint32).max, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for start in range(0, len(x), _CHUNK):
+            values = (a * x[None, start:start + _CHUNK] + b) >> np.uint64(32)
+            out = np.minimum(out, values.min(axis=1))
+    return out.astype(np.uint32)
+
+
+def band_keys(sig: np.ndarray, config: MinHashConfig) -> list[bytes]:
+    """One key per band: the band's index and a 96-bit hash of its rows."""
+    rows = config.near_rows
+    return [band.to_bytes(2, "big") + hashlib.blake2b(
+        sig[band * rows:(band + 1) * rows].tobytes(), digest_size=12).digest()
+            for band in range(config.near_bands)]
+
+
+def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.mean(a == b))
+
+
+def earlier_matches(members: list, threshold: float):
+    """Members `(position, signature bytes)` of one bucket -> `(position, earlier position,
+    estimated Jaccard)` for each member that matches some earlier member (the earliest such)."""
+    members = sorted(members)
+    sigs = np.stack([np.frombuffer(sig, dtype=np.uint32) for _, sig in members])
+    for i in range(1, len(members)):
+        agree = (sigs[:i] == sigs[i]).mean(axis=1)
+        hits = np.flatnonzero(agree >= threshold)
+        if len(hits):
+            yield members[i][0], members[hits[0]][0], float(agree[hits[0]])
+
+
+def near_duplicates(docs: dict, config: MinHashConfig) -> dict:
+    """In one process, what the Beam transform computes: {position: words} -> {removed
+    position: (earlier position, estimated Jaccard)}, each removed document matched to the
+    earliest candidate (in input order) that clears the threshold. For tests and small runs."""
+    buckets: dict[bytes, list] = {}
+    for position, words in docs.items():
+        sig = signature(words, config)
+        for key in band_keys(sig, config):
+            buckets.setdefault(key, []).append((position, sig.tobytes()))
+    found: dict = {}
+    for members in buckets.values():
+        members = sorted(members)[: config.near_max_bucket]
+        for position, earlier, jaccard in earlier_matches(members, config.near_threshold):
+            if position not in found or earlier < found[position][0]:
+                found[position] = (earlier, jaccard)
+    return found

@@ -1,0 +1,160 @@
+"""Exact deduplication: the normalisation, the Beam transform, and prepare runs on a corpus
+with planted copies (across files, in other case, spacing or Unicode forms) and degenerate
+documents: every count matches what was planted, the first copy survives, reruns agree."""
+
+import glob
+import json
+
+import apache_beam as beam
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+import pytest
+
+from beam_pipelines import accounting, dedup, sources, tokenization
+from common import manifest
+from tests.beam_pipelines.test_prepare import (_shard_bytes, encode_all, run_prepare,
+                                               write_jsonl)
+from tests.beam_pipelines.test_quality import DEGENERATE
+
+VALIDATION = 0.3
+
+
+def fullwidth(text):
+    """ASCII letters and digits as their full-width forms, which NFKC folds back."""
+    return "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalnum() else c for c in text)
+
+
+def test_normalise():
+    assert dedup.normalise("  Hello,\n\tWORLD  ") == "hello, world"
+    assert dedup.normalise(fullwidth("Route 66")) == "route 66"
+    assert dedup.normalise("ﬁne Straße") == "fine strasse"  # ligature (NFKC), casefold
+    assert dedup.exact_key("A  b") == dedup.exact_key("a b") != dedup.exact_key("a  c")
+
+
+def test_exact_dedup_keeps_the_first_copy_in_input_order():
+    docs = [sources.Document("b.jsonl", 1, "Same text"),
+            sources.Document("a.jsonl", 0, "same  TEXT", offset=900),
+            sources.Document("a.jsonl", 0, "SAME text", offset=100),
+            sources.Document("a.jsonl", 0, "other text", offset=50),
+            sources.Document("a.jsonl", 0, " ", offset=10),
+            sources.Document("b.jsonl", 2, " ")]
+    with BeamTestPipeline(runner="FnApiRunner") as p:
+        kept, removed, stats = (p | beam.Create(docs)
+                                | dedup.ExactDedup(sample_size=1))
+        assert_that(kept | beam.Map(lambda d: (d.source, d.offset, d.text)),
+                    equal_to([("a.jsonl", 100, "SAME text"), ("a.jsonl", 50, "other text"),
+                              ("a.jsonl", 10, " "), ("b.jsonl", None, " ")]), label="kept")
+        assert_that(stats | beam.CombinePerKey(sum),
+                    equal_to([("train/documents_duplicate/exact", 2)]), label="stats")
+        assert_that(removed | beam.Map(lambda r: (r.pos, r.kept)),  # the first removed copy
+                    equal_to([(("a.jsonl", 900, 0), ("a.jsonl", 100, 0))]), label="removed")
+
+
+def test_the_accounting_check_covers_each_split():
+    stats = {"documents_read": 4, "documents_rejected": 1, "train/documents_read": 2,
+             "validation/documents_read": 1, "train/documents_tokenized": 1,
+             "train/documents_duplicate/exact": 1, "validation/documents_filtered/min_words": 1}
+    accounting.check_accounting(stats, [], ["train", "validation"])
+    moved = stats | {"train/documents_read": 1, "validation/documents_read": 2}
+    with pytest.raises(accounting.AccountingError, match="train: documents do not add up"):
+        accounting.check_accounting(moved, [], ["train", "validation"])
+    lost = stats | {"documents_read": 5}
+    with pytest.raises(accounting.AccountingError, match="documents do not add up"):
+        accounting.check_accounting(lost, [], ["train", "validation"])
+
+
+def _straddling_pair(texts):
+    """A text and a variant of it (other case and spacing) that hash to different splits."""
+    for text in texts:
+        variant = "  " + text.upper().replace(" ", "   ") + "\n"
+        if tokenization.hash_split(text, VALIDATION, 0) != tokenization.hash_split(
+                variant, VALIDATION, 0):
+            return text, variant
+    raise AssertionError("no straddling pair found")
+
+
+def planted_corpus(tmp_path, corpus_texts):
+    """Two files; returns (paths, survivors, expected duplicates, expected filtered counts)."""
+    a, b = list(corpus_texts[:40]), list(corpus_texts[40:80])
+    x, y, z = corpus_texts[0], corpus_texts[1], corpus_texts[2]
+    b.append(x)  # an exact copy in another file
+    a.append(y.upper())  # another case
+    b.append("\t" + y.replace(" ", "  \t ") + "  ")  # other whitespace
+    a.append(fullwidth(z))  # another Unicode form
+    text, variant = _straddling_pair(corpus_texts[80:])
+    a.append(variant)  # first in input order: the variant survives, in its own split
+    b.append(text)
+    degenerate = list(DEGENERATE.values())
+    a.extend(degenerate)
+    b.extend(degenerate)  # degenerate copies are filtered (the filter runs first)
+    a.append("")
+    b.append("")  # blank documents are counted as empty, never as copies
+    survivors = list(corpus_texts[:80]) + [variant]
+    filtered = {rule: 2 for rule in DEGENERATE}
+    paths = [write_jsonl(tmp_path / "a.jsonl", a), write_jsonl(tmp_path / "b.jsonl", b)]
+    return paths, survivors, 5, filtered, (text, variant)
+
+
+def _args(paths, tok, out, *extra):
+    return ["--input", ",".join(map(str, paths)), "--tokenizer", tok, "--output_dir", out,
+            "--max_length", 32, "--validation_fraction", VALIDATION, "--num_shards", 2, *extra]
+
+
+def _accounting(out):
+    return {s: manifest.read_manifest(str(out / s)).accounting for s in ("train", "validation")}
+
+
+def test_planted_duplicates_and_degenerate_documents_are_counted(tmp_path, corpus_texts,
+                                                                 bpe_tokenizer_dir):
+    paths, survivors, duplicates, filtered, (text, variant) = planted_corpus(
+        tmp_path, corpus_texts)
+    out = tmp_path / "out"
+    run_prepare(*_args(paths, bpe_tokenizer_dir, out))
+    acc = _accounting(out)
+    run = acc["train"]["run"]
+    assert run["duplicates_by_kind"] == {"exact": duplicates}
+    assert run["filtered_by_rule"] == filtered
+    assert run["documents_tokenized"] == len(survivors) and run["documents_empty"] == 2
+    assert run["documents_read"] == len(survivors) + duplicates + sum(filtered.values()) + 2
+    # Each split tokenized exactly its survivors: the straddling pair's removed copy is in
+    # no split, its kept copy in its own.
+    for split, lengths in _tokens_by_split(bpe_tokenizer_dir, survivors).items():
+        assert acc[split]["split"]["tokens_in"] == lengths
+        own = acc[split]["split"]
+        assert own["documents_read"] == sum(own[k] for k in (
+            "documents_tokenized", "documents_empty", "documents_duplicate",
+            "documents_filtered")) > 0
+    dropped_split = tokenization.hash_split(text, VALIDATION, 0)
+    assert acc[dropped_split]["split"]["duplicates_by_kind"]["exact"] >= 1
+    sample = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*removed*"))
+              for line in open(path)]
+    copies = [r for r in sample if r["rule"] == "duplicate_exact"]
+    assert len(copies) == duplicates
+    a, b = map(str, paths)
+    assert {(r["source"], r["kept"]["source"], r["kept"]["line"]) for r in copies} == {
+        (b, a, 1), (a, a, 2), (b, a, 2), (a, a, 3), (b, a, 43)}  # the variant is a:43
+
+
+def _tokens_by_split(tok, texts):
+    out = {"train": 0, "validation": 0}
+    for text, ids in zip(texts, encode_all(tok, texts)):
+        out[tokenization.hash_split(text, VALIDATION, 0)] += len(ids)
+    return out
+
+
+def test_none_keeps_everything_and_reruns_are_byte_identical(tmp_path, corpus_texts,
+                                                            bpe_tokenizer_dir):
+    paths, survivors, duplicates, filtered, _ = planted_corpus(tmp_path, corpus_texts)
+    out = tmp_path / "out"
+    run_prepare(*_args(paths, bpe_tokenizer_dir, out))
+    first = {s: _shard_bytes(out / s) for s in ("train", "validation")}
+    run_prepare(*_args(paths, bpe_tokenizer_dir, out))
+    assert {s: _shard_bytes(out / s) for s in ("train", "validation")} == first
+
+    run_prepare(*_args(paths, bpe_tokenizer_dir, out, "--dedup", "none",
+                       "--quality_filter", "none"))
+    run = _accounting(out)["train"]["run"]
+    assert run["documents_duplicate"] == run["documents_filtered"] == 0
+    assert run["documents_tokenized"] == run["documents_read"] - 2  # all but the blank ones
+    assert run["documents_read"] == len(survivors) + duplicates + sum(filtered.values()) + 2

@@ -1,0 +1,166 @@
+"""The quality rules as pure functions: each kind of degenerate document fails the rule meant
+for it, real docstrings pass, and the thresholds are prepare flags."""
+
+import dataclasses
+import glob
+import json
+import time
+
+import pytest
+
+from beam_pipelines import options, prepare, quality, tokenization
+from common import manifest
+from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
+
+PROSE = ("The quick brown fox jumps over the lazy dog while the farmer sleeps. Later that "
+         "afternoon, rain fell on the fields and the river rose slowly toward the bridge.")
+
+# Each kind of degenerate document, and the rule that must catch it.
+DEGENERATE = {
+    "min_words": "Subscribe now",
+    "mean_word_length": "a b c d e f g h i j k l m n o p",  # a log of single letters
+    "non_alnum_fraction": "==== ---- #### **** !!!! ???? ++++ ~~~~ ^^^^",
+    "duplicate_line_chars": "\n".join(["Buy cheap watches online, best prices guaranteed"] * 8
+                                      + [PROSE]),
+    "top_2gram": "spam " * 500,
+}
+
+
+def test_each_degenerate_document_fails_its_rule():
+    config = quality.QualityConfig()
+    for rule, text in DEGENERATE.items():
+        assert quality.failing_rule(text, config) == rule, rule
+    blob = " ".join(["x" * 5000] * 6)  # a blob of one character, in a few "words"
+    assert quality.failing_rule(blob, config) == "mean_word_length"
+
+
+def test_a_huge_degenerate_document_is_caught_in_linear_time():
+    """The issue's case: one 6 MB document of one repeated word (half of a corpus' tokens)."""
+    config = quality.QualityConfig()
+    start = time.perf_counter()
+    assert quality.failing_rule("lorem " * 1_000_000, config) == "top_2gram"
+    assert quality.failing_rule("x" * 6_000_000, config) == "min_words"
+    assert quality.failing_rule("x " * 3_000_000, config) == "mean_word_length"
+    assert time.perf_counter() - start < 20  # ~1 s; generous for a loaded machine
+
+
+def test_prose_and_blank_documents_pass():
+    config = quality.QualityConfig()
+    assert quality.failing_rule(PROSE, config) is None
+    assert quality.failing_rule("", config) is None  # counted as empty by the tokenizer
+    assert quality.failing_rule(" \n\t ", config) is None
+
+
+def test_failure_says_what_was_measured():
+    failure = quality.first_failure("Subscribe now", quality.QualityConfig())
+    assert failure.reason() == "min_words: 2 < 5"
+
+
+def test_top_ngram_fraction():
+    words = "to be or not to be".split()
+    chars = sum(map(len, words))  # 13
+    assert quality.top_ngram_fraction(words, 2, chars) == pytest.approx(2 * 4 / 13)
+    assert quality.top_ngram_fraction(words, 3, chars) == 0  # no 3-gram occurs twice
+    assert quality.top_ngram_fraction(["w"] * 100, 2, 100) == 1.0  # capped
+    words = "one two three four one two three four".split()
+    assert quality.top_ngram_fraction(words, 4, sum(map(len, words))) == pytest.approx(1.0)
+
+
+def test_duplicate_line_chars_counts_repeats_after_the_first():
+    assert quality.duplicate_line_chars("abcd\nabcd\n\nxy") == pytest.approx(4 / 10)
+    assert quality.duplicate_line_chars("  abcd\nabcd  ") == pytest.approx(0.5)  # stripped
+    assert quality.duplicate_line_chars("") == 0
+
+
+def test_gopher_thresholds_are_stricter_than_ours():
+    """With Gopher's values a short real docstring that repeats one phrase fails; ours keep it."""
+    text = ("Number of nonlinear equality constraints.\n\nReturns\n-------\nint\n    Number of "
+            "nonlinear equality constraints.\n\nRaises\n------\nValueError\n    If the number "
+            "of nonlinear equality constraints is not known.")
+    gopher = quality.QualityConfig(min_words=50, max_mean_word_length=10,
+                                   max_duplicate_line_chars=0.2, max_top_2gram_fraction=0.2,
+                                   max_top_3gram_fraction=0.18, max_top_4gram_fraction=0.16)
+    assert quality.failing_rule(text, gopher) == "min_words"  # 27 words
+    gopher = dataclasses.replace(gopher, min_words=5)
+    assert quality.failing_rule(text, gopher) == "duplicate_line_chars"  # 0.225 > 0.2
+    assert quality.failing_rule(text, quality.QualityConfig()) is None
+
+
+def test_the_demo_corpus_prefix_survives_the_defaults(corpus_texts):
+    config = quality.QualityConfig()
+    removed = [t[:80] for t in corpus_texts if quality.failing_rule(t, config)]
+    assert removed == []
+
+
+def test_thresholds_are_flags_with_the_configs_defaults(capsys):
+    names = options.PrepareOptions.flag_names()
+    for field in quality.QualityConfig.__dataclass_fields__:
+        assert field in names
+    opts = prepare.pipeline_options(["--max_top_2gram_fraction", "0.3"]).view_as(
+        options.PrepareOptions)
+    config = options.quality_config(opts)
+    assert config == quality.QualityConfig(max_top_2gram_fraction=0.3)
+    opts = prepare.pipeline_options(["--quality_filter", "none"]).view_as(
+        options.PrepareOptions)
+    assert options.quality_config(opts) is None
+    code = prepare.run(["--input", "x", "--tokenizer", "t", "--output_dir", "o",
+                        "--max_duplicate_line_chars", "1.5"])
+    assert code == 2
+    assert "--max_duplicate_line_chars must be in [0, 1]" in capsys.readouterr().err
+
+
+def _planted():
+    """(texts, {rule: count}): degenerate documents of every kind, some twice."""
+    texts, expected = [], {}
+    for copy in range(2):
+        for rule, text in DEGENERATE.items():
+            if copy and rule in ("min_words", "top_2gram"):
+                continue
+            texts.append(f"{text}\n{copy}" if copy else text)  # not exact duplicates
+            expected[rule] = expected.get(rule, 0) + 1
+    return texts, expected
+
+
+def test_prepare_drops_and_counts_each_rule(tmp_path, corpus_texts, bpe_tokenizer_dir):
+    planted, expected = _planted()
+    texts = corpus_texts[:60] + planted + [""]
+    src = write_jsonl(tmp_path / "c.jsonl", texts)
+    out = tmp_path / "out"
+    common = ["--input", src, "--tokenizer", bpe_tokenizer_dir, "--max_length", 32,
+              "--validation_fraction", 0.3]
+    run_prepare(*common, "--output_dir", out)
+    splits = {s: manifest.read_manifest(str(out / s)).accounting for s in ("train", "validation")}
+    run = splits["train"]["run"]
+    assert run["filtered_by_rule"] == expected
+    assert run["documents_filtered"] == len(planted)
+    assert run["documents_tokenized"] == 60 and run["documents_empty"] == 1
+    assert run["documents_read"] == len(texts)
+    for split, acc in splits.items():  # each removed document counted in its would-be split
+        mine = [t for t in planted if tokenization.hash_split(t, 0.3, 0) == split]
+        assert acc["split"]["documents_filtered"] == len(mine)
+        assert sum(acc["split"]["filtered_by_rule"].values()) == len(mine)
+    sample = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*removed*"))
+              for line in open(path)]
+    assert sorted(r["rule"] for r in sample) == sorted(
+        rule for rule, n in expected.items() for _ in range(n))
+    assert all(r["source"] == str(src) and r["line"] > 60 and r["reason"].startswith(r["rule"])
+               for r in sample)
+    assert len(manifest.read_manifest(str(out / "train")).dead_letter_files) == 2
+
+    run_prepare(*common, "--output_dir", tmp_path / "kept", "--quality_filter", "none",
+                "--removed_sample_size", 0)
+    run = manifest.read_manifest(str(tmp_path / "kept" / "train")).accounting["run"]
+    assert run["documents_tokenized"] == len(texts) - 1 and run["documents_filtered"] == 0
+
+
+def test_sample_is_bounded_per_rule(tmp_path, corpus_texts, bpe_tokenizer_dir):
+    texts = corpus_texts[:30] + [f"too short {i}" for i in range(12)]
+    out = tmp_path / "out"
+    run_prepare("--input", write_jsonl(tmp_path / "c.jsonl", texts), "--tokenizer",
+                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32,
+                "--removed_sample_size", 5)
+    run = manifest.read_manifest(str(out / "train")).accounting["run"]
+    assert run["filtered_by_rule"] == {"min_words": 12}
+    sample = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*removed*"))
+              for line in open(path)]
+    assert [r["line"] for r in sample] == [31, 32, 33, 34, 35]  # the first five, in order
