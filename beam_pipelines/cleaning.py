@@ -77,7 +77,9 @@ def emit_stats(stats: Counter):
 
 class CountBySplit(beam.DoFn):
     """Counts each document in its split as it enters the removal steps: the per-split
-    "documents read" that the accounting checks the outcomes against."""
+    "documents read" that the accounting checks the outcomes against. The split is chosen
+    here, once (a hash of the whole text), and travels with the document: every later
+    step reads it instead of hashing the text again."""
 
     def __init__(self, validation_fraction=0.0, test_fraction=0.0):
         self.fractions = (validation_fraction, test_fraction)
@@ -86,8 +88,9 @@ class CountBySplit(beam.DoFn):
         self.stats = Counter()
 
     def process(self, doc: sources.Document):
-        self.stats[f"{split_of(doc, *self.fractions)}/documents_read"] += 1
-        yield doc
+        split = split_of(doc, *self.fractions)
+        self.stats[f"{split}/documents_read"] += 1
+        yield doc if doc.split == split else dataclasses.replace(doc, split=split)
 
     def finish_bundle(self):
         yield from emit_stats(self.stats)

@@ -32,6 +32,7 @@ import zlib
 
 import numpy as np
 
+from beam_pipelines.shard_writer import mix64  # splitmix64's finaliser
 from common.flags import flag
 
 _SEED = 0x5EED_D0C5  # fixed: every worker and rerun draws the same permutations
@@ -55,13 +56,6 @@ class MinHashConfig:
         return self.near_bands * self.near_rows
 
 
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: every input bit reaches every output bit."""
-    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
-
-
 def shingle_hashes(words: list[str], ngram: int) -> np.ndarray:
     """32-bit hashes (in uint64) of the word n-grams, one per position."""
     w = np.fromiter((zlib.crc32(word.encode("utf-8", "surrogatepass")) for word in words),
@@ -72,7 +66,7 @@ def shingle_hashes(words: list[str], ngram: int) -> np.ndarray:
     with np.errstate(over="ignore"):
         for j in range(n):  # a polynomial hash of n consecutive word hashes
             h = h * np.uint64(0x100000001B3) + w[j:j + k]
-    return _mix(h) >> np.uint64(32)
+    return mix64(h) >> np.uint64(32)
 
 
 def _permutations(num_perm: int) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ def num_shards_for(count: int, shard_size: int, fixed: int = 0) -> int:
     return min(fixed, count) if fixed else max(1, math.ceil(count / shard_size))
 
 
-def _mix(h: np.ndarray) -> np.ndarray:
+def mix64(h: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser: spreads the bits of a weak hash over all 64 bits."""
     h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -49,7 +49,7 @@ def row_keys(ids: np.ndarray, lengths: np.ndarray, weights: np.ndarray) -> np.nd
     """A 64-bit pseudo-random key per row, a pure function of (row, seed's weights)."""
     with np.errstate(over="ignore"):
         h = (ids.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
-        return _mix(h ^ lengths.astype(np.uint64))
+        return mix64(h ^ lengths.astype(np.uint64))
 
 
 class AssignShards(beam.DoFn):

@@ -39,7 +39,7 @@ class Document:
     source: str  # file path or "hf:NAME/CONFIG/SPLIT"
     line: int  # 1-based line of a text/JSONL file, 0-based row of parquet / dataset
     text: str
-    split: str | None = None  # set when the input names its split
+    split: str | None = None  # set when the input names its split, or once prepare chose it
     offset: int | None = None  # byte offset of the line, for reads of a byte range
 
 
