@@ -59,7 +59,14 @@ class MaskPredictor:
     @property
     def masked_lm(self):
         if self._masked_lm is None:
-            self._masked_lm = checkpoints.load_source(self.source)
+            from trainer import quiet
+
+            masked_lm = checkpoints.load_source(self.source)
+            # One call at load: oneDNN logs its once-per-process int64 `E` line at the first.
+            inputs, _ = self.model_inputs([[self.info.mask_id]])
+            with quiet.harmless_lines_hidden():
+                masked_lm(inputs, training=False)
+            self._masked_lm = masked_lm
         return self._masked_lm
 
     def encode(self, texts: list[str]) -> list[list[int]]:
@@ -85,10 +92,7 @@ class MaskPredictor:
 
     def _predict_batch(self, ids: list[list[int]], top_k: int):
         inputs, mask_counts = self.model_inputs(ids)
-        from trainer import quiet
-
-        with quiet.harmless_lines_hidden():  # oneDNN's int64 line at the first call
-            logits = np.asarray(self.masked_lm(inputs, training=False), dtype=np.float64)
+        logits = np.asarray(self.masked_lm(inputs, training=False), dtype=np.float64)
         probs = np.exp(logits - logits.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
         top = np.argsort(-probs, axis=-1)[..., :top_k]
