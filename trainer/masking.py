@@ -223,10 +223,10 @@ def mask_tokens(input_ids, attention_mask, seed, spec: MaskingSpec) -> dict:
     candidates = _candidates(input_ids, attention_mask, spec)
 
     num_candidates = tf.reduce_sum(tf.cast(candidates, tf.float32), axis=1)
-    num_to_mask = tf.cast(tf.floor(spec.rate * num_candidates + draws[3, :, 0]), tf.int32)
-    num_to_mask = tf.minimum(num_to_mask, num_slots)
     choice = draws[1]
     if spec.masking == "token":
+        num_to_mask = tf.cast(tf.floor(spec.rate * num_candidates + draws[3, :, 0]), tf.int32)
+        num_to_mask = tf.minimum(num_to_mask, num_slots)
         ranks = _ranks(draws[0], candidates)
         selected = candidates & (ranks < num_to_mask[:, None])
         slot_of = ranks  # slot s holds the position whose rank is s
