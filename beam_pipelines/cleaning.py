@@ -123,13 +123,17 @@ class FilterQuality(beam.DoFn):
 
 
 class Clean(beam.PTransform):
-    """Documents -> `(docs, removed, stats)`: the documents to tokenize, `Removed` records,
-    and (name, count) pairs for the accounting."""
+    """Documents -> `(docs, removed, stats)`: the documents to tokenize, `Removed` records
+    (a tuple of PCollections, one per step: see `WriteRemovedSample`), and (name, count)
+    pairs for the accounting."""
 
     def __init__(self, quality_config: quality.QualityConfig | None, dedup: str = "none",
                  validation_fraction: float = 0.0, test_fraction: float = 0.0,
-                 sample_size: int = 20, near_config=None):
+                 sample_size: int = 20, near_config=None, reread=None):
         super().__init__()
+        # On local runners: a callable giving the input's documents again, for the exact
+        # dedup's second pass (dedup.ExactDedupByRereading); no text is held in memory.
+        self.reread = reread
         self.quality_config, self.dedup = quality_config, dedup
         self.fractions, self.sample_size = (validation_fraction, test_fraction), sample_size
         self.near_config = near_config  # a minhash.MinHashConfig, for dedup="near"
@@ -150,8 +154,12 @@ class Clean(beam.PTransform):
 
         if self.dedup in ("exact", "near"):  # near: exact copies first, the cheap part
 
-            docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedup(
-                *self.fractions, self.sample_size)
+            if self.reread:
+                docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedupByRereading(
+                    self.reread, *self.fractions)
+            else:
+                docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedup(
+                    *self.fractions, self.sample_size)
             removed.append(copies)
             stats.append(counts)
         if self.dedup == "near":
@@ -161,32 +169,42 @@ class Clean(beam.PTransform):
             stats.append(counts)
         if not removed:
             removed.append(docs.pipeline | "NothingRemoved" >> beam.Create([]))
-        return (docs, removed | "AllRemoved" >> beam.Flatten(),
-                stats | "RemovalStats" >> beam.Flatten())
+        return docs, tuple(removed), stats | "RemovalStats" >> beam.Flatten()
 
 
-def sample_lines(groups: list) -> list[str]:
-    """[(rule, [(pos, json line), ...]), ...] -> the lines, by rule, then input order."""
-    return [line for _, items in sorted(groups) for _, line in sorted(items)]
+def sample_lines(groups: list, per_rule: int) -> list[str]:
+    """[(rule, [(pos, json line), ...]), ...] -> the first `per_rule` lines of each rule in
+    input order, by rule (a rule may come in several groups)."""
+    by_rule: dict[str, list] = {}
+    for rule, items in groups:
+        by_rule.setdefault(rule, []).extend(items)
+    return [line for rule in sorted(by_rule) for _, line in sorted(by_rule[rule])[:per_rule]]
 
 
 class WriteRemovedSample(beam.PTransform):
-    """`Removed` records -> one JSONL file of at most `per_rule` records a rule; yields its
-    path. The first records by input position are kept: a sample reruns reproduce."""
+    """`Removed` records (one PCollection or several) -> one JSONL file of at most
+    `per_rule` records a rule; yields its path. The first records by input position are
+    kept: a sample reruns reproduce. Each input is cut to its first records before they
+    meet (a local runner would hold a Flatten of every removed record in memory)."""
 
     def __init__(self, path_prefix: str, per_rule: int):
         super().__init__()
         self.path_prefix, self.per_rule = path_prefix, per_rule
 
     def expand(self, removed):
-        keyed = removed | "ByRule" >> beam.Map(lambda r: (r.rule, (r.pos, r.to_json())))
+        parts = removed if isinstance(removed, (list, tuple)) else [removed]
         if self.per_rule > 0:
-            firsts = keyed | "FirstPerRule" >> beam.combiners.Top.SmallestPerKey(self.per_rule)
+            firsts = [part
+                      | f"ByRule{i}" >> beam.Map(lambda r: (r.rule, (r.pos, r.to_json())))
+                      | f"FirstPerRule{i}" >> beam.combiners.Top.SmallestPerKey(self.per_rule)
+                      for i, part in enumerate(parts)]
+            groups = (firsts
+                      | "AllFirsts" >> beam.Flatten()
+                      | "AllRules" >> beam.combiners.ToList())
         else:
-            firsts = keyed | "NoSample" >> beam.Filter(lambda _: False)
-        return (firsts
-                | "AllRules" >> beam.combiners.ToList()
-                | "SampleLines" >> beam.FlatMap(sample_lines)
+            groups = parts[0].pipeline | "NoSample" >> beam.Create([[]])
+        return (groups
+                | "SampleLines" >> beam.FlatMap(sample_lines, self.per_rule)
                 | "WriteSample" >> beam.io.WriteToText(self.path_prefix,
                                                        file_name_suffix=".jsonl", num_shards=1))
 

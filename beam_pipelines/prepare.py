@@ -24,8 +24,9 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   StandardOptions)
 
-from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, memory_check, progress,
-                            run_lock, shard_writer, sources, tokenization)
+from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, local_shuffle,
+                            memory_check, progress, run_lock, shard_writer, sources,
+                            tokenization)
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
 from common import fs, manifest, shards, tokenizer_files
@@ -50,32 +51,53 @@ def read_tasks(opts) -> list[tuple]:
 
 
 def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: dict,
-          tasks: list, progress_dir: str | None = None):
+          tasks: list, progress_dir: str | None = None, spill_dir: str | None = None):
     """Adds the whole pipeline to `p`; returns the PCollection of the commit's run record.
-    DoFns write running totals to `progress_dir` (local runs) for the progress lines."""
+    DoFns write running totals to `progress_dir` (local runs) for the progress lines. With
+    `spill_dir` (local runs: a folder on the workers' shared disk) rows are shuffled
+    through files there (beam_pipelines/local_shuffle.py), else by a GroupByKey."""
     splits = opts_lib.split_names(opts)
-    read = (p
-            | "ListInputs" >> beam.Create(tasks)
-            | "SpreadInputs" >> beam.Reshuffle()
-            | "Read" >> beam.ParDo(sources.ReadDocuments(
-                opts.text_field, opts.max_document_bytes, opts.txt_unit, opts.hf_dataset,
-                opts.hf_config)).with_outputs("dead", STATS, main="docs"))
+    spread = (p
+              | "ListInputs" >> beam.Create(tasks)
+              | "SpreadInputs" >> beam.Reshuffle())
+
+    def read_docs(label, after=None):
+        tasks = spread
+        if after is not None:  # a side input: not one task is read before `after` is done
+            tasks = spread | f"{label}Wait" >> beam.Map(lambda task, _: task,
+                                                        beam.pvalue.AsList(after))
+        return tasks | label >> beam.ParDo(sources.ReadDocuments(
+            opts.text_field, opts.max_document_bytes, opts.txt_unit, opts.hf_dataset,
+            opts.hf_config)).with_outputs("dead", STATS, main="docs")
+
+    read = read_docs("Read")
+    # Local runs dedup in two passes over the input (no text held in memory); the second
+    # read's dead letters and counts are the first's again, so only the first's are kept.
+    reread = (lambda after: read_docs("Reread", after).docs) if spill_dir else None
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
         opts_lib.quality_config(opts), opts.dedup, opts.validation_fraction, opts.test_fraction,
-        opts.removed_sample_size, opts_lib.near_config(opts))
+        opts.removed_sample_size, opts_lib.near_config(opts), reread)
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
-        opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars, progress_dir)
-    counts = (blocks
-              | "RowsPerBlock" >> beam.Map(lambda block: (block[0], len(block[1])))
-              | "RowsPerSplit" >> beam.CombinePerKey(sum))
-    written = (blocks
-               | "AssignShards" >> beam.ParDo(
-                   shard_writer.AssignShards(opts.seed, opts.max_length,
-                                             opts_lib.shard_size(opts), opts.num_shards or 0),
-                   counts=beam.pvalue.AsDict(counts))
-               | "GroupShards" >> beam.GroupByKey()
-               | "WriteShards" >> beam.ParDo(shard_writer.WriteShard(opts.output_dir, run_id, progress_dir)))
+        opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars, progress_dir,
+        flatten=spill_dir is None)
+    shard_size, fixed_shards = opts_lib.shard_size(opts), opts.num_shards or 0
+    if spill_dir:  # a local runner: shuffle through files, not memory
+        written = blocks | "ShuffleOnDisk" >> local_shuffle.ShuffleOnDisk(
+            spill_dir, opts.output_dir, run_id, opts.seed, opts.max_length, shard_size,
+            fixed_shards, progress_dir)
+    else:
+        counts = (blocks
+                  | "RowsPerBlock" >> beam.Map(lambda block: (block[0], len(block[1])))
+                  | "RowsPerSplit" >> beam.CombinePerKey(sum))
+        written = (blocks
+                   | "AssignShards" >> beam.ParDo(
+                       shard_writer.AssignShards(opts.seed, opts.max_length, shard_size,
+                                                 fixed_shards),
+                       counts=beam.pvalue.AsDict(counts))
+                   | "GroupShards" >> beam.GroupByKey()
+                   | "WriteShards" >> beam.ParDo(
+                       shard_writer.WriteShard(opts.output_dir, run_id, progress_dir)))
     stats = ((read[STATS], removal_stats, sequence_stats)
              | "AllStats" >> beam.Flatten()
              | "SumStats" >> beam.CombinePerKey(sum))
@@ -197,9 +219,11 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
             if notice:
                 print(notice, file=sys.stderr, flush=True)
             with tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder, \
+                    tempfile.TemporaryDirectory(prefix="prepare-shuffle-") as spill_dir, \
                     progress.Reporter(folder, opts.progress_seconds), \
                     beam.Pipeline(options=options) as p:
-                build(p, opts, tokenizer_info, run_id, args, tasks, progress_dir=folder)
+                build(p, opts, tokenizer_info, run_id, args, tasks, progress_dir=folder,
+                      spill_dir=spill_dir)
     except BaseException:
         if "Dataflow" not in runner:  # a local run is dead; a Dataflow job may go on
             run_lock.release(opts.output_dir, run_id)

@@ -5,11 +5,16 @@ kept for the legacy HF trainer's regex) nor shuffle inside a shard, so this modu
 shards itself:
 
 1. `AssignShards`: each row gets a 64-bit key hashed from its content and the seed; the
-   key picks the shard (key % num_shards) and the order inside it. Rows of one document
-   therefore scatter over all shards, and a rerun on the same data writes the same files.
+   key picks the shard (`shard_of`: shards are equal ranges of the key space) and the order
+   inside it. Rows of one document therefore scatter over all shards, and a rerun on the
+   same data writes the same files.
 2. `WriteShard`: after a GroupByKey on (split, shard), sorts the rows by key and streams
    one TFRecord file `{split}-{run_id}-{shard:05d}-{count}.tfrecord` in chunks of rows, with
-   its byte size and crc32c for the manifest.
+   its byte size and crc32c for the manifest (`write_shard`).
+
+That is the path on Dataflow. Beam's local runners hold a GroupByKey in memory, so local runs
+shuffle on disk instead (beam_pipelines/local_shuffle.py): the same keys, the same ranges,
+the same `write_shard`, byte-identical files.
 """
 
 from __future__ import annotations
@@ -52,6 +57,21 @@ def row_keys(ids: np.ndarray, lengths: np.ndarray, weights: np.ndarray) -> np.nd
         return mix64(h ^ lengths.astype(np.uint64))
 
 
+def shard_of(keys: np.ndarray, n: int) -> np.ndarray:
+    """The shard of each key: shard s holds the keys whose top 32 bits h have
+    floor(h * n / 2**32) == s, a contiguous range of the key space (see `key_range`), so a
+    key-sorted run of rows can be cut into shards without reading it all."""
+    return ((keys >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32)
+
+
+def key_range(shard: int, n: int) -> tuple[int, int]:
+    """[low, high) of the keys `shard_of` puts in `shard` of `n` (high may be 2**64)."""
+    def bound(s):
+        return -(-s * 2**32 // n) << 32  # ceil(s * 2**32 / n) in the top 32 bits
+
+    return bound(shard), bound(shard + 1)
+
+
 class AssignShards(beam.DoFn):
     """(split, ids, lengths) -> ((split, shard), (keys, ids, lengths)) per shard touched."""
 
@@ -66,9 +86,9 @@ class AssignShards(beam.DoFn):
         split, ids, lengths = block
         n = num_shards_for(counts[split], self.shard_size, self.fixed_shards)
         keys = row_keys(ids, lengths, self.weights)
-        shard_of = keys % np.uint64(n)
-        for shard in np.unique(shard_of):
-            take = shard_of == shard
+        shards = shard_of(keys, n)
+        for shard in np.unique(shards):
+            take = shards == shard
             yield (split, int(shard)), (keys[take], ids[take], lengths[take])
 
 
@@ -89,10 +109,31 @@ def tfrecord_bytes(records: list[bytes]) -> bytes:
     return out.getvalue()
 
 
+def write_shard(output_dir: str, run_id: str, split: str, shard: int, keys: np.ndarray,
+                ids: np.ndarray, lengths: np.ndarray) -> dict:
+    """Writes one shard's rows, in key order, straight to its final, run-unique name in the
+    split folder (one atomic write; a retried bundle writes the same bytes to the same
+    name); returns its entry for the manifest. No manifest lists it until the commit step."""
+    order = np.argsort(keys, kind="stable")
+    name = shards.shard_name(split, shard, len(ids), run_id)
+    checksum, size = google_crc32c.Checksum(), 0
+
+    def counted(chunks):
+        nonlocal size
+        for chunk in chunks:
+            checksum.update(chunk)
+            size += len(chunk)
+            yield chunk
+
+    fs.upload_stream(fs.join(shards.split_dir(output_dir, split), name),
+                     counted(framed_chunks(ids, lengths, order)))
+    return {"split": split, "shard": shard, "name": name, "num_examples": len(ids),
+            "num_tokens": int(lengths.sum()), "num_bytes": size,
+            "crc32c": checksum.digest().hex()}
+
+
 class WriteShard(beam.DoFn):
-    """((split, shard), parts) -> one shuffled TFRecord file, written straight to its final,
-    run-unique name in the split folder (one atomic write; a retried bundle writes the same
-    bytes to the same name). No manifest lists it until the commit step."""
+    """((split, shard), parts) -> one shuffled TFRecord file (see `write_shard`)."""
 
     def __init__(self, output_dir: str, run_id: str, progress_dir: str | None = None):
         self.output_dir, self.run_id, self.progress_dir = output_dir, run_id, progress_dir
@@ -103,29 +144,11 @@ class WriteShard(beam.DoFn):
     def process(self, element):
         (split, shard), parts = element
         parts = list(parts)
-        keys = np.concatenate([p[0] for p in parts])
-        ids = np.concatenate([p[1] for p in parts])
-        lengths = np.concatenate([p[2] for p in parts])
+        keys, ids, lengths = (np.concatenate([p[i] for p in parts]) for i in range(3))
         del parts  # only the concatenated copies from here on
-        order = np.argsort(keys, kind="stable")
-        del keys
-        name = shards.shard_name(split, shard, len(ids), self.run_id)
-        checksum, size = google_crc32c.Checksum(), 0
-
-        def counted(chunks):
-            nonlocal size
-            for chunk in chunks:
-                checksum.update(chunk)
-                size += len(chunk)
-                yield chunk
-
-        fs.upload_stream(fs.join(shards.split_dir(self.output_dir, split), name),
-                         counted(framed_chunks(ids, lengths, order)))
+        yield write_shard(self.output_dir, self.run_id, split, shard, keys, ids, lengths)
         self.tally.add(shards=1)
         self.tally.flush()
-        yield {"split": split, "shard": shard, "name": name, "num_examples": len(ids),
-               "num_tokens": int(lengths.sum()), "num_bytes": size,
-               "crc32c": checksum.digest().hex()}
 
 
 def framed_chunks(ids: np.ndarray, lengths: np.ndarray, order: np.ndarray,

@@ -160,13 +160,17 @@ class ToSequences(beam.PTransform):
     `max_length` tokens (every token once, tails of all bundles chunked together), and
     `(name, count)` pairs for the manifest's accounting.
 
+    With `flatten=False`, blocks are a tuple of PCollections (the full rows, the tails' rows):
+    a local runner holds a Flatten's output in memory, its inputs' consumers run fused.
+
     Example:
         >>> blocks, stats = docs | ToSequences("gs://b/tokenizer", 128, pad_tail=False, pad_id=1)
     """
 
     def __init__(self, tokenizer_dir, max_length, pad_tail, pad_id, validation_fraction=0.0,
-                 test_fraction=0.0, batch_chars=1_000_000, progress_dir=None):
+                 test_fraction=0.0, batch_chars=1_000_000, progress_dir=None, flatten=True):
         super().__init__()
+        self.flatten = flatten
         self.tokenize = TokenizeAndChunk(tokenizer_dir, max_length, validation_fraction,
                                          test_fraction, batch_chars, progress_dir)
         self.chunk_tails = ChunkTails(max_length, pad_tail, pad_id)
@@ -178,6 +182,8 @@ class ToSequences(beam.PTransform):
                  | "GroupTails" >> beam.GroupByKey()
                  | "ChunkTails" >> beam.ParDo(self.chunk_tails).with_outputs(STATS,
                                                                             main="blocks"))
-        blocks = (tokenized.blocks, tails.blocks) | "AllBlocks" >> beam.Flatten()
+        blocks = (tokenized.blocks, tails.blocks)
+        if self.flatten:
+            blocks = blocks | "AllBlocks" >> beam.Flatten()
         stats = (tokenized[STATS], tails[STATS]) | "SequenceStats" >> beam.Flatten()
         return blocks, stats

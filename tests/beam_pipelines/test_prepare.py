@@ -207,11 +207,11 @@ def test_crashed_rerun_leaves_the_previous_output_readable(tmp_path, corpus_text
     run_prepare(*args)
     before = manifest.read_manifest(str(out / "train"))
 
-    def crash(self, element):
+    def crash(*args, **kwargs):
         raise RuntimeError("worker lost")
 
     with monkeypatch.context() as patched:
-        patched.setattr(shard_writer.WriteShard, "process", crash)
+        patched.setattr(shard_writer, "write_shard", crash)
         with pytest.raises(Exception, match="worker lost"):
             prepare.run(["--runner=FnApiRunner", *map(str, args)])
     assert manifest.read_manifest(str(out / "train")) == before  # untouched, still valid
