@@ -1,28 +1,35 @@
-"""A preflight estimate of prepare's peak memory on the local runner, and a warning when it
-will not fit.
+"""A preflight estimate of what a local prepare needs (memory, and temporary disk for the
+shuffle), and a warning, with the numbers, when it will not fit.
 
-Beam's in-process runners keep every row of the corpus in memory: once until the rows per
-split are counted (the shard count is a side input) and once in the GroupByKey that
-shuffles rows into shards. That cannot be streamed on these runners, so the cost per token
-is kept small (uint16 ids, shards written in chunks: ~20 bytes per token, measured by
-tests/beam_pipelines/test_prepare_memory.py) and a run that would not fit is announced
-before it starts, with the numbers, rather than killed by the kernel an hour in.
+On the local runner rows are shuffled through files (beam_pipelines/local_shuffle.py) and
+exact copies are found without holding text (dedup.ExactDedupByRereading), so peak memory
+is a constant plus ~350 bytes per document (the dedup's state); measured: 0.31 / 0.37 /
+0.40 GB at 15 / 60 / 240 MB of text. Near dedup still holds every document's text and
+band signatures in Beam's in-memory grouping: ~35 bytes per byte of text. The shuffle's
+files take ~2 bytes per token (4 above a 65,536 vocabulary) in the temporary folder.
+A run that would not fit is announced before it starts rather than killed an hour in.
 
 Example:
-    >>> warning = memory_check.warning(tasks, available=8e9)
-    >>> print(warning or "fits")
+    >>> notice = memory_check.warning(tasks, vocab_size=32000, near=False)
+    >>> print(notice or "fits")
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+
 from beam_pipelines import sources
 from common import fs
 
-BASE_BYTES = 400e6  # the launcher, Beam and the tokenizer, before any row
-BYTES_PER_TOKEN = 20  # peak memory per token of the corpus (see the module docstring)
+BASE_BYTES = 800e6  # launcher, Beam, tokenizer, one sorted run and one shard being written
+BYTES_PER_DOCUMENT = 350  # the exact dedup's per-document state (first pass, second pass)
+NEAR_BYTES_PER_TEXT_BYTE = 35  # --dedup near on the local runner (texts, band signatures)
 TEXT_BYTES_PER_TOKEN = 3.5  # conservative: 3.9 with the demo's 3k unigram, more with larger
+TEXT_BYTES_PER_DOCUMENT = 1000  # conservative for counting documents (web pages: ~3,000)
+ROW_BYTES = 12  # a row's shuffle key and length on disk, besides its ids
 COMPRESSION_RATIO = 4  # a compressed file counts as 4x its size of text
-FIT = 0.8  # warn above this share of the available memory
+FIT = 0.8  # warn above this share of what is available
 
 
 def input_text_bytes(tasks) -> int | None:
@@ -53,22 +60,43 @@ def available_bytes() -> float | None:
     return None
 
 
-def estimate_peak_bytes(text_bytes: float) -> float:
-    return BASE_BYTES + BYTES_PER_TOKEN * text_bytes / TEXT_BYTES_PER_TOKEN
+def free_disk_bytes() -> float:
+    return shutil.disk_usage(tempfile.gettempdir()).free
 
 
-def warning(tasks, available: float | None = None) -> str | None:
+def estimate_peak_bytes(text_bytes: float, near: bool = False) -> float:
+    documents = text_bytes / TEXT_BYTES_PER_DOCUMENT
+    return (BASE_BYTES + BYTES_PER_DOCUMENT * documents
+            + (NEAR_BYTES_PER_TEXT_BYTE * text_bytes if near else 0))
+
+
+def estimate_disk_bytes(text_bytes: float, max_length: int, vocab_size: int) -> float:
+    tokens = text_bytes / TEXT_BYTES_PER_TOKEN
+    return tokens * (2 if vocab_size <= 1 << 16 else 4) + tokens / max_length * ROW_BYTES
+
+
+def warning(tasks, max_length: int, vocab_size: int, near: bool = False,
+            available: float | None = None, free_disk: float | None = None) -> str | None:
     """The warning to print before a local run, or None when it should fit (or is unknown)."""
     text_bytes = input_text_bytes(tasks)
+    if not text_bytes:
+        return None
     available = available_bytes() if available is None else available
-    if not text_bytes or not available:
+    free_disk = free_disk_bytes() if free_disk is None else free_disk
+    peak, disk = estimate_peak_bytes(text_bytes, near), estimate_disk_bytes(
+        text_bytes, max_length, vocab_size)
+    problems = []
+    if available and peak > FIT * available:
+        why = (f"~{NEAR_BYTES_PER_TEXT_BYTE} bytes per byte of text for --dedup near"
+               if near else f"~{BYTES_PER_DOCUMENT} bytes per document")
+        problems.append(f"~{peak / 1e9:.1f} GB of memory and {available / 1e9:.1f} GB is "
+                        f"available ({why})")
+    if disk > FIT * free_disk:
+        problems.append(f"~{disk / 1e9:.1f} GB of temporary disk for the shuffle and "
+                        f"{free_disk / 1e9:.1f} GB is free in {tempfile.gettempdir()} (set "
+                        "TMPDIR to a larger disk)")
+    if not problems:
         return None
-    peak = estimate_peak_bytes(text_bytes)
-    if peak <= FIT * available:
-        return None
-    return (f"warning: this local prepare may need ~{peak / 1e9:.1f} GB of memory and "
-            f"{available / 1e9:.1f} GB is available: {text_bytes / 1e6:,.0f} MB of text is "
-            f"~{text_bytes / TEXT_BYTES_PER_TOKEN / 1e6:,.0f} M tokens at ~{BYTES_PER_TOKEN} "
-            "bytes each, all held by Beam's local runner until they are written. Run it on "
-            "Dataflow (`make prepare`, --runner DataflowRunner), or prepare a part of the "
-            "input. Going on.")
+    return (f"warning: this local prepare of {text_bytes / 1e6:,.0f} MB of text may need "
+            + " and ".join(problems) + ". Run it on Dataflow (`make prepare`, --runner "
+            "DataflowRunner), or prepare a part of the input. Going on.")

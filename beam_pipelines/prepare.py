@@ -215,7 +215,8 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
         if "Dataflow" in runner:
             _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks)
         else:
-            notice = memory_check.warning(tasks)
+            notice = memory_check.warning(tasks, opts.max_length, tokenizer_info.vocab_size,
+                                          near=opts.dedup == "near")
             if notice:
                 print(notice, file=sys.stderr, flush=True)
             with tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder, \

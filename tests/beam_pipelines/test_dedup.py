@@ -51,6 +51,32 @@ def test_exact_dedup_keeps_the_first_copy_in_input_order():
                     equal_to([(("a.jsonl", 900, 0), ("a.jsonl", 100, 0))]), label="removed")
 
 
+def test_the_two_pass_dedup_keeps_and_counts_what_the_one_pass_dedup_does():
+    """Local runs: the first pass groups positions only, the second reads the documents
+    again and keeps the first copies; every removed copy comes back as a `Removed`."""
+    docs = [sources.Document("b.jsonl", 1, "Same text"),
+            sources.Document("a.jsonl", 0, "same  TEXT", offset=900),
+            sources.Document("a.jsonl", 0, "SAME text", offset=100),
+            sources.Document("a.jsonl", 0, "other text", offset=50),
+            sources.Document("a.jsonl", 0, " ", offset=10)]
+    with BeamTestPipeline(runner="FnApiRunner") as p:
+        def reread(after):
+            return (p | "Again" >> beam.Create(docs)
+                    | "AfterFirstPass" >> beam.Map(lambda d, _: d, beam.pvalue.AsList(after)))
+
+        kept, removed, stats = (p | beam.Create(docs)
+                                | dedup.ExactDedupByRereading(reread))
+        assert_that(kept | beam.Map(lambda d: (d.source, d.offset, d.text)),
+                    equal_to([("a.jsonl", 100, "SAME text"), ("a.jsonl", 50, "other text"),
+                              ("a.jsonl", 10, " ")]), label="kept")
+        assert_that(stats | beam.CombinePerKey(sum),
+                    equal_to([("train/documents_duplicate/exact", 2)]), label="stats")
+        assert_that(removed | beam.Map(lambda r: (r.pos, r.kept, r.excerpt)),
+                    equal_to([(("a.jsonl", 900, 0), ("a.jsonl", 100, 0), "same  TEXT"),
+                              (("b.jsonl", -1, 1), ("a.jsonl", 100, 0), "Same text")]),
+                    label="removed")
+
+
 def test_the_accounting_check_covers_each_split():
     stats = {"documents_read": 4, "documents_rejected": 1, "train/documents_read": 2,
              "validation/documents_read": 1, "train/documents_tokenized": 1,
