@@ -129,11 +129,11 @@ class Clean(beam.PTransform):
 
     def __init__(self, quality_config: quality.QualityConfig | None, dedup: str = "none",
                  validation_fraction: float = 0.0, test_fraction: float = 0.0,
-                 sample_size: int = 20, near_config=None, reread=None):
+                 sample_size: int = 20, near_config=None, reread=None, progress_dir=None):
         super().__init__()
         # On local runners: a callable giving the input's documents again, for the exact
         # dedup's second pass (dedup.ExactDedupByRereading); no text is held in memory.
-        self.reread = reread
+        self.reread, self.progress_dir = reread, progress_dir
         self.quality_config, self.dedup = quality_config, dedup
         self.fractions, self.sample_size = (validation_fraction, test_fraction), sample_size
         self.near_config = near_config  # a minhash.MinHashConfig, for dedup="near"
@@ -156,7 +156,7 @@ class Clean(beam.PTransform):
 
             if self.reread:
                 docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedupByRereading(
-                    self.reread, *self.fractions)
+                    self.reread, *self.fractions, self.progress_dir)
             else:
                 docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedup(
                     *self.fractions, self.sample_size)

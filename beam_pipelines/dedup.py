@@ -31,7 +31,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import sources
+from beam_pipelines import progress, sources
 from beam_pipelines.accounting import STATS, removal_key
 from beam_pipelines.cleaning import (EXCERPT_CHARS, REMOVED, Removed, doc_position, emit_stats,
                                      ref)
@@ -178,14 +178,22 @@ def position_hash(position: tuple) -> int:
 
 
 class KeyPositions(beam.DoFn):
-    """Document -> (exact_key, (position, split)): what the first pass groups, no text."""
+    """Document -> (exact_key, (position, split)): what the first pass groups, no text.
+    Tallies the documents checked, for the progress lines of the first pass."""
 
-    def __init__(self, validation_fraction=0.0, test_fraction=0.0):
-        self.fractions = (validation_fraction, test_fraction)
+    def __init__(self, validation_fraction=0.0, test_fraction=0.0, progress_dir=None):
+        self.fractions, self.progress_dir = (validation_fraction, test_fraction), progress_dir
+
+    def setup(self):
+        self.tally = progress.Tally(self.progress_dir)
 
     def process(self, doc: sources.Document):
+        self.tally.add(checked=1)
         if doc.text.strip():
             yield exact_key(doc.text), (doc_position(doc), split_of(doc, *self.fractions))
+
+    def finish_bundle(self):
+        self.tally.flush()
 
 
 class FirstPosition(beam.CombineFn):
@@ -271,13 +279,15 @@ class ExactDedupByRereading(beam.PTransform):
     first pass ends); the kept copies among them go on.
     Returns `(docs, removed, stats)` as `ExactDedup` does."""
 
-    def __init__(self, reread, validation_fraction=0.0, test_fraction=0.0):
+    def __init__(self, reread, validation_fraction=0.0, test_fraction=0.0, progress_dir=None):
         super().__init__()
         self.reread, self.fractions = reread, (validation_fraction, test_fraction)
+        self.progress_dir = progress_dir
 
     def expand(self, docs):
         verdicts = (docs
-                    | "KeyPositions" >> beam.ParDo(KeyPositions(*self.fractions))
+                    | "KeyPositions" >> beam.ParDo(KeyPositions(*self.fractions,
+                                                                 self.progress_dir))
                     | "FirstPosition" >> beam.CombinePerKey(FirstPosition())
                     | "Verdicts" >> beam.ParDo(Verdicts()).with_outputs(COPIED, STATS,
                                                                         main="kept"))

@@ -76,7 +76,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
     reread = (lambda after: read_docs("Reread", after).docs) if spill_dir else None
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
         opts_lib.quality_config(opts), opts.dedup, opts.validation_fraction, opts.test_fraction,
-        opts.removed_sample_size, opts_lib.near_config(opts), reread)
+        opts.removed_sample_size, opts_lib.near_config(opts), reread, progress_dir)
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
         opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars, progress_dir,

@@ -67,9 +67,14 @@ def totals(folder: str) -> collections.Counter:
 
 
 def line(counts: dict, elapsed: float, what: str = "prepare", unit: str = "tokens") -> str:
-    """`prepare: 40 s, 120,345 documents, 31.2 M tokens (780,000 tokens/s), 2 shards written`"""
+    """`prepare: 40 s, 120,345 documents, 31.2 M tokens (780,000 tokens/s), 2 shards written`
+    (and, while a local run's exact dedup reads the input the first time, `N documents
+    checked for copies`)."""
     amount = counts.get(unit, 0)
-    parts = [f"{what}: {elapsed:.0f} s", f"{counts.get('documents', 0):,} documents",
+    parts = [f"{what}: {elapsed:.0f} s"]
+    if counts.get("checked"):
+        parts.append(f"{counts['checked']:,} documents checked for copies")
+    parts += [f"{counts.get('documents', 0):,} documents",
              f"{amount / 1e6:.1f} M {unit} ({amount / max(elapsed, 1e-9):,.0f} {unit}/s)"]
     if counts.get("shards"):
         parts.append(f"{counts['shards']:,} shards written")
