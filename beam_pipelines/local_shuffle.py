@@ -31,6 +31,7 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import progress, shard_writer
+from beam_pipelines.accounting import STATS
 
 PARTS = ("keys", "ids", "lengths")
 RUN_BYTES = 64 << 20  # ids buffered per split before a sorted run is written
@@ -56,7 +57,8 @@ def load_slice(path: str, low: int, high: int) -> tuple[np.ndarray, ...]:
 
 
 class SpillRows(beam.DoFn):
-    """(split, ids, lengths) blocks -> (split, path, rows) per sorted run written."""
+    """(split, ids, lengths) blocks -> (split, path, rows) per sorted run written (main),
+    and the bytes of rows it spilled (STATS: `shard_writer.SHUFFLE_BYTES`)."""
 
     def __init__(self, folder: str, seed: int, max_length: int, run_bytes: int):
         self.folder, self.seed, self.max_length = folder, seed, max_length
@@ -75,18 +77,25 @@ class SpillRows(beam.DoFn):
         self.buffers.setdefault(split, []).append((keys, ids, lengths))
         self.sizes[split] = self.sizes.get(split, 0) + ids.nbytes
         if self.sizes[split] >= self.run_bytes:
-            yield self._spill(split)
+            yield from self._spill(split)
 
-    def _spill(self, split: str) -> tuple[str, str, int]:
+    def _spill(self, split: str):
         parts = self.buffers.pop(split)
         self.sizes.pop(split)
         keys, ids, lengths = (np.concatenate([p[i] for p in parts]) for i in range(3))
         del parts
-        return split, save_run(self.folder, split, keys, ids, lengths), len(keys)
+        yield split, save_run(self.folder, split, keys, ids, lengths), len(keys)
+        yield beam.pvalue.TaggedOutput(STATS, shard_writer.shuffle_stat(keys, ids, lengths))
 
     def finish_bundle(self):
         for split in list(self.buffers):
-            yield GlobalWindows.windowed_value(self._spill(split))
+            for output in self._spill(split):
+                if isinstance(output, beam.pvalue.TaggedOutput):
+                    output = beam.pvalue.TaggedOutput(
+                        output.tag, GlobalWindows.windowed_value(output.value))
+                else:
+                    output = GlobalWindows.windowed_value(output)
+                yield output
 
 
 def shard_tasks(runs: list, shard_size: int, fixed_shards: int):
@@ -124,8 +133,9 @@ class WriteSpilledShard(beam.DoFn):
 
 
 class ShuffleOnDisk(beam.PTransform):
-    """Block PCollections -> the written shards' manifest entries, as `AssignShards` +
-    GroupByKey + `WriteShard` give, through files in `folder` instead of memory.
+    """Block PCollections -> `(written, stats)`: the written shards' manifest entries, as
+    `AssignShards` + GroupByKey + `WriteShard` give, through files in `folder` instead of
+    memory, and the bytes shuffled.
 
     Takes several block PCollections rather than their Flatten: a local runner buffers a
     Flatten's output in memory, while a ParDo applied to each input runs fused with the
@@ -142,12 +152,15 @@ class ShuffleOnDisk(beam.PTransform):
 
     def expand(self, block_parts):
         spill = SpillRows(self.folder, self.seed, self.max_length, RUN_BYTES)
-        runs = [part | f"SpillRows{i}" >> beam.ParDo(spill)
-                for i, part in enumerate(block_parts)]
-        return (runs
-                | "AllRuns" >> beam.Flatten()
-                | "ListRuns" >> beam.combiners.ToList()
-                | "ShardTasks" >> beam.FlatMap(shard_tasks, self.shard_size, self.fixed_shards)
-                | "SpreadShards" >> beam.Reshuffle()
-                | "WriteSpilledShards" >> beam.ParDo(WriteSpilledShard(
-                    self.output_dir, self.run_id, self.progress_dir)))
+        spilled = [part | f"SpillRows{i}" >> beam.ParDo(spill).with_outputs(STATS, main="runs")
+                   for i, part in enumerate(block_parts)]
+        stats = [s[STATS] for s in spilled] | "ShuffleStats" >> beam.Flatten()
+        written = ([s.runs for s in spilled]
+                   | "AllRuns" >> beam.Flatten()
+                   | "ListRuns" >> beam.combiners.ToList()
+                   | "ShardTasks" >> beam.FlatMap(shard_tasks, self.shard_size,
+                                                  self.fixed_shards)
+                   | "SpreadShards" >> beam.Reshuffle()
+                   | "WriteSpilledShards" >> beam.ParDo(WriteSpilledShard(
+                       self.output_dir, self.run_id, self.progress_dir)))
+        return written, stats

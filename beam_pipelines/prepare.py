@@ -83,22 +83,22 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
         flatten=spill_dir is None)
     shard_size, fixed_shards = opts_lib.shard_size(opts), opts.num_shards or 0
     if spill_dir:  # a local runner: shuffle through files, not memory
-        written = blocks | "ShuffleOnDisk" >> local_shuffle.ShuffleOnDisk(
+        written, shuffle_stats = blocks | "ShuffleOnDisk" >> local_shuffle.ShuffleOnDisk(
             spill_dir, opts.output_dir, run_id, opts.seed, opts.max_length, shard_size,
             fixed_shards, progress_dir)
     else:
         counts = (blocks
                   | "RowsPerBlock" >> beam.Map(lambda block: (block[0], len(block[1])))
                   | "RowsPerSplit" >> beam.CombinePerKey(sum))
-        written = (blocks
-                   | "AssignShards" >> beam.ParDo(
-                       shard_writer.AssignShards(opts.seed, opts.max_length, shard_size,
-                                                 fixed_shards),
-                       counts=beam.pvalue.AsDict(counts))
+        assigned = blocks | "AssignShards" >> beam.ParDo(
+            shard_writer.AssignShards(opts.seed, opts.max_length, shard_size, fixed_shards),
+            counts=beam.pvalue.AsDict(counts)).with_outputs(STATS, main="rows")
+        written = (assigned.rows
                    | "GroupShards" >> beam.GroupByKey()
                    | "WriteShards" >> beam.ParDo(
                        shard_writer.WriteShard(opts.output_dir, run_id, progress_dir)))
-    stats = ((read[STATS], removal_stats, sequence_stats)
+        shuffle_stats = assigned[STATS]
+    stats = ((read[STATS], removal_stats, sequence_stats, shuffle_stats)
              | "AllStats" >> beam.Flatten()
              | "SumStats" >> beam.CombinePerKey(sum))
     dead_files = (read.dead

@@ -28,6 +28,7 @@ import numpy as np
 from apache_beam.io.tfrecordio import _TFRecordUtil
 
 from beam_pipelines import progress
+from beam_pipelines.accounting import STATS
 from common import fs, schema, shards
 
 
@@ -72,8 +73,17 @@ def key_range(shard: int, n: int) -> tuple[int, int]:
     return bound(shard), bound(shard + 1)
 
 
+SHUFFLE_BYTES = "run.shuffle_bytes"  # the rows' payload through the shuffle, in the manifest
+
+
+def shuffle_stat(keys, ids, lengths) -> tuple[str, int]:
+    """(SHUFFLE_BYTES, bytes of the rows' arrays): what both shuffle paths move per row."""
+    return SHUFFLE_BYTES, int(keys.nbytes + ids.nbytes + lengths.nbytes)
+
+
 class AssignShards(beam.DoFn):
-    """(split, ids, lengths) -> ((split, shard), (keys, ids, lengths)) per shard touched."""
+    """(split, ids, lengths) -> ((split, shard), (keys, ids, lengths)) per shard touched
+    (main), and the bytes of rows sent to the shuffle (STATS: SHUFFLE_BYTES)."""
 
     def __init__(self, seed: int, max_length: int, shard_size: int, fixed_shards: int):
         self.seed, self.max_length = seed, max_length
@@ -90,6 +100,7 @@ class AssignShards(beam.DoFn):
         for shard in np.unique(shards):
             take = shards == shard
             yield (split, int(shard)), (keys[take], ids[take], lengths[take])
+        yield beam.pvalue.TaggedOutput(STATS, shuffle_stat(keys, ids, lengths))
 
 
 def encode_rows(ids: np.ndarray, lengths: np.ndarray) -> list[bytes]:
