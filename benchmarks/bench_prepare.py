@@ -8,7 +8,11 @@ written) and (b) the full prepare pipeline on Beam's local runner (in-process: t
 tokenizer's threads use every core; `--workers N` adds a run with N worker processes);
 prints tokens/s of each and the ratio, best of `--trials` interleaved runs. (b) removes
 nothing (`--quality_filter none --dedup none`); (c) times each removal step alone
-(`--cleaning quality,exact,near`) on the same corpus, as a cost relative to (b).
+(`--cleaning quality,exact,near`) on the same corpus, as a cost relative to (b); (d) runs
+prepare with its default cleaning in a child process at 1x and 4x the corpus (the 4x
+corpus holds each document in 4 versions that are no exact copies, so all of it is
+tokenized and shuffled) and prints the peak memory of each, the slope per byte of text,
+and the bytes the shuffle moved per byte written (`--memory 0` skips it).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -63,6 +68,63 @@ def run_pipeline(corpus, tok_dir, out, runner_args, expected_tokens,
     return wall, removed
 
 
+def versions(corpus: str, n: int) -> str:
+    """`corpus` n times, each document's text prefixed by its version number after the
+    first: n times the text and tokens, and no exact copies for the dedup to remove."""
+    path = corpus.replace(".jsonl", f"-v{n}.jsonl")
+    if not os.path.exists(path):
+        with open(corpus, encoding="utf-8") as f:
+            lines = f.readlines()
+        with open(path, "w", encoding="utf-8") as f:
+            for k in range(n):
+                for line in lines:
+                    record = json.loads(line)
+                    if k:
+                        record["text"] = f"(version {k + 1}) {record['text']}"
+                    f.write(json.dumps(record) + "\n")
+    return path
+
+
+PEAK_CODE = """import resource, sys, time
+from beam_pipelines import prepare
+start = time.perf_counter()
+code = prepare.run(sys.argv[1:])
+print("PEAK", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+      time.perf_counter() - start)
+sys.exit(code)
+"""
+
+
+def peak_memory(corpus: str, tok_dir: str, out: str) -> dict:
+    """A default prepare of `corpus` in a child process: its peak RSS, wall time, and the
+    shuffle's bytes (from the manifest) against the bytes of shards written."""
+    proc = subprocess.run([sys.executable, "-c", PEAK_CODE, "--runner=FnApiRunner", "--input",
+                           corpus, "--tokenizer", tok_dir, "--output_dir", out,
+                           "--max_length", "128", "--validation_fraction", "0.01",
+                           "--progress_seconds", "0"], capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(proc.stderr[-3000:])
+    peak, wall = proc.stdout.split("PEAK")[-1].split()
+    manifests = [manifest.read_manifest(os.path.join(out, s)) for s in ("train", "validation")]
+    return {"peak": int(peak), "wall": float(wall),
+            "shuffle": manifests[0].accounting["run"]["shuffle_bytes"],
+            "written": sum(sh.num_bytes for m in manifests for sh in m.shards)}
+
+
+def report_memory(corpus: str, tok_dir: str, out: str) -> None:
+    mb = os.path.getsize(corpus) / 1e6
+    one = peak_memory(corpus, tok_dir, os.path.join(out, "memory-1x"))
+    big = versions(corpus, 4)
+    four = peak_memory(big, tok_dir, os.path.join(out, "memory-4x"))
+    slope = (four["peak"] - one["peak"]) / (os.path.getsize(big) - os.path.getsize(corpus))
+    print(f"(d) peak memory of a default prepare (one process, local runner): "
+          f"{one['peak'] / 1e9:.2f} GB at {mb:.0f} MB of text ({one['wall']:.0f} s), "
+          f"{four['peak'] / 1e9:.2f} GB at 4x = {os.path.getsize(big) / 1e6:.0f} MB "
+          f"({four['wall']:.0f} s): {slope:.3f} bytes per byte of text; the shuffle moved "
+          f"{four['shuffle'] / four['written']:.2f} bytes per byte of shards written "
+          f"({four['shuffle'] / 1e6:,.0f} MB for {four['written'] / 1e6:,.0f} MB)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus_mb", type=float, default=20)
@@ -78,6 +140,8 @@ def main(argv=None) -> int:
                         help="also time these removal steps, each alone, against a run that "
                              "removes nothing ('' = none; with --repeat, exact and near "
                              "remove every repeat)")
+    parser.add_argument("--memory", type=int, default=1,
+                        help="1: also measure peak memory at 1x and 4x the corpus (d)")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     corpus = os.path.join(args.out, f"corpus-{args.corpus_mb:g}mb.jsonl")
@@ -129,6 +193,8 @@ def main(argv=None) -> int:
         print(f"(c) prepare with {label}, in-process (best of {args.trials}): {wall:.1f} s, "
               f"{100 * (wall / none - 1):+.0f} % against removing nothing ({none:.1f} s); "
               f"{removed[label]:,} documents removed")
+    if args.memory:
+        report_memory(corpus, tok_dir, args.out)
     return 0
 
 
