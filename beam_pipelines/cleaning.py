@@ -129,11 +129,10 @@ class Clean(beam.PTransform):
 
     def __init__(self, quality_config: quality.QualityConfig | None, dedup: str = "none",
                  validation_fraction: float = 0.0, test_fraction: float = 0.0,
-                 sample_size: int = 20, near_config=None, reread=None, progress_dir=None):
+                 sample_size: int = 20, near_config=None, exact_dedup=None):
         super().__init__()
-        # On local runners: a callable giving the input's documents again, for the exact
-        # dedup's second pass (dedup.ExactDedupByRereading); no text is held in memory.
-        self.reread, self.progress_dir = reread, progress_dir
+        # Local runs: local_dedup.ExactDedupByRereading (no text held in memory).
+        self.exact_dedup = exact_dedup
         self.quality_config, self.dedup = quality_config, dedup
         self.fractions, self.sample_size = (validation_fraction, test_fraction), sample_size
         self.near_config = near_config  # a minhash.MinHashConfig, for dedup="near"
@@ -154,12 +153,8 @@ class Clean(beam.PTransform):
 
         if self.dedup in ("exact", "near"):  # near: exact copies first, the cheap part
 
-            if self.reread:
-                docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedupByRereading(
-                    self.reread, *self.fractions, self.progress_dir)
-            else:
-                docs, copies, counts = docs | "ExactDedup" >> dedup.ExactDedup(
-                    *self.fractions, self.sample_size)
+            docs, copies, counts = docs | "ExactDedup" >> (
+                self.exact_dedup or dedup.ExactDedup(*self.fractions, self.sample_size))
             removed.append(copies)
             stats.append(counts)
         if self.dedup == "near":

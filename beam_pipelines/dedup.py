@@ -14,11 +14,8 @@ holds before the shuffle, so a document in a million copies moves one accumulato
 worker, not a million documents; an accumulator is one document, counts, and at most
 `sample_size` excerpts, however many copies there are: no hot key).
 
-On local runners (`ExactDedupByRereading`) no text crosses the grouping, since Beam's local
-runners hold a grouping in memory: the first pass groups only (key, position, split) and
-keeps a sorted array of the kept copies' 64-bit position hashes (8 bytes a document); the
-second pass reads the input again and keeps the documents whose position is in it. The
-same copies are kept, counted and sampled as by `ExactDedup`.
+Local runs take beam_pipelines/local_dedup.py instead (Beam's local runners hold a grouping
+in memory): the same decisions, from keys sorted on disk and a second read of the input.
 """
 
 from __future__ import annotations
@@ -28,10 +25,8 @@ import unicodedata
 from collections import Counter
 
 import apache_beam as beam
-import numpy as np
-from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import progress, sources
+from beam_pipelines import sources
 from beam_pipelines.accounting import STATS, removal_key
 from beam_pipelines.cleaning import (EXCERPT_CHARS, REMOVED, Removed, doc_position, emit_stats,
                                      ref)
@@ -169,130 +164,8 @@ class ExactDedup(beam.PTransform):
         return kept, firsts[REMOVED], firsts[STATS]
 
 
-
 def position_hash(position: tuple) -> int:
     """A document's place as a 64-bit int (two places collide with odds ~n^2 / 2^64; the
     run's accounting would then refuse the commit, not drop text silently)."""
     return int.from_bytes(hashlib.blake2b(repr(position).encode(), digest_size=8).digest(),
                           "big")
-
-
-class KeyPositions(beam.DoFn):
-    """Document -> (exact_key, (position, split)): what the first pass groups, no text.
-    Tallies the documents checked, for the progress lines of the first pass."""
-
-    def __init__(self, validation_fraction=0.0, test_fraction=0.0, progress_dir=None):
-        self.fractions, self.progress_dir = (validation_fraction, test_fraction), progress_dir
-
-    def setup(self):
-        self.tally = progress.Tally(self.progress_dir)
-
-    def process(self, doc: sources.Document):
-        self.tally.add(checked=1)
-        if doc.text.strip():
-            yield exact_key(doc.text), (doc_position(doc), split_of(doc, *self.fractions))
-
-    def finish_bundle(self):
-        self.tally.flush()
-
-
-class FirstPosition(beam.CombineFn):
-    """(position, split) of the copies of one text -> [first position, {split: removed}]."""
-
-    def create_accumulator(self):
-        return [None, {}]
-
-    def add_input(self, acc, entry):
-        position, split = entry
-        if acc[0] is None or position < acc[0][0]:
-            acc[0], entry = entry, acc[0]
-        if entry is not None:
-            acc[1][entry[1]] = acc[1].get(entry[1], 0) + 1
-        return acc
-
-    def merge_accumulators(self, accumulators):
-        merged = self.create_accumulator()
-        for best, counts in accumulators:
-            for split, n in counts.items():
-                merged[1][split] = merged[1].get(split, 0) + n
-            if best is not None:
-                self.add_input(merged, best)
-        return merged
-
-    def extract_output(self, acc):
-        return acc
-
-
-COPIED = "copied"  # (key, kept position) of the texts with removed copies
-
-
-class Verdicts(beam.DoFn):
-    """(key, [first (position, split), {split: removed}]) -> the kept positions' hashes, as
-    one uint64 array per bundle (main); (key, kept position) when copies were removed
-    (COPIED); the removed copies per split (STATS)."""
-
-    def start_bundle(self):
-        self.kept, self.stats = [], Counter()
-
-    def process(self, element):
-        key, (best, counts) = element
-        self.kept.append(position_hash(best[0]))
-        if counts:
-            yield beam.pvalue.TaggedOutput(COPIED, (key, best[0]))
-        for split, n in counts.items():
-            self.stats[removal_key(split, "documents_duplicate", "exact")] += n
-
-    def finish_bundle(self):
-        yield GlobalWindows.windowed_value(np.array(self.kept, dtype=np.uint64))
-        yield from emit_stats(self.stats)
-
-
-def sorted_union(arrays) -> np.ndarray:
-    return np.unique(np.concatenate([np.zeros(0, np.uint64), *arrays]))
-
-
-class KeepFirstCopies(beam.DoFn):
-    """Second pass: Document -> itself if blank or the kept copy of its text (main), a
-    `Removed` if a removed copy (REMOVED); documents the quality filter removed (first pass)
-    are dropped silently: they are counted and sampled there."""
-
-    def process(self, doc: sources.Document, kept: np.ndarray, copied: dict):
-        if not doc.text.strip():
-            yield doc
-            return
-        h = np.uint64(position_hash(doc_position(doc)))
-        i = int(np.searchsorted(kept, h))
-        if i < len(kept) and kept[i] == h:
-            yield doc
-            return
-        first = copied.get(exact_key(doc.text))  # only for the documents not kept
-        if first is not None:
-            yield beam.pvalue.TaggedOutput(REMOVED, copy_removed(
-                doc_position(doc), doc.text[:EXCERPT_CHARS], first))
-
-
-class ExactDedupByRereading(beam.PTransform):
-    """`ExactDedup` for local runners, in two passes over the input (module docstring):
-    `docs` (the first pass, after the quality filter) are grouped without their text;
-    `reread(after)` returns the input's documents again, read once `after` is complete
-    (else a local runner fuses both reads and holds the second one's text until the
-    first pass ends); the kept copies among them go on.
-    Returns `(docs, removed, stats)` as `ExactDedup` does."""
-
-    def __init__(self, reread, validation_fraction=0.0, test_fraction=0.0, progress_dir=None):
-        super().__init__()
-        self.reread, self.fractions = reread, (validation_fraction, test_fraction)
-        self.progress_dir = progress_dir
-
-    def expand(self, docs):
-        verdicts = (docs
-                    | "KeyPositions" >> beam.ParDo(KeyPositions(*self.fractions,
-                                                                 self.progress_dir))
-                    | "FirstPosition" >> beam.CombinePerKey(FirstPosition())
-                    | "Verdicts" >> beam.ParDo(Verdicts()).with_outputs(COPIED, STATS,
-                                                                        main="kept"))
-        kept = verdicts.kept | "KeptPositions" >> beam.CombineGlobally(sorted_union)
-        second = self.reread(kept) | "KeepFirstCopies" >> beam.ParDo(
-            KeepFirstCopies(), kept=beam.pvalue.AsSingleton(kept),
-            copied=beam.pvalue.AsDict(verdicts[COPIED])).with_outputs(REMOVED, main="docs")
-        return second.docs, second[REMOVED], verdicts[STATS]

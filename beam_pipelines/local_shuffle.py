@@ -46,12 +46,17 @@ def save_run(folder: str, split: str, keys, ids, lengths) -> str:
     return path
 
 
-def load_slice(path: str, low: int, high: int) -> tuple[np.ndarray, ...]:
-    """The rows of run `path` whose keys lie in [low, high), read through memory maps."""
-    keys = np.load(f"{path}.keys.npy", mmap_mode="r")
+def key_slice(keys: np.ndarray, low: int, high: int) -> tuple[int, int]:
+    """[start, stop) of the sorted uint64 `keys` that lie in [low, high) (high <= 2**64)."""
     start = int(np.searchsorted(keys, np.uint64(low), side="left"))
     stop = len(keys) if high >= 2**64 else int(
         np.searchsorted(keys, np.uint64(high), side="left"))
+    return start, stop
+
+
+def load_slice(path: str, low: int, high: int) -> tuple[np.ndarray, ...]:
+    """The rows of run `path` whose keys lie in [low, high), read through memory maps."""
+    start, stop = key_slice(np.load(f"{path}.keys.npy", mmap_mode="r"), low, high)
     return tuple(np.array(np.load(f"{path}.{part}.npy", mmap_mode="r")[start:stop])
                  for part in PARTS)
 

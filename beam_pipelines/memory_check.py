@@ -2,9 +2,10 @@
 shuffle), and a warning, with the numbers, when it will not fit.
 
 On the local runner rows are shuffled through files (beam_pipelines/local_shuffle.py) and
-exact copies are found without holding text (dedup.ExactDedupByRereading), so peak memory
-is a constant plus ~350 bytes per document (the dedup's state); measured: 0.31 / 0.37 /
-0.40 GB at 15 / 60 / 240 MB of text. Near dedup still holds every document's text and
+exact copies are found from keys sorted on disk (local_dedup.py), so peak memory is a
+constant (sorted runs, one key range and one shard at a time) plus ~120 bytes per document
+(the kept documents' place hashes and Beam's copies of them; measured with 250 k and 1 M
+documents of 97 bytes). Near dedup still holds every document's text and
 band signatures in Beam's in-memory grouping: ~35 bytes per byte of text. The shuffle's
 files take ~2 bytes per token (4 above a 65,536 vocabulary) in the temporary folder.
 A run that would not fit is announced before it starts rather than killed an hour in.
@@ -23,7 +24,7 @@ from beam_pipelines import sources
 from common import fs
 
 BASE_BYTES = 800e6  # launcher, Beam, tokenizer, one sorted run and one shard being written
-BYTES_PER_DOCUMENT = 350  # the exact dedup's per-document state (first pass, second pass)
+BYTES_PER_DOCUMENT = 120  # the exact dedup's per-document state (kept places, 8 bytes each)
 NEAR_BYTES_PER_TEXT_BYTE = 35  # --dedup near on the local runner (texts, band signatures)
 TEXT_BYTES_PER_TOKEN = 3.5  # conservative: 3.9 with the demo's 3k unigram, more with larger
 TEXT_BYTES_PER_DOCUMENT = 1000  # conservative for counting documents (web pages: ~3,000)
@@ -58,6 +59,22 @@ def available_bytes() -> float | None:
     except OSError:
         pass
     return None
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory. VmHWM (Linux) belongs to the program now running;
+    getrusage's ru_maxrss also keeps the peak of the process it was forked from before exec,
+    so a child of a large parent would report the parent's size."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def free_disk_bytes() -> float:

@@ -24,9 +24,9 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   StandardOptions)
 
-from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, local_shuffle,
-                            memory_check, progress, run_lock, shard_writer, sources,
-                            tokenization)
+from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, local_dedup,
+                            local_shuffle, memory_check, progress, run_lock, shard_writer,
+                            sources, tokenization)
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
 from common import fs, manifest, shards, tokenizer_files
@@ -71,12 +71,15 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
             opts.hf_config)).with_outputs("dead", STATS, main="docs")
 
     read = read_docs("Read")
-    # Local runs dedup in two passes over the input (no text held in memory); the second
-    # read's dead letters and counts are the first's again, so only the first's are kept.
-    reread = (lambda after: read_docs("Reread", after).docs) if spill_dir else None
+    exact_dedup = None
+    if spill_dir:  # two reads of the input, no text held in memory (local_dedup.py); the
+        # second read's dead letters and counts are the first's again: only those are kept
+        exact_dedup = local_dedup.ExactDedupByRereading(
+            lambda after: read_docs("Reread", after).docs, spill_dir, splits,
+            opts.validation_fraction, opts.test_fraction, progress_dir)
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
         opts_lib.quality_config(opts), opts.dedup, opts.validation_fraction, opts.test_fraction,
-        opts.removed_sample_size, opts_lib.near_config(opts), reread, progress_dir)
+        opts.removed_sample_size, opts_lib.near_config(opts), exact_dedup)
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
         opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars, progress_dir,

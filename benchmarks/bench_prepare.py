@@ -85,12 +85,11 @@ def versions(corpus: str, n: int) -> str:
     return path
 
 
-PEAK_CODE = """import resource, sys, time
-from beam_pipelines import prepare
+PEAK_CODE = """import sys, time
+from beam_pipelines import memory_check, prepare
 start = time.perf_counter()
 code = prepare.run(sys.argv[1:])
-print("PEAK", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-      time.perf_counter() - start)
+print("PEAK", memory_check.peak_rss_bytes(), time.perf_counter() - start)
 sys.exit(code)
 """
 

@@ -11,7 +11,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 import pytest
 
-from beam_pipelines import accounting, dedup, sources, tokenization
+from beam_pipelines import accounting, dedup, local_dedup, sources, tokenization
 from common import manifest
 from tests.beam_pipelines.test_prepare import (_shard_bytes, encode_all, run_prepare,
                                                write_jsonl)
@@ -51,9 +51,13 @@ def test_exact_dedup_keeps_the_first_copy_in_input_order():
                     equal_to([(("a.jsonl", 900, 0), ("a.jsonl", 100, 0))]), label="removed")
 
 
-def test_the_two_pass_dedup_keeps_and_counts_what_the_one_pass_dedup_does():
-    """Local runs: the first pass groups positions only, the second reads the documents
-    again and keeps the first copies; every removed copy comes back as a `Removed`."""
+def test_the_two_pass_dedup_keeps_and_counts_what_the_one_pass_dedup_does(tmp_path,
+                                                                          monkeypatch):
+    """Local runs: the first pass sorts keys and places on disk (here in runs of 2 records
+    and ranges of 2 documents), the second reads the documents again and keeps the first
+    copies; every removed copy comes back as a `Removed`."""
+    monkeypatch.setattr(local_dedup, "RANGE_RECORDS", 2)
+    monkeypatch.setattr(local_dedup, "RUN_RECORDS", 2)
     docs = [sources.Document("b.jsonl", 1, "Same text"),
             sources.Document("a.jsonl", 0, "same  TEXT", offset=900),
             sources.Document("a.jsonl", 0, "SAME text", offset=100),
@@ -65,7 +69,8 @@ def test_the_two_pass_dedup_keeps_and_counts_what_the_one_pass_dedup_does():
                     | "AfterFirstPass" >> beam.Map(lambda d, _: d, beam.pvalue.AsList(after)))
 
         kept, removed, stats = (p | beam.Create(docs)
-                                | dedup.ExactDedupByRereading(reread))
+                                | local_dedup.ExactDedupByRereading(reread, str(tmp_path),
+                                                                    ["train"]))
         assert_that(kept | beam.Map(lambda d: (d.source, d.offset, d.text)),
                     equal_to([("a.jsonl", 100, "SAME text"), ("a.jsonl", 50, "other text"),
                               ("a.jsonl", 10, " ")]), label="kept")

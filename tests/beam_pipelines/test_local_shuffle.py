@@ -1,4 +1,5 @@
-"""The local runs' shuffle on disk and two-pass exact dedup: shards are key ranges, a run's
+"""The local runs' shuffle on disk and two-pass exact dedup (local_dedup.py): shards are key
+ranges, a run's
 slices are what a filter on the keys gives, and a whole prepare through files writes the
 same bytes, counts and samples as the GroupByKey path Dataflow takes; the spill folder is
 gone after a run, a crashed one included."""
@@ -11,7 +12,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from beam_pipelines import local_shuffle, prepare, shard_writer
+from beam_pipelines import local_dedup, local_shuffle, prepare, shard_writer
 from common import manifest
 from tests.beam_pipelines.test_dedup import _args, planted_corpus
 from tests.beam_pipelines.test_prepare import _shard_bytes, run_prepare
@@ -70,6 +71,8 @@ def test_the_disk_shuffle_writes_what_the_groupbykey_path_writes(tmp_path, corpu
     spill_root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spill_root))
     monkeypatch.setattr(local_shuffle, "RUN_BYTES", 2_000)  # many small sorted runs
+    monkeypatch.setattr(local_dedup, "RUN_RECORDS", 7)  # and of the dedup's keys
+    monkeypatch.setattr(local_dedup, "RANGE_RECORDS", 10)
     run_prepare(*_args(paths, bpe_tokenizer_dir, tmp_path / "disk", "--num_shards", 3))
     assert os.listdir(spill_root) == []  # the spill folder went with the run
 

@@ -1,6 +1,6 @@
 """Prepare's peak memory on the local runner stays flat as the corpus grows: rows are
-shuffled through files (beam_pipelines/local_shuffle.py) and exact copies found without
-holding any text (dedup.ExactDedupByRereading). Measured in child processes, default
+shuffled through files (beam_pipelines/local_shuffle.py) and exact copies found from keys
+sorted on disk (beam_pipelines/local_dedup.py). Measured in child processes, default
 cleaning, on two generated corpora 4x apart; the spill runs and shards are made small so
 that both sizes are past the point where those buffers stop growing."""
 
@@ -12,26 +12,26 @@ from common import manifest
 
 # Before this design (rows in a GroupByKey and a side-input wait, texts in the dedup's
 # grouping) peak memory grew by 6.9 bytes per byte of text in this test; now by 1.1-2.0
-# (mostly the per-document dedup state, ~350 bytes a document). The bound sits between.
+# (what fills the bounded buffers, and ~120 bytes a document). The bound sits between.
 MAX_BYTES_PER_TEXT_BYTE = 3.5
 
 
-def _peak(corpus, tokenizer_dir, out) -> tuple[int, int]:
-    code = ("import resource, sys\n"
-            "from beam_pipelines import local_shuffle, prepare\n"
+def _peak(corpus, tokenizer_dir, out) -> int:
+    code = ("import sys\n"
+            "from beam_pipelines import local_shuffle, memory_check, prepare\n"
             "local_shuffle.RUN_BYTES = 256 << 10\n"
             f"status = prepare.run(['--runner=FnApiRunner', '--input', {str(corpus)!r}, "
             f"'--tokenizer', {tokenizer_dir!r}, '--output_dir', {str(out)!r}, "
             "'--validation_fraction', '0.02', '--progress_seconds', '0', "
             "'--shard_size', '2000'])\n"
-            "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+            "print('PEAK', memory_check.peak_rss_bytes())\n"
             "sys.exit(status)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     m = manifest.read_manifest(str(out / "train"))
     assert len(m.shards) > 3 and m.accounting["run"]["documents_tokenized"] > 0
-    return int(proc.stdout.split("PEAK_KB")[-1].split()[0]) * 1024
+    return int(proc.stdout.split("PEAK")[-1].split()[0])
 
 
 def test_peak_memory_is_flat_in_corpus_size_on_the_local_runner(tmp_path, bpe_tokenizer_dir):
@@ -72,6 +72,6 @@ def test_a_local_run_that_will_not_fit_is_announced_with_the_numbers(
                         "--progress_seconds", "0"]) == 0
     err = capsys.readouterr().err
     assert ("warning: this local prepare of 1 MB of text may need ~0.8 GB of memory and "
-            "0.5 GB is available (~350 bytes per document)") in err
+            "0.5 GB is available (~120 bytes per document)") in err
     assert "Dataflow" in err
     assert manifest.read_manifest(str(tmp_path / "out" / "train")).num_examples > 0  # went on

@@ -10,7 +10,8 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from beam_pipelines import prepare, progress, sources, tokenization, train_tokenizer
 from tests.beam_pipelines.test_prepare import write_jsonl
 
-LINE = re.compile(r"^prepare: \d+ s, [\d,]+ documents, [\d.]+ M tokens \([\d,]+ tokens/s\)")
+LINE = re.compile(r"^prepare: \d+ s, ([\d,]+ documents checked for copies, )?[\d,]+ documents, "
+                  r"[\d.]+ M tokens \([\d,]+ tokens/s\)")
 
 
 def test_tallies_of_several_instances_add_up(tmp_path):
@@ -61,6 +62,7 @@ def test_a_local_prepare_prints_progress_lines(tmp_path, bpe_tokenizer_dir, corp
     assert code == 0
     lines = [l for l in out if l.startswith("prepare: ")]
     assert lines and all(LINE.match(l) for l in lines), out[:5]
+    assert "documents checked for copies" in lines[-1]  # the dedup's first read, shown
     assert out.index(lines[-1]) < next(i for i, l in enumerate(out) if l.startswith("prepared "))
 
 

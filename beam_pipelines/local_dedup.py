@@ -1,0 +1,207 @@
+"""Exact dedup of local runs, in two passes over the input, holding neither text nor a Python
+object per document (Beam's local runners keep whatever crosses a grouping in memory):
+
+1. `SpillPositions` (first read, after the quality filter): each document's 128-bit text key
+   (`dedup.exact_key`), place and split go into fixed-size records, written as runs sorted
+   by key to `.npy` files in the local shuffle folder; the runs' names travel through Beam.
+2. `DecideRange`: the key space is cut into ranges of ~`RANGE_RECORDS` documents; for each,
+   the runs' slices (binary search, memory maps) are merged and sorted by key, then place:
+   the first of each key is kept. Out come the kept places' 64-bit hashes (one array per
+   range), (key, kept place) for the texts that had copies, and the removed copies per split.
+3. `KeepFirstCopies` (second read): a document goes on if blank or if its place is among the
+   kept ones (a sorted array, 8 bytes a document); a removed copy becomes a `Removed` record
+   (its key is computed again only for the documents not kept).
+
+The same copies are kept, counted and sampled as by `dedup.ExactDedup` (Dataflow's path),
+which tests/beam_pipelines/test_local_shuffle.py checks byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.transforms.window import GlobalWindows
+
+from beam_pipelines import local_shuffle, progress, shard_writer, sources
+from beam_pipelines.accounting import STATS, removal_key
+from beam_pipelines.cleaning import EXCERPT_CHARS, REMOVED, doc_position
+from beam_pipelines.dedup import copy_removed, exact_key, position_hash
+from beam_pipelines.tokenization import split_of
+
+# A document's record: its key's two halves (hi first: sorting by (hi, lo) is sorting the
+# key's bytes), its source (an index into the run's list of sources), place and split.
+RECORD = np.dtype([("hi", "<u8"), ("lo", "<u8"), ("source", "<u4"), ("offset", "<i8"),
+                   ("line", "<i8"), ("split", "u1")])
+RUN_RECORDS = 1 << 20  # records per sorted run (~37 MB)
+RANGE_RECORDS = 1 << 20  # documents per range decided at once
+COPIED = "copied"  # (key, kept place) of the texts with removed copies
+
+
+class SpillPositions(beam.DoFn):
+    """Document -> (run path, records) per sorted run of `RECORD`s written to `folder`."""
+
+    def __init__(self, folder, splits, validation_fraction=0.0, test_fraction=0.0,
+                 progress_dir=None, run_records=None):
+        self.folder, self.splits = folder, list(splits)
+        self.fractions, self.progress_dir = (validation_fraction, test_fraction), progress_dir
+        self.run_records = run_records or RUN_RECORDS
+
+    def setup(self):
+        self.tally = progress.Tally(self.progress_dir)
+        self.split_codes = {split: i for i, split in enumerate(self.splits)}
+
+    def start_bundle(self):
+        self._new_run()
+
+    def _new_run(self):
+        self.records = np.zeros(self.run_records, RECORD)
+        self.size, self.source_ids = 0, {}
+
+    def process(self, doc: sources.Document):
+        self.tally.add(checked=1)
+        if not doc.text.strip():
+            return
+        key = exact_key(doc.text)
+        _, offset, line = doc_position(doc)
+        source = self.source_ids.setdefault(doc.source, len(self.source_ids))
+        self.records[self.size] = (int.from_bytes(key[:8], "big"),
+                                   int.from_bytes(key[8:], "big"), source, offset, line,
+                                   self.split_codes[split_of(doc, *self.fractions)])
+        self.size += 1
+        if self.size == self.run_records:
+            yield self._spill()
+
+    def _spill(self) -> tuple[str, int]:
+        records = np.sort(self.records[:self.size], order=["hi", "lo"], kind="stable")
+        path = os.path.join(self.folder, f"positions-{uuid.uuid4().hex}")
+        np.save(f"{path}.npy", records)
+        with open(f"{path}.sources.json", "w") as f:
+            json.dump(sorted(self.source_ids, key=self.source_ids.get), f)
+        size = self.size
+        self._new_run()
+        return path, size
+
+    def finish_bundle(self):
+        if self.size:
+            yield GlobalWindows.windowed_value(self._spill())
+        self.tally.flush()
+
+
+def range_tasks(runs: list):
+    """All runs -> (range, number of ranges, run paths) per key range to decide."""
+    total = sum(size for _, size in runs)
+    n = max(1, -(-total // RANGE_RECORDS))
+    paths = sorted(path for path, _ in runs)
+    for index in range(n):
+        yield index, n, paths
+
+
+def load_range(paths: list[str], index: int, n: int) -> tuple[np.ndarray, list[str]]:
+    """The records of every run whose key's top 64 bits fall in range `index` of `n`, with
+    their sources as indexes into one sorted list of all the runs' sources."""
+    low, high = shard_writer.key_range(index, n)
+    tables = []
+    for path in paths:
+        with open(f"{path}.sources.json") as f:
+            tables.append(json.load(f))
+    names = sorted(set().union(*tables))
+    rank_of = {name: i for i, name in enumerate(names)}
+    parts = []
+    for path, table in zip(paths, tables):
+        records = np.load(f"{path}.npy", mmap_mode="r")
+        start, stop = local_shuffle.key_slice(records["hi"], low, high)
+        part = np.array(records[start:stop])
+        rank = np.array([rank_of[name] for name in table], np.uint32)
+        if len(part):
+            part["source"] = rank[part["source"]]
+        parts.append(part)
+    return np.concatenate(parts) if parts else np.zeros(0, RECORD), names
+
+
+class DecideRange(beam.DoFn):
+    """(range, n, run paths) -> the kept places' hashes, one uint64 array (main); (key,
+    kept place) per text with copies (COPIED); removed copies per split (STATS)."""
+
+    def __init__(self, splits):
+        self.splits = list(splits)
+
+    def process(self, task):
+        index, n, paths = task
+        records, names = load_range(paths, index, n)
+        records = records[np.lexsort((records["line"], records["offset"], records["source"],
+                                      records["lo"], records["hi"]))]
+        key = np.stack([records["hi"], records["lo"]], axis=1)
+        first = np.ones(len(records), bool)
+        first[1:] = np.any(key[1:] != key[:-1], axis=1)
+
+        def place(r):
+            return names[int(r["source"])], int(r["offset"]), int(r["line"])
+
+        kept = records[first]
+        yield np.array([position_hash(place(r)) for r in kept], np.uint64)
+        group_ends = np.append(np.flatnonzero(first)[1:], len(records))
+        for r, end, start in zip(kept, group_ends, np.flatnonzero(first)):
+            if end - start > 1:
+                key_bytes = int(r["hi"]).to_bytes(8, "big") + int(r["lo"]).to_bytes(8, "big")
+                yield beam.pvalue.TaggedOutput(COPIED, (key_bytes, place(r)))
+        removed = np.bincount(records["split"][~first], minlength=len(self.splits))
+        for split, count in zip(self.splits, removed.tolist()):
+            if count:
+                yield beam.pvalue.TaggedOutput(
+                    STATS, (removal_key(split, "documents_duplicate", "exact"), count))
+
+
+def sorted_union(arrays) -> np.ndarray:
+    return np.unique(np.concatenate([np.zeros(0, np.uint64), *arrays]))
+
+
+class KeepFirstCopies(beam.DoFn):
+    """Second read: Document -> itself if blank or the kept copy of its text (main), a
+    `Removed` if a removed copy (REMOVED); documents the quality filter removed in the first
+    read are dropped silently: they were counted and sampled there."""
+
+    def process(self, doc: sources.Document, kept: np.ndarray, copied: dict):
+        if not doc.text.strip():
+            yield doc
+            return
+        h = np.uint64(position_hash(doc_position(doc)))
+        i = int(np.searchsorted(kept, h))
+        if i < len(kept) and kept[i] == h:
+            yield doc
+            return
+        first = copied.get(exact_key(doc.text))  # only for the documents not kept
+        if first is not None:
+            yield beam.pvalue.TaggedOutput(REMOVED, copy_removed(
+                doc_position(doc), doc.text[:EXCERPT_CHARS], first))
+
+
+class ExactDedupByRereading(beam.PTransform):
+    """`dedup.ExactDedup` for local runners (module docstring). `docs` are the first read's
+    documents after the quality filter; `reread(after)` returns the input's documents again,
+    read only once `after` is complete (else a local runner fuses both reads and holds the
+    second one's text until the first pass ends). Returns `(docs, removed, stats)`."""
+
+    def __init__(self, reread, folder, splits, validation_fraction=0.0, test_fraction=0.0,
+                 progress_dir=None):
+        super().__init__()
+        self.reread, self.folder, self.splits = reread, folder, list(splits)
+        self.fractions, self.progress_dir = (validation_fraction, test_fraction), progress_dir
+
+    def expand(self, docs):
+        decided = (docs
+                   | "SpillPositions" >> beam.ParDo(SpillPositions(
+                       self.folder, self.splits, *self.fractions, self.progress_dir))
+                   | "ListRuns" >> beam.combiners.ToList()
+                   | "RangeTasks" >> beam.FlatMap(range_tasks)
+                   | "SpreadRanges" >> beam.Reshuffle()
+                   | "DecideRange" >> beam.ParDo(DecideRange(self.splits)).with_outputs(
+                       COPIED, STATS, main="kept"))
+        kept = decided.kept | "KeptPositions" >> beam.CombineGlobally(sorted_union)
+        second = self.reread(kept) | "KeepFirstCopies" >> beam.ParDo(
+            KeepFirstCopies(), kept=beam.pvalue.AsSingleton(kept),
+            copied=beam.pvalue.AsDict(decided[COPIED])).with_outputs(REMOVED, main="docs")
+        return second.docs, second[REMOVED], decided[STATS]
