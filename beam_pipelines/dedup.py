@@ -162,10 +162,3 @@ class ExactDedup(beam.PTransform):
                       REMOVED, STATS, main="docs"))
         kept = (keyed[BLANK], firsts.docs) | "WithBlank" >> beam.Flatten()
         return kept, firsts[REMOVED], firsts[STATS]
-
-
-def position_hash(position: tuple) -> int:
-    """A document's place as a 64-bit int (two places collide with odds ~n^2 / 2^64; the
-    run's accounting would then refuse the commit, not drop text silently)."""
-    return int.from_bytes(hashlib.blake2b(repr(position).encode(), digest_size=8).digest(),
-                          "big")

@@ -18,6 +18,8 @@ which tests/beam_pipelines/test_local_shuffle.py checks byte for byte.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import os
 import uuid
@@ -29,7 +31,7 @@ from apache_beam.transforms.window import GlobalWindows
 from beam_pipelines import local_shuffle, progress, shard_writer, sources
 from beam_pipelines.accounting import STATS, removal_key
 from beam_pipelines.cleaning import EXCERPT_CHARS, REMOVED, doc_position
-from beam_pipelines.dedup import copy_removed, exact_key, position_hash
+from beam_pipelines.dedup import copy_removed, exact_key
 from beam_pipelines.tokenization import split_of
 
 # A document's record: its key's two halves (hi first: sorting by (hi, lo) is sorting the
@@ -39,6 +41,14 @@ RECORD = np.dtype([("hi", "<u8"), ("lo", "<u8"), ("source", "<u4"), ("offset", "
 RUN_RECORDS = 1 << 20  # records per sorted run (~37 MB)
 RANGE_RECORDS = 1 << 20  # documents per range decided at once
 COPIED = "copied"  # (key, kept place) of the texts with removed copies
+
+
+def position_hash(position: tuple) -> int:
+    """A document's place (`cleaning.position`, plain ints) as a 64-bit int. Two places
+    collide with odds ~n^2 / 2^64; the run's accounting would then refuse the commit, not
+    drop text silently."""
+    return int.from_bytes(hashlib.blake2b(repr(position).encode(), digest_size=8).digest(),
+                          "big")
 
 
 class SpillPositions(beam.DoFn):
@@ -134,20 +144,17 @@ class DecideRange(beam.DoFn):
         records, names = load_range(paths, index, n)
         records = records[np.lexsort((records["line"], records["offset"], records["source"],
                                       records["lo"], records["hi"]))]
-        key = np.stack([records["hi"], records["lo"]], axis=1)
         first = np.ones(len(records), bool)
-        first[1:] = np.any(key[1:] != key[:-1], axis=1)
-
-        def place(r):
-            return names[int(r["source"])], int(r["offset"]), int(r["line"])
-
-        kept = records[first]
-        yield np.array([position_hash(place(r)) for r in kept], np.uint64)
-        group_ends = np.append(np.flatnonzero(first)[1:], len(records))
-        for r, end, start in zip(kept, group_ends, np.flatnonzero(first)):
-            if end - start > 1:
-                key_bytes = int(r["hi"]).to_bytes(8, "big") + int(r["lo"]).to_bytes(8, "big")
-                yield beam.pvalue.TaggedOutput(COPIED, (key_bytes, place(r)))
+        first[1:] = (records["hi"][1:] != records["hi"][:-1]) | (
+            records["lo"][1:] != records["lo"][:-1])
+        starts = np.flatnonzero(first)
+        copies = np.diff(np.append(starts, len(records))) - 1  # removed copies per kept one
+        kept = records[starts]
+        places = [(names[int(r["source"])], int(r["offset"]), int(r["line"])) for r in kept]
+        yield np.array([position_hash(place) for place in places], np.uint64)
+        for r, place in zip(kept[copies > 0], itertools.compress(places, copies > 0)):
+            key_bytes = int(r["hi"]).to_bytes(8, "big") + int(r["lo"]).to_bytes(8, "big")
+            yield beam.pvalue.TaggedOutput(COPIED, (key_bytes, place))
         removed = np.bincount(records["split"][~first], minlength=len(self.splits))
         for split, count in zip(self.splits, removed.tolist()):
             if count:
@@ -168,7 +175,8 @@ class KeepFirstCopies(beam.DoFn):
         if not doc.text.strip():
             yield doc
             return
-        h = np.uint64(position_hash(doc_position(doc)))
+        place = doc_position(doc)
+        h = np.uint64(position_hash(place))
         i = int(np.searchsorted(kept, h))
         if i < len(kept) and kept[i] == h:
             yield doc
@@ -176,7 +184,7 @@ class KeepFirstCopies(beam.DoFn):
         first = copied.get(exact_key(doc.text))  # only for the documents not kept
         if first is not None:
             yield beam.pvalue.TaggedOutput(REMOVED, copy_removed(
-                doc_position(doc), doc.text[:EXCERPT_CHARS], first))
+                place, doc.text[:EXCERPT_CHARS], first))
 
 
 class ExactDedupByRereading(beam.PTransform):

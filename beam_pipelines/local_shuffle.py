@@ -30,7 +30,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import progress, shard_writer
+from beam_pipelines import shard_writer
 from beam_pipelines.accounting import STATS
 
 PARTS = ("keys", "ids", "lengths")
@@ -65,9 +65,9 @@ class SpillRows(beam.DoFn):
     """(split, ids, lengths) blocks -> (split, path, rows) per sorted run written (main),
     and the bytes of rows it spilled (STATS: `shard_writer.SHUFFLE_BYTES`)."""
 
-    def __init__(self, folder: str, seed: int, max_length: int, run_bytes: int):
+    def __init__(self, folder: str, seed: int, max_length: int, run_bytes: int | None = None):
         self.folder, self.seed, self.max_length = folder, seed, max_length
-        self.run_bytes = run_bytes
+        self.run_bytes = run_bytes or RUN_BYTES
 
     def setup(self):
         self.weights = shard_writer.key_weights(self.seed, self.max_length)
@@ -82,25 +82,22 @@ class SpillRows(beam.DoFn):
         self.buffers.setdefault(split, []).append((keys, ids, lengths))
         self.sizes[split] = self.sizes.get(split, 0) + ids.nbytes
         if self.sizes[split] >= self.run_bytes:
-            yield from self._spill(split)
+            run, stat = self._spill(split)
+            yield run
+            yield beam.pvalue.TaggedOutput(STATS, stat)
 
-    def _spill(self, split: str):
-        parts = self.buffers.pop(split)
+    def _spill(self, split: str) -> tuple[tuple, tuple]:
+        """Writes the split's buffered rows as one run: ((split, path, rows), stat)."""
         self.sizes.pop(split)
-        keys, ids, lengths = (np.concatenate([p[i] for p in parts]) for i in range(3))
-        del parts
-        yield split, save_run(self.folder, split, keys, ids, lengths), len(keys)
-        yield beam.pvalue.TaggedOutput(STATS, shard_writer.shuffle_stat(keys, ids, lengths))
+        keys, ids, lengths = shard_writer.concat_rows(self.buffers.pop(split))
+        return ((split, save_run(self.folder, split, keys, ids, lengths), len(keys)),
+                shard_writer.shuffle_stat(keys, ids, lengths))
 
     def finish_bundle(self):
         for split in list(self.buffers):
-            for output in self._spill(split):
-                if isinstance(output, beam.pvalue.TaggedOutput):
-                    output = beam.pvalue.TaggedOutput(
-                        output.tag, GlobalWindows.windowed_value(output.value))
-                else:
-                    output = GlobalWindows.windowed_value(output)
-                yield output
+            run, stat = self._spill(split)
+            yield GlobalWindows.windowed_value(run)
+            yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value(stat))
 
 
 def shard_tasks(runs: list, shard_size: int, fixed_shards: int):
@@ -116,25 +113,15 @@ def shard_tasks(runs: list, shard_size: int, fixed_shards: int):
             yield split, shard, n, paths
 
 
-class WriteSpilledShard(beam.DoFn):
-    """(split, shard, num_shards, run paths) -> one shard file (`shard_writer.write_shard`)."""
+class WriteSpilledShard(shard_writer.WriteShard):
+    """(split, shard, num_shards, run paths) -> one shard file: each run's slice of the
+    shard's key range, merged by `shard_writer.write_shard`."""
 
-    def __init__(self, output_dir: str, run_id: str, progress_dir: str | None = None):
-        self.output_dir, self.run_id, self.progress_dir = output_dir, run_id, progress_dir
-
-    def setup(self):
-        self.tally = progress.Tally(self.progress_dir)
-
-    def process(self, task):
+    def rows(self, task) -> tuple:
         split, shard, n, paths = task
         low, high = shard_writer.key_range(shard, n)
-        slices = [load_slice(path, low, high) for path in paths]
-        keys, ids, lengths = (np.concatenate([s[i] for s in slices]) for i in range(3))
-        del slices
-        yield shard_writer.write_shard(self.output_dir, self.run_id, split, shard, keys, ids,
-                                       lengths)
-        self.tally.add(shards=1)
-        self.tally.flush()
+        return split, shard, shard_writer.concat_rows(
+            [load_slice(path, low, high) for path in paths])
 
 
 class ShuffleOnDisk(beam.PTransform):
@@ -156,7 +143,7 @@ class ShuffleOnDisk(beam.PTransform):
         self.progress_dir = progress_dir
 
     def expand(self, block_parts):
-        spill = SpillRows(self.folder, self.seed, self.max_length, RUN_BYTES)
+        spill = SpillRows(self.folder, self.seed, self.max_length)
         spilled = [part | f"SpillRows{i}" >> beam.ParDo(spill).with_outputs(STATS, main="runs")
                    for i, part in enumerate(block_parts)]
         stats = [s[STATS] for s in spilled] | "ShuffleStats" >> beam.Flatten()

@@ -49,32 +49,33 @@ def input_text_bytes(tasks) -> int | None:
     return total
 
 
-def available_bytes() -> float | None:
-    """MemAvailable from /proc/meminfo (Linux); None where unknown."""
+def _proc_kb(path: str, field: str) -> int | None:
+    """A `Field:   N kB` line of a /proc file, in bytes (Linux); None where unknown."""
     try:
-        with open("/proc/meminfo") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return None
 
 
+def available_bytes() -> float | None:
+    """MemAvailable (Linux); None where unknown."""
+    return _proc_kb("/proc/meminfo", "MemAvailable")
+
+
 def peak_rss_bytes() -> int:
     """This process's peak resident memory. VmHWM (Linux) belongs to the program now running;
     getrusage's ru_maxrss also keeps the peak of the process it was forked from before exec,
     so a child of a large parent would report the parent's size."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import resource
+    peak = _proc_kb("/proc/self/status", "VmHWM")
+    if peak is None:
+        import resource
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return peak
 
 
 def free_disk_bytes() -> float:

@@ -62,11 +62,11 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
               | "SpreadInputs" >> beam.Reshuffle())
 
     def read_docs(label, after=None):
-        tasks = spread
+        todo = spread
         if after is not None:  # a side input: not one task is read before `after` is done
-            tasks = spread | f"{label}Wait" >> beam.Map(lambda task, _: task,
-                                                        beam.pvalue.AsList(after))
-        return tasks | label >> beam.ParDo(sources.ReadDocuments(
+            todo = spread | f"{label}Wait" >> beam.Map(lambda task, _: task,
+                                                       beam.pvalue.AsList(after))
+        return todo | label >> beam.ParDo(sources.ReadDocuments(
             opts.text_field, opts.max_document_bytes, opts.txt_unit, opts.hf_dataset,
             opts.hf_config)).with_outputs("dead", STATS, main="docs")
 

@@ -143,8 +143,14 @@ def write_shard(output_dir: str, run_id: str, split: str, shard: int, keys: np.n
             "crc32c": checksum.digest().hex()}
 
 
+def concat_rows(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[(keys, ids, lengths), ...] -> (keys, ids, lengths), each concatenated."""
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+
 class WriteShard(beam.DoFn):
-    """((split, shard), parts) -> one shuffled TFRecord file (see `write_shard`)."""
+    """((split, shard), parts) -> one shuffled TFRecord file (see `write_shard`).
+    Subclasses gather a shard's rows otherwise by overriding `rows`."""
 
     def __init__(self, output_dir: str, run_id: str, progress_dir: str | None = None):
         self.output_dir, self.run_id, self.progress_dir = output_dir, run_id, progress_dir
@@ -152,11 +158,13 @@ class WriteShard(beam.DoFn):
     def setup(self):
         self.tally = progress.Tally(self.progress_dir)
 
-    def process(self, element):
+    def rows(self, element) -> tuple:
+        """element -> (split, shard, (keys, ids, lengths))."""
         (split, shard), parts = element
-        parts = list(parts)
-        keys, ids, lengths = (np.concatenate([p[i] for p in parts]) for i in range(3))
-        del parts  # only the concatenated copies from here on
+        return split, shard, concat_rows(list(parts))
+
+    def process(self, element):
+        split, shard, (keys, ids, lengths) = self.rows(element)
         yield write_shard(self.output_dir, self.run_id, split, shard, keys, ids, lengths)
         self.tally.add(shards=1)
         self.tally.flush()
