@@ -12,6 +12,7 @@ import setuptools
 _TRAINER = [
     "keras==3.15.1",
     "keras-hub==0.32.0",
+    "keras-nlp==0.32.0",  # the name on the design card: a one-file alias of keras-hub 0.32
     "transformers==5.23.0",
     "safetensors==0.8.0",
     "matplotlib==3.11.2",
@@ -40,6 +41,9 @@ setuptools.setup(
             "tensorflow==2.21.0",
             "tensorflow-text==2.21.1",
             "tensorboard==2.21.0",
+            # The JAX backend (--backend jax), on the CPU here; jax needs scipy.
+            "jax[cpu]==0.10.2",
+            "scipy==1.17.1",
         ],
         # Install tpu/tensorflow-from-tpu first (see `make venv-tpu`): tensorflow-text
         # requires a `tensorflow` distribution, which tensorflow-tpu is not.
