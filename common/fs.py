@@ -16,6 +16,8 @@ import uuid
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from common import decompress
+
 
 def is_remote(path: str) -> bool:
     return "://" in path
@@ -45,9 +47,13 @@ def glob(pattern: str) -> list[str]:
 
 
 def open_read(path: str, compressed: bool = False):
-    """A binary reader; `.gz`/`.bz2`/... are decompressed when `compressed` is True."""
-    ctype = CompressionTypes.AUTO if compressed else CompressionTypes.UNCOMPRESSED
-    return FileSystems.open(path, compression_type=ctype)
+    """A binary reader; `.gz`/`.bz2`/`.zst`/`.deflate` are decompressed when `compressed` is
+    True, and a truncated one raises `decompress.TruncatedStreamError` (an EOFError) where
+    it ends (Beam's own decompressing reader just stops there)."""
+    raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    if compressed and decompress.suffix_of(path):
+        return decompress.open_checked(raw, path)
+    return raw
 
 
 def open_write(path: str):
