@@ -162,3 +162,17 @@ def delete_trees(pattern: str) -> None:
 def local_copy(path: str, local_path: str) -> None:
     with open(local_path, "wb") as f:
         f.write(read_bytes(path))
+
+
+def identity(path: str) -> str:
+    """What names the same file or folder as `path`, for comparing paths the user gave:
+    locally the real path (symlinks, `.`, `..` and doubled slashes resolved); on object
+    stores the bucket and the object name with `.`, `..` and empty segments collapsed
+    (stricter than the store, whose names are literal: two names that differ only so are
+    treated as one, which can only refuse a run, never mix splits)."""
+    if not is_remote(path):
+        return os.path.realpath(path)
+    scheme, _, rest = path.partition("://")
+    bucket, _, name = rest.partition("/")
+    name = posixpath.normpath("/" + name).lstrip("/") if name.strip("/") else ""
+    return f"{scheme}://{bucket}/{name}"
