@@ -70,8 +70,8 @@ class PrepareOptions(PipelineOptions):
             help="seconds between progress lines on the local runner (0 = none; on "
                  "Dataflow the job's console shows progress)")
         add("--dedup", choices=("none", "exact", "near"), default="exact",
-            help="exact: keep one copy of documents with the same normalised text (NFKC, "
-                 "casefolded, whitespace collapsed), the first in input order, across all "
+            help="exact: keep one copy of documents with the same normalised text (zero-width "
+                 "characters and soft hyphens removed, NFKC, casefolded, whitespace collapsed), the first in input order, across all "
                  "inputs and splits; near: also drop documents whose MinHash estimate of "
                  "word 5-gram Jaccard with an earlier one is >= --near_threshold "
                  "(beam_pipelines/dedup.py, minhash.py)")
