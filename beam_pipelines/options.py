@@ -173,9 +173,10 @@ def check_inputs(output_dir: str, files_by_split: dict[str, list[str]]) -> None:
         for path in files:
             same = fs.identity(path)
             if same in seen and seen[same][0] != split:
-                raise FlagError(f"{path} matches the --splits globs of both "
-                                f"{seen[same][0]!r} (as {seen[same][1]}) and {split!r}; "
-                                "make the globs disjoint")
+                first, spelled = seen[same]
+                also = f" (there as {spelled})" if spelled != path else ""
+                raise FlagError(f"{path} matches the --splits globs of both {first!r}{also} "
+                                f"and {split!r}; make the globs disjoint")
             seen.setdefault(same, (split, path))
             if same.startswith(out):
                 raise FlagError(f"input {path} lies inside --output_dir {output_dir}; "
