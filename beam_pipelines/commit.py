@@ -31,8 +31,8 @@ from beam_pipelines import cleaning, run_lock
 from beam_pipelines.accounting import accounting_for, check_accounting
 from common import fs, manifest, shards
 
-RUNS_DIR = "_runs"
-DEAD_LETTER_DIR = "dead_letter"
+RUNS_DIR = shards.RUNS_DIR
+DEAD_LETTER_DIR = shards.DEAD_LETTER_DIR
 ENDED = ("committed", "refused")
 
 
@@ -57,14 +57,23 @@ def run_ended(output_dir: str):
     return ended
 
 
+def jsonl_records(path: str, max_lines: int):
+    """The first `max_lines` records of a JSONL file, streamed. Lines end at b"\\n" only:
+    U+2028, U+0085, \\x0b ... are legal inside a JSON string (`splitlines` broke there)."""
+    with fs.open_read(path) as f:
+        for number, line in enumerate(f):
+            if number >= max_lines:
+                return
+            if line.strip():
+                yield json.loads(line.decode("utf-8"))
+
+
 def top_reasons(dead_letter_files: list, limit: int = 3, max_lines: int = 100_000) -> str:
     """The most frequent dead-letter reasons, e.g. `'no field "text"' x 40`."""
     counts = collections.Counter()
     for path in dead_letter_files:
-        for number, line in enumerate(fs.read_bytes(path).decode("utf-8").splitlines()):
-            if number >= max_lines:
-                break
-            counts[json.loads(line).get("reason", "?")[:80]] += 1
+        for record in jsonl_records(path, max_lines):
+            counts[str(record.get("reason", "?"))[:80]] += 1
     return "; ".join(f"{reason!r} x {n}" for reason, n in counts.most_common(limit))
 
 
@@ -146,23 +155,35 @@ class Commit(beam.DoFn):
 
 
 def clean_up(output_dir: str, committed: dict) -> None:
-    """After the commit: deletes what no committed manifest lists, in our folders only."""
+    """After the commit: deletes what no committed manifest lists, in our folders only.
+    Every path deleted is derived from a bare name checked here, so stays inside OUT."""
     for split, current in committed.items():
         split_dir = shards.split_dir(output_dir, split)
         listed = {s.name for s in current.shards}
-        fs.delete([p for p in fs.glob(fs.join(split_dir, "*" + shards.SHARD_SUFFIX))
+        fs.delete([p for p in fs.glob_in(split_dir, "*" + shards.SHARD_SUFFIX)
                    if fs.basename(p) not in listed and shards.parse_shard_name(p)]
-                  + fs.glob(fs.join(split_dir, ".tmp-*"))
+                  + fs.glob_in(split_dir, ".tmp-*")
                   + [fs.join(split_dir, manifest.MARKER_NAME)])
-    for path in fs.glob(fs.join(output_dir, "*", manifest.MANIFEST_NAME)):
+    for path in fs.glob_in(output_dir, "*/" + manifest.MANIFEST_NAME):
         split_dir = path[: -len(manifest.MANIFEST_NAME) - 1]
         stale = manifest.try_read(split_dir)
-        if fs.basename(split_dir) not in committed and stale is not None:
-            # A split an earlier run wrote and this one does not: only what it lists.
-            fs.delete(stale.shard_paths(split_dir) + [path,
-                                                      fs.join(split_dir, manifest.MARKER_NAME)])
-            fs.remove_empty_folder(split_dir)
+        if fs.basename(split_dir) in committed or stale is None:
+            continue
+        if not is_ours(fs.basename(split_dir), stale):
+            logging.warning("%s is not a manifest this pipeline wrote; left alone", path)
+            continue
+        # A split an earlier run wrote and this one does not: only what it lists.
+        fs.delete(stale.shard_paths(split_dir)
+                  + [path, fs.join(split_dir, manifest.MARKER_NAME)])
+        fs.remove_empty_folder(split_dir)
     keep = {p for m in committed.values() for p in m.dead_letter_files}
-    fs.delete([p for p in fs.glob(fs.join(output_dir, DEAD_LETTER_DIR, "*.jsonl"))
+    fs.delete([p for p in fs.glob_in(fs.join(output_dir, DEAD_LETTER_DIR), "*.jsonl")
                if p not in keep])
-    fs.delete_trees(fs.join(output_dir, ".tmp-*"))  # temp folders of earlier versions
+    fs.delete_trees_in(output_dir, ".tmp-*")  # temp folders of earlier versions
+
+
+def is_ours(folder_name: str, found: manifest.Manifest) -> bool:
+    """A manifest this pipeline wrote for the split folder it lies in: a valid split name,
+    and every shard a bare name of that split's shards (never a path, never `..`)."""
+    return (shards.split_name_problem(folder_name) is None and found.split == folder_name
+            and all(shards.is_shard_basename(s.name, folder_name) for s in found.shards))

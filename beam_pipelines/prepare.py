@@ -164,6 +164,8 @@ def summarize(output_dir: str, splits: list[str]) -> str:
 def _prepare(options: PipelineOptions, opts) -> tuple:
     """Everything that can fail on bad input, before anything is written."""
     opts_lib.check(opts)
+    for split in opts_lib.split_names(opts):  # each one a folder directly inside OUT
+        shards.check_split_name(split)
     tokenizer, tokenizer_info = tokenizer_files.load(opts.tokenizer)  # on the launcher
     opts_lib.check_tokenizer(tokenizer, opts.max_length)
     tasks = read_tasks(opts)
