@@ -5,8 +5,8 @@ output or the new one (see common/manifest.py), never a mix. How this step keeps
 
 1. Shards were written under run-unique names, which no committed manifest lists.
 2. `Commit` (one call per run, on a worker; Dataflow may retry it or run it twice) first
-   checks that the output's lock still names this run: a run whose lock was taken over
-   never commits.
+   confirms, by a conditional write, that the output's lock still names this run: a run
+   whose lock was taken over never commits.
 3. It refuses a useless result (an asked-for split with no sequence, or more than
    --max_rejected_fraction of the documents rejected): this run's files are deleted and
    the previous output is left exactly as it was.
@@ -36,9 +36,7 @@ DEAD_LETTER_DIR = shards.DEAD_LETTER_DIR
 ENDED = ("committed", "refused")
 
 
-class LockLostError(RuntimeError):
-    """Another run took the output over while this one ran: this one must not commit."""
-
+LockLostError = run_lock.LockLostError  # raised by run_lock.confirm
 
 def run_record_path(output_dir: str, run_id: str) -> str:
     return fs.join(output_dir, RUNS_DIR, f"{run_id}.json")
@@ -111,10 +109,7 @@ class Commit(beam.DoFn):
             run_lock.release(self.output_dir, self.run_id)  # but what a fault left undone
             yield record
             return
-        holder = run_lock.owner(self.output_dir)
-        if holder != self.run_id:
-            raise LockLostError(f"{self.output_dir} is now locked by run {holder}; run "
-                                f"{self.run_id} does not commit.")
+        run_lock.confirm(self.output_dir, self.run_id)  # LockLostError if taken over
         stats = dict(stats)
         check_accounting(stats, written, self.splits)
         reason = refusal(stats, written, self.splits, dead_letter_files,

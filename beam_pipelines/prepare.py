@@ -213,18 +213,20 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
     """Takes the output's lock, runs the pipeline, returns the run record."""
     run_id = shards.new_run_id()
     runner = str(options.view_as(StandardOptions).runner)
-    run_lock.acquire(opts.output_dir, run_id, runner, takeover=opts.takeover_lock,
-                     timeout_hours=opts.lock_timeout_hours,
-                     ended=commit.run_ended(opts.output_dir))
+    held = run_lock.acquire(opts.output_dir, run_id, runner, takeover=opts.takeover_lock,
+                            timeout_hours=opts.lock_timeout_hours,
+                            ended=commit.run_ended(opts.output_dir))
     try:
         if "Dataflow" in runner:
-            _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks)
+            with held.heartbeat():
+                _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks, held)
         else:
             notice = memory_check.warning(tasks, opts.max_length, tokenizer_info.vocab_size,
                                           near=opts.dedup == "near")
             if notice:
                 print(notice, file=sys.stderr, flush=True)
-            with tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder, \
+            with held.heartbeat(), \
+                    tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder, \
                     tempfile.TemporaryDirectory(prefix="prepare-shuffle-") as spill_dir, \
                     progress.Reporter(folder, opts.progress_seconds), \
                     beam.Pipeline(options=options) as p:
@@ -240,16 +242,21 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
     return record
 
 
-def _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks) -> None:
-    """Submits the job, prints its console URL (progress is in the console's Beam metrics),
-    and waits for it."""
+def _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks, held) -> None:
+    """Submits the job, records it in the lock (which then lives while the job runs), prints
+    its console URL (progress is in the console's Beam metrics), and waits for it."""
     p = beam.Pipeline(options=options)
     build(p, opts, tokenizer_info, run_id, args, tasks)
     result = p.run()
     cloud = options.view_as(GoogleCloudOptions)
+    held.note_job(result.job_id(), cloud.project, cloud.region)
     print(f"Dataflow job {result.job_id()}: https://console.cloud.google.com/dataflow/jobs/"
           f"{cloud.region}/{result.job_id()}?project={cloud.project}", flush=True)
-    result.wait_until_finish()
+    try:
+        result.wait_until_finish()
+    finally:  # a failed or cancelled job never reaches its commit, which releases the lock
+        if str(result.state).rsplit(".", 1)[-1] in run_lock.FINAL_JOB_STATES:
+            run_lock.release(opts.output_dir, run_id)
 
 
 def run(argv=None) -> int:
