@@ -13,6 +13,7 @@ import os
 import posixpath
 import shutil
 import uuid
+import warnings
 
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -46,9 +47,17 @@ def escape_glob(path: str) -> str:
     return "".join(f"[{c}]" if c in _GLOB_CHARS else c for c in path)
 
 
+def _quiet_match(call, *args):
+    """escape_glob's `[[]` is exact in Beam's patterns; Python's re only warns that a future
+    version might read `[[` as a nested set."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Possible nested set", category=FutureWarning)
+        return call(*args)
+
+
 def glob_sizes(pattern: str) -> dict[str, int]:
     """`{path: size in bytes}` for a glob, from one listing (no call per file)."""
-    result = FileSystems.match([pattern])[0]
+    result = _quiet_match(FileSystems.match, [pattern])[0]
     return {m.path: m.size_in_bytes for m in result.metadata_list}
 
 
@@ -149,7 +158,7 @@ def delete(paths: list[str]) -> None:
     if not remote:
         return
     try:
-        FileSystems.delete(remote)
+        _quiet_match(FileSystems.delete, remote)
     except BeamIOError as err:
         failures = (err.exception_details or {}).values()
         if not all(_is_missing(e) for e in failures):
