@@ -50,7 +50,8 @@ def read_run_record(output_dir: str, run_id: str) -> dict | None:
 def run_ended(output_dir: str):
     """For run_lock: whether a run recorded its end in this output folder."""
     def ended(run_id: str) -> bool:
-        record = read_run_record(output_dir, run_id) if run_id else None
+        # Only a well-formed id names a file: a lock's content never leads outside OUT.
+        record = read_run_record(output_dir, run_id) if shards.is_run_id(run_id) else None
         return bool(record and record.get("state") in ENDED)
     return ended
 
@@ -118,7 +119,8 @@ class Commit(beam.DoFn):
             logging.warning("prepare run %s refused to commit: %s", self.run_id, reason)
             # Its shards go; its dead letters stay for the user to read (no manifest lists
             # them, so the next committed run deletes them).
-            fs.delete([self._shard_path(w["split"], w["name"]) for w in written])
+            fs.delete([self._shard_path(w["split"], w["name"]) for w in written
+                       if shards.is_shard_basename(w["name"], w["split"])])
             record = {"run_id": self.run_id, "state": "refused", "reason": reason,
                       "dead_letter_files": sorted(dead_letter_files)}
         else:

@@ -65,6 +65,11 @@ def new_run_id() -> str:
     return "r" + time.strftime("%Y%m%d%H%M%S", time.gmtime()) + uuid.uuid4().hex[:6]
 
 
+def is_run_id(text: str) -> bool:
+    """Whether `text` is a run id of new_run_id() (a lock or a record names one)."""
+    return isinstance(text, str) and re.fullmatch(_RUN_ID, text) is not None
+
+
 def split_dir(output_dir: str, split: str) -> str:
     """The folder of one split, always directly inside `output_dir`."""
     return fs.join(output_dir, check_split_name(split))
