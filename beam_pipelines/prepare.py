@@ -108,7 +108,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                   | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
                   | "WriteDeadLetters" >> beam.io.WriteToText(
                       fs.join(opts.output_dir, commit.DEAD_LETTER_DIR, f"{run_id}-dead_letter"),
-                      file_name_suffix=".jsonl", num_shards=1))
+                      file_name_suffix=".jsonl"))  # a shard per writer
     sample_files = removed | "SampleRemoved" >> cleaning.WriteRemovedSample(
         fs.join(opts.output_dir, commit.DEAD_LETTER_DIR, f"{run_id}-{cleaning.SAMPLE_NAME}"),
         opts.removed_sample_size)
