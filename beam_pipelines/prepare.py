@@ -255,7 +255,7 @@ def _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks, held) -
     try:
         result.wait_until_finish()
     finally:  # a failed or cancelled job never reaches its commit, which releases the lock
-        if str(result.state).rsplit(".", 1)[-1] in run_lock.FINAL_JOB_STATES:
+        if run_lock.job_state_name(result.state) in run_lock.FINAL_JOB_STATES:
             run_lock.release(opts.output_dir, run_id)
 
 

@@ -229,6 +229,14 @@ class HeldLock:
                 logging.warning("lock heartbeat of run %s failed: %s", self.run_id, err)
 
 
+def job_state_name(state) -> str | None:
+    """"RUNNING" for Dataflow's JOB_STATE_RUNNING enum, Beam's PipelineState.RUNNING or a
+    plain "RUNNING"; None for an unknown state (then the heartbeat judges)."""
+    name = str(getattr(state, "name", state) or "").rsplit(".", 1)[-1].upper()
+    name = name.removeprefix("JOB_STATE_")
+    return None if name in ("", "UNKNOWN", "NONE") else name
+
+
 def dataflow_job_state(lock: dict) -> str | None:
     """The state of the Dataflow job a lock names, e.g. "RUNNING" (None: unknown)."""
     try:  # imported here: Dataflow's API client is only needed for a lock that names a job
@@ -237,7 +245,7 @@ def dataflow_job_state(lock: dict) -> str | None:
 
         options = PipelineOptions(project=lock.get("project"), region=lock.get("region"))
         job = apiclient.DataflowApplicationClient(options).get_job(lock["job_id"])
-        return str(job.currentState).replace("JOB_STATE_", "") or None
+        return job_state_name(job.currentState)
     except Exception as err:  # noqa: BLE001 (no credentials, no API: judged by heartbeat)
         logging.warning("state of Dataflow job %s unknown: %s", lock.get("job_id"), err)
         return None

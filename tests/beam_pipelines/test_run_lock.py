@@ -158,3 +158,17 @@ def test_a_folder_name_with_glob_characters_is_literal(where):
     run_lock.release(out, RUN_A)
     assert run_lock.read(out) is None
     run_lock.acquire(out, RUN_B, "FnApiRunner")  # no lock left behind
+
+
+def test_job_state_names_from_every_source():
+    import enum
+
+    class JobStateValueValuesEnum(enum.Enum):  # the shape of Dataflow's API enum
+        JOB_STATE_RUNNING = 2
+        JOB_STATE_FAILED = 6
+        JOB_STATE_UNKNOWN = 0
+    names = [run_lock.job_state_name(s) for s in (
+        JobStateValueValuesEnum.JOB_STATE_RUNNING, JobStateValueValuesEnum.JOB_STATE_FAILED,
+        JobStateValueValuesEnum.JOB_STATE_UNKNOWN, "PipelineState.DONE", "CANCELLED", None)]
+    assert names == ["RUNNING", "FAILED", None, "DONE", "CANCELLED", None]
+    assert {"FAILED", "DONE", "CANCELLED"} <= set(run_lock.FINAL_JOB_STATES)
