@@ -172,3 +172,41 @@ def test_job_state_names_from_every_source():
         JobStateValueValuesEnum.JOB_STATE_UNKNOWN, "PipelineState.DONE", "CANCELLED", None)]
     assert names == ["RUNNING", "FAILED", None, "DONE", "CANCELLED", None]
     assert {"FAILED", "DONE", "CANCELLED"} <= set(run_lock.FINAL_JOB_STATES)
+
+
+class _FakeDataflowResult:
+    """What `Pipeline.run()` returns on Dataflow, for a job that fails after submission."""
+
+    def __init__(self, seen_lock):
+        self.seen_lock, self.state = seen_lock, "RUNNING"
+
+    def job_id(self):
+        return "2026-11-24_job-7"
+
+    def wait_until_finish(self):
+        self.seen_lock.append(run_lock.read(self.out))  # while the job runs
+        self.state = "FAILED"
+        raise RuntimeError("Dataflow job 2026-11-24_job-7 failed")
+
+
+def test_the_launcher_records_the_job_and_a_failed_job_frees_the_lock(tmp_path, monkeypatch):
+    import types
+
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from beam_pipelines import prepare
+
+    out, seen = str(tmp_path / "out"), []
+    result = _FakeDataflowResult(seen)
+    result.out = out
+    # No job is submitted: the pipeline object only hands back the job's result.
+    monkeypatch.setattr(prepare.beam, "Pipeline",
+                        lambda options: types.SimpleNamespace(run=lambda: result))
+    monkeypatch.setattr(prepare, "build", lambda *args, **kwargs: None)
+    held = run_lock.acquire(out, RUN_A, "DataflowRunner")
+    options = PipelineOptions(["--project", "proj", "--region", "europe-west4"])
+    with pytest.raises(RuntimeError, match="job-7 failed"):
+        prepare._run_on_dataflow(options, types.SimpleNamespace(output_dir=out), None, RUN_A,
+                                 {}, [], held)
+    assert seen[0]["job_id"] == "2026-11-24_job-7" and seen[0]["region"] == "europe-west4"
+    assert run_lock.read(out) is None  # a failed job never commits: its launcher released
