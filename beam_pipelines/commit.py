@@ -34,9 +34,8 @@ from common import fs, manifest, shards
 RUNS_DIR = shards.RUNS_DIR
 DEAD_LETTER_DIR = shards.DEAD_LETTER_DIR
 ENDED = ("committed", "refused")
-
-
 LockLostError = run_lock.LockLostError  # raised by run_lock.confirm
+
 
 def run_record_path(output_dir: str, run_id: str) -> str:
     return fs.join(output_dir, RUNS_DIR, f"{run_id}.json")
