@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import socket
 import sys
@@ -115,9 +116,10 @@ def stale_reason(lock: dict, timeout_hours: float, ended, job_state) -> str | No
             return None  # the job itself runs, whatever became of its launcher
         if state:
             return f"its Dataflow job {lock['job_id']} is {state}"
-    elif lock.get("pid") and _same_machine(lock) and not _process_alive(int(lock["pid"])):
+    elif _number(lock.get("pid")) > 0 and _same_machine(lock) and not _process_alive(
+            int(_number(lock["pid"]))):
         return f"its process {lock['pid']} on this machine no longer exists"
-    beat = float(lock.get("heartbeat", lock.get("started", 0)))
+    beat = _number(lock.get("heartbeat", lock.get("started")))
     age_hours = (time.time() - beat) / 3600
     if age_hours > timeout_hours:
         return (f"its last heartbeat is {age_hours:.2f} h old (--lock_timeout_hours "
@@ -125,8 +127,17 @@ def stale_reason(lock: dict, timeout_hours: float, ended, job_state) -> str | No
     return None
 
 
+def _number(value) -> float:
+    """A number from a lock file; 0 for anything else (a lock is data, not trusted code)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
 def _describe(output_dir: str, held: dict) -> str:
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(held.get("started", 0))))
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(_number(held.get("started"))))
     job = f", Dataflow job {held['job_id']}" if held.get("job_id") else ""
     return (f"{output_dir} is being written by prepare run {held.get('run_id', '?')} "
             f"(started {started} on {held.get('host', '?')}, pid {held.get('pid', '?')}, "

@@ -210,3 +210,15 @@ def test_the_launcher_records_the_job_and_a_failed_job_frees_the_lock(tmp_path, 
                                  {}, [], held)
     assert seen[0]["job_id"] == "2026-11-24_job-7" and seen[0]["region"] == "europe-west4"
     assert run_lock.read(out) is None  # a failed job never commits: its launcher released
+
+
+@pytest.mark.parametrize("content", [b"not json", b"[1, 2]", json.dumps(
+    {"run_id": RUN_A, "pid": "x", "heartbeat": "nan", "started": None}).encode()])
+def test_a_garbled_lock_is_stale_not_a_traceback(tmp_path, capsys, content):
+    out = str(tmp_path / "out")
+    os.makedirs(out)
+    with open(run_lock.lock_path(out), "wb") as f:
+        f.write(content)
+    run_lock.acquire(out, RUN_B, "FnApiRunner")
+    assert run_lock.read(out)["run_id"] == RUN_B
+    assert "taking over the lock" in capsys.readouterr().err
