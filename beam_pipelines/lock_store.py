@@ -23,6 +23,7 @@ from google.api_core.exceptions import NotFound, PreconditionFailed
 from google.cloud import storage
 
 from common import fs
+from common.errors import UserError
 
 
 def _encode(record: dict) -> bytes:
@@ -103,6 +104,9 @@ def _client() -> storage.Client:
 
 
 def _blob(path: str):
+    if not path.startswith("gs://"):
+        raise UserError(f"{path}: an output folder is local or on gs:// (the lock needs "
+                        "a store with conditional writes)")
     bucket, _, name = path[len("gs://"):].partition("/")
     return _client().bucket(bucket).blob(name)
 
