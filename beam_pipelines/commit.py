@@ -62,8 +62,12 @@ def jsonl_records(path: str, max_lines: int):
         for number, line in enumerate(f):
             if number >= max_lines:
                 return
-            if line.strip():
+            if not line.strip():
+                continue
+            try:
                 yield json.loads(line.decode("utf-8"))
+            except ValueError:  # a summary line must not turn a refusal into a crash
+                yield {"reason": "(unreadable dead-letter line)"}
 
 
 def top_reasons(dead_letter_files: list, limit: int = 3, max_lines: int = 100_000) -> str:

@@ -299,6 +299,9 @@ def test_top_reasons_streams_and_counts_every_line(tmp_path):
                             for r in reasons), encoding="utf-8")
     assert commit.top_reasons([str(path)]) == "'x\\u2028y' x 2; 'plain' x 1"
     assert commit.top_reasons([str(path)], max_lines=1) == "'x\\u2028y' x 1"
+    with open(path, "ab") as f:
+        f.write(b'{"reason": "cut\n')
+    assert commit.top_reasons([str(path)]).endswith("'(unreadable dead-letter line)' x 1")
 
 
 def test_a_planted_manifest_never_makes_the_clean_up_delete_elsewhere(
