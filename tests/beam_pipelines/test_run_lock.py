@@ -123,12 +123,12 @@ def test_the_heartbeat_keeps_a_long_run_live(where, capsys):
     out, _ = where
     held = run_lock.acquire(out, RUN_A, "FnApiRunner", heartbeat_seconds=0.2)
     with held.heartbeat():
-        threading.Event().wait(2.5)  # longer than --lock_timeout_hours below
+        threading.Event().wait(3)  # longer than --lock_timeout_hours below
         with pytest.raises(run_lock.LockedError, match=RUN_A):
-            run_lock.acquire(out, RUN_B, "FnApiRunner", timeout_hours=1 / 3600)
+            run_lock.acquire(out, RUN_B, "FnApiRunner", timeout_hours=2 / 3600)
     _rewrite(out, pid=None)  # the heartbeat stopped: only its age is left to judge by
-    threading.Event().wait(1.5)
-    run_lock.acquire(out, RUN_B, "FnApiRunner", timeout_hours=1 / 3600)
+    threading.Event().wait(2.5)
+    run_lock.acquire(out, RUN_B, "FnApiRunner", timeout_hours=2 / 3600)
     assert "last heartbeat" in capsys.readouterr().err
 
 
