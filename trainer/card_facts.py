@@ -121,12 +121,22 @@ def _baseline(run_root: str, tokenizer) -> tuple[dict | None, str]:
     return {"token": tokenizer.id_to_token(top), "share": share}, ""
 
 
+def _splits(config: dict) -> tuple:
+    """(train summary, eval summary, notes) from the splits the run config names."""
+    if not config.get("train_data") or not config.get("eval_data"):
+        return None, None, ["the run config names no training data"]
+    train, why_train = split_summary(config["train_data"], config.get("train_data_digest"))
+    evaluation, why_eval = split_summary(config["eval_data"], None)
+    return train, evaluation, [w for w in (why_train, why_eval) if w]
+
+
 def gather(source, tokenizer, parameters: int) -> CardFacts:
     """Every fact of the card of `source` (a `trainer.checkpoints.ModelSource`)."""
     config = source.run_config
     checkpoint = origin_checkpoint(source)
     step = run_dir.step_of(checkpoint) if checkpoint else None
-    notes, results, base = [], None, None
+    train, evaluation, notes = _splits(config)
+    results, base = None, None
     if checkpoint is None:
         notes.append("the training run this model came from was not found at export time")
     else:
@@ -134,11 +144,9 @@ def gather(source, tokenizer, parameters: int) -> CardFacts:
         results = results_at(root, step)
         if results is None:
             notes.append(f"no evaluation was recorded at step {step}")
-        base, why = _baseline(root, tokenizer)
-        notes += [why] if why else []
-    train, why_train = split_summary(config["train_data"], config.get("train_data_digest"))
-    evaluation, why_eval = split_summary(config["eval_data"], None)
-    notes += [w for w in (why_train, why_eval) if w]
+        if train is not None:
+            base, why = _baseline(root, tokenizer)
+            notes += [why] if why else []
     kind = tokenizer_kind(tokenizer, config["tokenizer"]["special_token_ids"])
-    return CardFacts(config, parameters, kind, step, results, base,
-                     train, evaluation, tuple(notes))
+    return CardFacts(config, parameters, kind, step, results, base, train, evaluation,
+                     tuple(notes))

@@ -1,8 +1,8 @@
-"""Pushes exports and tokenizers to a hub with the libraries' own APIs.
+"""Pushes an export to a hub with the libraries' own APIs.
 
 - keras-hub preset: `keras_hub.upload_preset(uri, folder)` (hf:// and kaggle://).
-- Hugging Face folder, tokenizer folder: `huggingface_hub.HfApi.create_repo` +
-  `upload_folder`.
+- the transformers folder: `huggingface_hub.HfApi.create_repo` + `upload_folder`
+  (`common/hf_push.py`, which the tokenizer push uses too).
 
 Credentials come the libraries' own way: `HF_TOKEN` or `hf auth login` (huggingface_hub);
 `KAGGLE_USERNAME`/`KAGGLE_KEY`, `KAGGLE_API_TOKEN` or `~/.kaggle/kaggle.json` (kagglehub).
@@ -17,69 +17,28 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 
 import huggingface_hub
-import httpx
 import kagglehub.config
-from huggingface_hub.errors import HfHubHTTPError
+import keras_hub
 from kagglehub.exceptions import KaggleApiHTTPError
 
-from common import fs, publish
-from common.errors import UserError
+from common import hf_push, publish
+from common.hf_push import PushError, local_folder
 
 README = "README.md"
-_FAILURES = (HfHubHTTPError, KaggleApiHTTPError, httpx.HTTPError)
-
-
-class PushError(UserError):
-    """A push that cannot start or did not go through; one line for the user."""
+# keras-hub raises ValueError for a handle the Hub refuses.
+_FAILURES = (*hf_push.FAILURES, KaggleApiHTTPError, ValueError)
 
 
 def check_credentials(target: publish.Target) -> None:
     """Raises PushError if the target's library finds no credentials (checked locally)."""
-    if target.hub == publish.HF and huggingface_hub.get_token() is None:
-        raise PushError(f"no Hugging Face token for --push_to {target.uri}: set HF_TOKEN or "
-                        "run `hf auth login` first.")
+    if target.hub == publish.HF:
+        hf_push.check_token(target)
     if target.hub == publish.KAGGLE and kagglehub.config.get_kaggle_credentials() is None:
         raise PushError(f"no Kaggle credentials for --push_to {target.uri}: set "
                         "KAGGLE_USERNAME and KAGGLE_KEY or write ~/.kaggle/kaggle.json first.")
-
-
-@contextlib.contextmanager
-def local_folder(folder: str):
-    """`folder` itself, or a local copy of a gs:// folder (the libraries upload local files)."""
-    if not fs.is_remote(folder):
-        yield folder
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        root = folder.rstrip("/") + "/"
-        for path in fs.glob(root + "**"):
-            local = os.path.join(tmp, path[len(root):])
-            os.makedirs(os.path.dirname(local), exist_ok=True)
-            fs.local_copy(path, local)
-        yield tmp
-
-
-def _failed(uri: str, err: Exception) -> PushError:
-    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-    return PushError(f"push to {uri} failed: {first}")
-
-
-def push_hf_folder(folder: str, uri: str, message: str) -> str:
-    """create_repo (if absent) + upload_folder; returns the repository's URL."""
-    target = publish.parse(uri)
-    api = huggingface_hub.HfApi()
-    try:
-        url = api.create_repo(target.repo_id, exist_ok=True)
-        with local_folder(folder) as local:
-            api.upload_folder(repo_id=target.repo_id, folder_path=local,
-                              commit_message=message)
-    except _FAILURES as err:
-        raise _failed(uri, err) from None
-    return str(url)
 
 
 def push_preset(folder: str, uri: str) -> str:
@@ -90,8 +49,6 @@ def push_preset(folder: str, uri: str) -> str:
     `preset_utils.upload_preset`). So our card is uploaded first: keras-hub then finds a
     card on the Hub and leaves the folder's card alone.
     """
-    import keras_hub
-
     target = publish.parse(uri)
     try:
         with local_folder(folder) as local:
@@ -103,7 +60,7 @@ def push_preset(folder: str, uri: str) -> str:
                                 commit_message="Model card")
             keras_hub.upload_preset(uri, local)
     except _FAILURES as err:
-        raise _failed(uri, err) from None
+        raise hf_push.failed(uri, err) from None
     return uri
 
 
@@ -115,5 +72,5 @@ def push_export(paths: dict[str, str], repos: dict[str, str]) -> dict[str, str]:
         if fmt == publish.KERAS_HUB_FORMAT:
             done[fmt] = push_preset(paths[fmt], uri)
         else:
-            done[fmt] = push_hf_folder(paths[fmt], uri, "Upload the transformers export")
+            done[fmt] = hf_push.push_folder(paths[fmt], uri, "Upload the transformers export")
     return done

@@ -6,6 +6,10 @@ files ("preupload"), and commit them — answering in the shapes the library par
 committed files in memory and logging every request (method, path, whether it carried the
 expected bearer token).
 
+The card check (`/api/validate-yaml`, which the library calls before uploading a README.md)
+accepts any card whose front matter is a YAML mapping: the Hub's own metadata schema is not
+applied.
+
 What a test against it proves: our code reaches the network through the real libraries
 (`huggingface_hub.HfApi`, `keras_hub.upload_preset`) with the repository ids, files, model card
 and credentials we intend, and the library accepts the replies.
@@ -15,8 +19,14 @@ file, so the large-file path (Xet/LFS storage, which the real Hub uses for weigh
 exercised; it checks no repository permissions, names or card YAML; its replies follow the
 library's parsing code, not a Hub specification. No real push was tried from here.
 
+Pointing the library here: `huggingface_hub` reads HF_ENDPOINT once, when it is imported, into
+several module constants. So this plugin sets HF_ENDPOINT for the whole test session when it
+is loaded (before any test imports the library) to a loopback port that the `hub` fixture
+serves: the library is pointed here the way a user points it elsewhere, and a test that
+reaches the Hub by mistake meets a closed loopback port, never the internet.
+
 Usage:
-    def test_x(hub):                      # fixture: server + HF_ENDPOINT/HF_TOKEN for the test
+    def test_x(hub):                      # fixture: server + HF_TOKEN for the test
         ...push...
         assert hub.files("org/name")["README.md"].startswith(b"---")
 """
@@ -27,17 +37,32 @@ import base64
 import hashlib
 import http.server
 import json
+import os
+import socket
 import threading
 
 import pytest
+import yaml
 
 TOKEN = "hf_standin_test_token"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+PORT = _free_port()
+ENDPOINT = f"http://127.0.0.1:{PORT}"
+os.environ["HF_ENDPOINT"] = ENDPOINT  # see the module docstring
 
 
 class HubState:
     def __init__(self):
         self.repos: dict[str, dict[str, bytes]] = {}
         self.requests: list[dict] = []
+        self.cards_checked = 0
         self.lock = threading.Lock()
 
     def files(self, repo_id: str) -> dict[str, bytes]:
@@ -54,9 +79,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _reply(self, status: int, body=None, headers=None):
         data = b"" if body is None else json.dumps(body).encode()
         self.send_response(status)
-        for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(data)),
+                   **(headers or {})}  # a HEAD reply gives the file's length
+        for key, value in headers.items():
             self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
@@ -96,6 +122,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body = self._body()
         if path == "/api/repos/create":
             return self._create(json.loads(body))
+        if path == "/api/validate-yaml":
+            return self._validate_yaml(json.loads(body)["content"])
         parts = path.strip("/").split("/")  # api models ORG NAME preupload|commit REV
         if len(parts) >= 6 and parts[:2] == ["api", "models"]:
             repo_id = f"{parts[2]}/{parts[3]}"
@@ -112,9 +140,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         repo_id = f"{payload.get('organization')}/{payload['name']}"
         with self.state.lock:
             if repo_id in self.state.repos:
-                return self._reply(409, {"error": "You already created this model repo"})
+                # The library reads "url" from this reply too (create_repo, exist_ok=True).
+                return self._reply(409, {"error": "You already created this model repo",
+                                         "url": f"{self.base}/{repo_id}"})
             self.state.repos[repo_id] = {}
         self._reply(200, {"url": f"{self.base}/{repo_id}", "name": repo_id})
+
+    def _validate_yaml(self, content: str):
+        with self.state.lock:
+            self.state.cards_checked += 1
+        parts = content.split("---\n", 2)
+        try:
+            meta = yaml.safe_load(parts[1]) if content.startswith("---\n") else None
+        except yaml.YAMLError as err:
+            meta = str(err)
+        if not isinstance(meta, dict):
+            return self._reply(400, {"errors": [{"message": "no YAML mapping front matter"}]})
+        self._reply(200, {"errors": [], "warnings": []})
 
     def _preupload(self, payload: dict):
         # Every file "regular": its bytes travel inside the commit (see the module docstring).
@@ -144,7 +186,7 @@ class StandInHub:
     def __init__(self):
         self.state = HubState()
         handler = type("Handler", (_Handler,), {"state": self.state})
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", PORT), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         handler.base = self.url
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -164,19 +206,15 @@ class StandInHub:
 
 
 @pytest.fixture
-def hub(monkeypatch, tmp_path):
-    """A fresh stand-in Hub; this process's `huggingface_hub` pointed at it. The library reads
-    HF_ENDPOINT once, at import, into `constants.ENDPOINT` and its module-level `HfApi`, so
-    those two are set here as well as the environment (for subprocesses)."""
+def hub(monkeypatch):
+    """A fresh stand-in Hub at ENDPOINT, and HF_TOKEN set for the test."""
     import huggingface_hub
-    from huggingface_hub import constants, hf_api
+    from huggingface_hub import constants
 
+    assert constants.ENDPOINT == ENDPOINT, "huggingface_hub was imported before this plugin"
     server = StandInHub()
     for key, value in server.env.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))  # no real login file is read
-    monkeypatch.setattr(constants, "ENDPOINT", server.url)
-    monkeypatch.setattr(hf_api.api, "endpoint", server.url)
     assert huggingface_hub.get_token() == TOKEN
     yield server
     server.close()
