@@ -144,7 +144,7 @@ def gather(source, tokenizer, parameters: int) -> CardFacts:
         results = results_at(root, step)
         if results is None:
             notes.append(f"no evaluation was recorded at step {step}")
-        if train is not None:
+        if config.get("train_data") and config.get("eval_data"):
             base, why = _baseline(root, tokenizer)
             notes += [why] if why else []
     kind = tokenizer_kind(tokenizer, config["tokenizer"]["special_token_ids"])
