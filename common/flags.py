@@ -127,4 +127,4 @@ def parse(parser: argparse.ArgumentParser, cls, argv=None):
     try:
         return cls(**vars(args))
     except ValueError as err:
-        parser.error(str(err))
+        parser.error(str(err).rstrip("."))  # the line goes on: "; see ... --help"

@@ -117,7 +117,7 @@ def results_section(facts) -> str:
     return "\n".join(lines)
 
 
-def usage_section(facts, fmt: str, options, name: str) -> str:
+def usage_section(facts, fmt: str, options) -> str:
     mask = facts.tokenizer_kind["special_tokens"].get("mask_token", "[MASK]")
     hf = options.published.get("hf", "PATH/TO/hf").removeprefix("hf://")
     preset = options.published.get("keras-hub", "PATH/TO/keras-hub")
@@ -146,5 +146,5 @@ def body(facts, fmt: str, options, name: str) -> str:
              f"{'Hugging Face transformers' if fmt == 'hf' else 'keras-hub preset'} export.")
     sections = [intro, model_section(facts), tokenizer_section(facts), data_section(facts),
                 recipe_section(facts), results_section(facts),
-                usage_section(facts, fmt, options, name)]
+                usage_section(facts, fmt, options)]
     return "\n\n".join(sections) + "\n"

@@ -164,15 +164,15 @@ def export(checkpoint: str, output_dir: str, fmt: str = "all",
 
 
 def export_and_push(checkpoint: str, output_dir: str, fmt: str,
-                    flags_: publish.PushFlags) -> tuple[dict, dict]:
+                    push_flags: publish.PushFlags) -> tuple[dict, dict]:
     """`export`, then `--push_to` (checked, credentials too, before anything is written);
     returns ({format: folder}, {format: where it was pushed})."""
     repos = {}
-    if flags_.push_to:
-        target = publish.parse(flags_.push_to)
+    if push_flags.push_to:
+        target = publish.parse(push_flags.push_to)
         repos = publish.repos_for(target, formats_of(fmt))
         push.check_credentials(target)
-    card = model_card.CardOptions(flags_.language, flags_.license, repos)
+    card = model_card.CardOptions(push_flags.language, push_flags.license, repos)
     paths = export(checkpoint, output_dir, fmt, card)
     return paths, push.push_export(paths, repos)
 
