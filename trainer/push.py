@@ -26,8 +26,9 @@ from kagglehub.exceptions import KaggleApiHTTPError
 
 from common import hf_push, publish
 from common.hf_push import PushError, local_folder
+from trainer import model_card
 
-README = "README.md"
+README = model_card.README
 # keras-hub raises ValueError for a handle the Hub refuses.
 _FAILURES = (*hf_push.FAILURES, KaggleApiHTTPError, ValueError)
 
