@@ -22,15 +22,16 @@ import os
 import huggingface_hub
 import kagglehub.config
 import keras_hub
-from kagglehub.exceptions import KaggleApiHTTPError
+import requests  # kagglehub's HTTP client
 
 from common import hf_push, publish
 from common.hf_push import PushError, local_folder
 from trainer import model_card
 
 README = model_card.README
-# keras-hub raises ValueError for a handle the Hub refuses.
-_FAILURES = (*hf_push.FAILURES, KaggleApiHTTPError, ValueError)
+# kagglehub raises requests' errors (KaggleApiHTTPError is one); keras-hub raises ValueError
+# for a handle the Hub refuses.
+_FAILURES = (*hf_push.FAILURES, requests.RequestException, ValueError)
 
 
 def check_credentials(target: publish.Target) -> None:

@@ -165,3 +165,16 @@ def test_trainer_without_a_token_fails_before_training(corpus, tmp_path, monkeyp
     assert task.main(task_args(corpus, out, *STEPS, "--push_to", "hf://org/run")) == 2
     assert "no Hugging Face token" in capsys.readouterr().err
     assert not (out / "checkpoints").exists()
+
+
+def test_kaggle_push_reaches_the_network_through_kagglehub(kaggle, prepared_run, tmp_path):
+    """Up to the network only: the recorder answers 503 (tests/support/kaggle.py)."""
+    with pytest.raises(push.PushError) as err:
+        export.export_and_push(str(prepared_run["run"]), str(tmp_path), "all",
+                               publish.PushFlags("kaggle://standin-user/tiny/keras/v1"))
+    message = str(err.value)
+    assert message.startswith("push to kaggle://standin-user/tiny/keras/v1 failed: ")
+    assert "\n" not in message and "standin-key" not in message
+    first = kaggle[0]  # kagglehub first asks whether the model exists, with our names
+    assert first["path"].endswith("ModelApiService/GetModel") and first["authorized"]
+    assert b'"standin-user"' in first["body"] and b'"tiny"' in first["body"]
