@@ -191,7 +191,9 @@ def main(argv=None) -> int:
         paths, pushed = export_and_push(args.checkpoint, args.output_dir, args.format,
                                         push_flags)
         for fmt, path in paths.items():
-            print(f"{fmt}: {path}" + (f" (pushed to {pushed[fmt]})" if fmt in pushed else ""))
+            note = (f" (pushed to {pushed[fmt]})" if fmt in pushed else
+                    " (not pushed: Kaggle takes the keras-hub preset)" if args.push_to else "")
+            print(f"{fmt}: {path}{note}")
     return run_cli(body)
 
 

@@ -42,7 +42,7 @@ def model_name(facts) -> str:
     return f"{config['family']}-{config['size']}-mlm"
 
 
-def _eval_results(facts, name: str) -> list[EvalResult] | None:
+def _eval_results(facts) -> list[EvalResult] | None:
     if not facts.results:
         return None
     digest = (facts.train_data or {}).get("digest") or facts.run_config.get("train_data_digest")
@@ -67,7 +67,7 @@ def card_data(facts, fmt: str, options: CardOptions) -> ModelCardData:
             "pretrained-from-scratch"]
     return ModelCardData(language=options.language, license=options.license,
                          library_name=LIBRARY[fmt], pipeline_tag="fill-mask", tags=tags,
-                         model_name=name, eval_results=_eval_results(facts, name))
+                         model_name=name, eval_results=_eval_results(facts))
 
 
 def build(facts, fmt: str, options: CardOptions) -> ModelCard:
