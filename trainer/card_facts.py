@@ -9,7 +9,7 @@ dedup and filter counts). What cannot be read at export time (the data was moved
 split changed since training) is None, and the card says so instead of guessing.
 
 Example:
-    >>> facts = gather(checkpoints.resolve("runs/tiny"), tokenizer, parameters=1_234_567)
+    >>> facts = gather(source, tokenizer, parameters=1_234_567)  # source: where the model is
     >>> facts.step, facts.results["eval_accuracy"]
     (4000, 0.264)
 """
@@ -131,7 +131,7 @@ def _splits(config: dict) -> tuple:
 
 
 def gather(source, tokenizer, parameters: int) -> CardFacts:
-    """Every fact of the card of `source` (a `trainer.checkpoints.ModelSource`)."""
+    """Every fact of the card of `source` (the ModelSource export resolved: path, run_config)."""
     config = source.run_config
     checkpoint = origin_checkpoint(source)
     step = run_dir.step_of(checkpoint) if checkpoint else None

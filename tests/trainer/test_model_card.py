@@ -12,7 +12,7 @@ from huggingface_hub import ModelCard
 
 from common import manifest
 from tests.trainer.mlm_data import CARD_RUN_STEPS
-from trainer import baseline, card_facts, checkpoints, export, model_card
+from trainer import baseline, card_facts, export, model_card
 
 OPTIONS = model_card.CardOptions(language="en", license="apache-2.0")
 
@@ -114,10 +114,10 @@ def test_an_earlier_checkpoint_gets_its_own_evaluation(prepared_run, tmp_path):
     run = prepared_run["run"]
     history = _read(run / "history.json")
     at_10 = next(e for e in history if e["step"] == 10)
-    source = checkpoints.resolve(str(run / "checkpoints" / "ckpt-00000010.weights.h5"))
     results = card_facts.results_at(str(run), 10)
     assert results["eval_loss"] == at_10["eval_loss"] != _read(run / "metrics.json")["eval_loss"]
-    paths = export.export(source.path, str(tmp_path), "hf")
+    paths = export.export(str(run / "checkpoints" / "ckpt-00000010.weights.h5"), str(tmp_path),
+                          "hf")
     card = ModelCard.load(os.path.join(paths["hf"], "README.md"))
     loss = next(r for r in card.data.eval_results if r.metric_type == "loss")
     assert loss.metric_value == round(at_10["eval_loss"], 4)
