@@ -93,6 +93,7 @@ def recipe_section(facts) -> str:
             ("masking", f"{MASKING.get(config.get('masking'), config.get('masking'))}, "
                         f"{config.get('mlm_probability')} of tokens"),
             ("precision", config.get("precision")), ("hardware", _hardware(config)),
+            ("Keras backend", _n(config.get("backend"))),
             ("XLA-compiled step", config.get("jit_compile")), ("seed", config.get("seed"))]
     return "## Training recipe\n\n" + _table(rows)
 
