@@ -98,6 +98,7 @@ def test_model_tokenizer_and_recipe_are_the_runs(exported):
     assert f"linear warmup over {config['warmup_steps']} steps" in text
     assert "| masking | single tokens (BERT/RoBERTa), 0.15 of tokens |" in text
     assert "| precision | fp32 |" in text and "| hardware | CPU, 1 replica(s) |" in text
+    assert f"| Keras backend | {config.get('backend') or 'not recorded'} |" in text
 
 
 def test_usage_names_the_published_repositories(prepared_run, tmp_path):
