@@ -195,6 +195,8 @@ def check(config: TokenizerConfig) -> None:
     """One clear sentence for a flag that cannot work, before anything is read or written."""
     if not config.input and not config.hf_dataset:
         raise UserError("give --input (files) or --hf_dataset")
+    if config.hf_dataset:
+        input_spec.hf_split_list(config.hf_splits)  # a split named twice: refused here
     if config.push_to:
         hf_push.check_token(publish.tokenizer_target(config.push_to))
     specials = len(set(tokenizer_files.SPECIAL_TOKENS[config.model].values()))
