@@ -56,6 +56,7 @@ def _inputs(config: TrainConfig):
     from common import tokenizer_files
     from trainer import data
 
+    _check_push(config)
     config.tokenizer = config.tokenizer or tokenizer_of(config.train_data)
     _, info = tokenizer_files.load(config.tokenizer)  # a bad folder: one-line UserError
     train_source = data.resolve_split(config.train_data, info, config.max_length)
@@ -165,6 +166,29 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     metrics = final_metrics(log.history, log.rates, steps_done, global_batch)
     if chief:
         fs.write_json(run_files.metrics, metrics)
+    return _published(config, run_files, chief, metrics)
+
+
+def _check_push(config) -> None:
+    """With --push_to, credentials must exist (on every host: any may be the chief): fail
+    now, not after training."""
+    from common import publish
+    from trainer import push
+
+    if config.push_to:
+        push.check_credentials(publish.parse(config.push_to))
+
+
+def _published(config, run_files, chief: bool, metrics: dict) -> dict:
+    """With --push_to, the chief exports the run it just finished (with its model card) to
+    {output_dir}/export/ and pushes it; returns `metrics` unchanged. (A rerun of a finished
+    run pushes nothing: `python -m trainer.export --checkpoint OUTPUT_DIR --push_to ...`.)"""
+    from trainer import export
+
+    if chief and config.push_to:
+        _, pushed = export.export_and_push(run_files.root, run_files.export_dir, "all", config)
+        for fmt, where in pushed.items():
+            print(f"pushed the {fmt} export to {where}")
     return metrics
 
 
