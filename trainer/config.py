@@ -17,7 +17,7 @@ import dataclasses
 
 from common import flags
 from common.flags import flag
-from trainer import families
+from trainer import families, keras_backend
 from trainer.plan import DEFAULT_LEARNING_RATES
 
 # The legacy HF example's `--pretrained_model_config` names a Hugging Face config; we train
@@ -54,6 +54,9 @@ class TrainConfig:
         "(weights are not "
         f"loaded). One of {sorted(_LEGACY_MODEL_CONFIGS)}.")
     # Distribution and precision.
+    backend: str = flag("Keras backend; default KERAS_BACKEND, else tensorflow. Read before "
+                         "Keras is imported (trainer/keras_backend.py); a run keeps the "
+                         "backend it started with.", choices=keras_backend.BACKENDS)
     strategy: str = flag("Where to train; `auto` picks TPU, then GPUs, then CPU.", "auto",
                           choices=("auto", "tpu", "gpu", "cpu"))
     tpu: str = flag("TPU name; `local` on a TPU VM (the default for --strategy tpu).",
