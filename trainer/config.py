@@ -18,6 +18,7 @@ import dataclasses
 from common import flags
 from common.flags import flag
 from trainer import families, keras_backend
+from trainer.families import sizes
 from trainer.plan import DEFAULT_LEARNING_RATES
 
 # The legacy HF example's `--pretrained_model_config` names a Hugging Face config; we train
@@ -45,7 +46,7 @@ class TrainConfig:
     max_length: int = flag("Sequence length of the data; read from the manifest when "
                             "omitted (required for legacy-format shards).")
     # Model.
-    model: str = flag("Named size.", "base", choices=("tiny", "small", "base", "large"))
+    model: str = flag("Named size.", "base", choices=sizes.NAMES)
     family: str = flag("Model family.", "roberta", choices=families.NAMES)
     config: dict = flag("JSON overrides of the backbone config, e.g. "
                          '\'{"num_layers": 1, "hidden_dim": 32}\'.')

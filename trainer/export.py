@@ -2,7 +2,7 @@
 
     python -m trainer.export --checkpoint runs/tiny --output_dir exports/tiny --format all
 
-`--checkpoint` is anything `trainer.checkpoints.resolve` accepts (training output dir, one
+`--checkpoint` is anything `trainer.model_source.resolve` accepts (training output dir, one
 `.weights.h5`, or a preset we exported). With one format the files go into `--output_dir`;
 with `all`, into `{output_dir}/keras-hub/` and `{output_dir}/hf/` (both formats have a
 `config.json`, so they cannot share a folder).
@@ -32,7 +32,7 @@ import numpy as np
 
 from common import flags, fs, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import checkpoints, families, run_dir
+from trainer import families, model_source, run_dir
 from trainer.families import encoder_weights
 
 KERAS_HUB, HF = "keras-hub", "hf"
@@ -137,9 +137,9 @@ def export(checkpoint: str, output_dir: str, fmt: str = "all") -> dict[str, str]
     """Exports `checkpoint` in `fmt` (keras-hub, hf or all); returns {format: folder}."""
     if fmt not in FORMATS:
         raise ExportError(f"format {fmt!r} is not one of {FORMATS}.")
-    source = checkpoints.resolve(checkpoint)
+    source = model_source.resolve(checkpoint)
     info = _tokenizer_info(source)
-    masked_lm = checkpoints.load_source(source)
+    masked_lm = model_source.load_source(source)
     formats = (KERAS_HUB, HF) if fmt == "all" else (fmt,)
     out = {f: fs.join(output_dir, f) if fmt == "all" else output_dir for f in formats}
     if KERAS_HUB in out:
@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     def body():
         for fmt, path in export(args.checkpoint, args.output_dir, args.format).items():
             print(f"{fmt}: {path}")
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

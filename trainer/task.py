@@ -18,7 +18,7 @@ import sys
 
 import keras
 
-from common import fs, manifest, tokenizer_files
+from common import fs, manifest, schema, tokenizer_files
 from common.errors import UserError, run_cli
 from trainer import backends, checkpoints, data, model, quiet
 from trainer import callbacks as cb
@@ -97,8 +97,7 @@ def _build(config, runtime, spec, backbone, plan):
         trainer_model = MaskedLMTrainer(masked_lm, spec, seed=config.seed,
                                         eval_seed=config.eval_seed)
         length = backbone["max_sequence_length"]
-        dummy = {"input_ids": keras.ops.ones((1, length), "int32"),
-                 "attention_mask": keras.ops.ones((1, length), "int32")}
+        dummy = {name: keras.ops.ones((1, length), "int32") for name in schema.FEATURES}
         with quiet.harmless_lines_hidden():
             trainer_model(dummy)  # build the weights (eagerly)
         optimizer = build_optimizer(
@@ -238,7 +237,7 @@ def main(argv=None) -> int:
     def body():
         metrics = run(config)
         print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

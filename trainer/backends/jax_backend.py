@@ -63,9 +63,10 @@ def setup(config) -> Runtime:
     platform = _platform(config.strategy, config.no_tpu)
     _initialize(platform)
     devices = _devices(platform, config.cpu_replicas)
-    if len(devices) > 1:
-        keras.distribution.set_distribution(keras.distribution.DataParallel(
-            devices=[f"{d.platform}:{d.id}" for d in devices], auto_shard_dataset=False))
+    # Set (or cleared) on every run: the distribution is Keras' process-wide state.
+    keras.distribution.set_distribution(keras.distribution.DataParallel(
+        devices=[f"{d.platform}:{d.id}" for d in devices], auto_shard_dataset=False)
+        if len(devices) > 1 else None)
     local = sum(d.process_index == jax.process_index() for d in devices)
     on_tpu = platform == "tpu"
     device = plans.device_settings(config.precision, config.jit_compile,
