@@ -90,7 +90,7 @@ def bench_step(size, batch, seq, vocab, steps, precision="float32"):
     batches = tf.data.Dataset.from_tensors(
         {schema.INPUT_IDS: ids, schema.ATTENTION_MASK: np.ones_like(ids),
          data.ROW: np.arange(batch, dtype=np.int32)}).repeat().enumerate().map(
-        lambda i, b: {**b, data.STEP: tf.cast(i, tf.int32)})
+        lambda i, b: {**b, data.STEP: tf.fill([batch], tf.cast(i, tf.int32))})
     timer = _Timer()
     trainer_model.fit(batches, epochs=2, steps_per_epoch=steps, callbacks=[timer], verbose=0)
     return steps * batch / timer.seconds, masked_lm.count_params()

@@ -25,12 +25,17 @@ from trainer.run_dir import WEIGHTS_SUFFIX, RunDir
 
 # --- Writing -------------------------------------------------------------------------------
 
-def publish(model, path: str) -> None:
-    """`model.save_weights(path)`, atomically: a kill or an error leaves no partial file."""
+def publish(model, path: str, upload: bool = True) -> None:
+    """`model.save_weights(path)`, atomically: a kill or an error leaves no partial file.
+
+    Every process of a multi-process run calls this (`upload` only on the chief): saving runs
+    collective device operations under JAX (and tf.distribute's multi-worker strategies
+    expect every worker to save), so a chief saving alone would wait for the others."""
     with tempfile.TemporaryDirectory() as tmp:
         local = os.path.join(tmp, "w" + WEIGHTS_SUFFIX)  # Keras wants the suffix
         model.save_weights(local)
-        fs.upload_stream(path, fs.file_chunks(local))
+        if upload:
+            fs.upload_stream(path, fs.file_chunks(local))
 
 
 def prune(paths_newest_first: list[str], keep: int) -> None:

@@ -181,12 +181,13 @@ def start_position(source: SplitSource, batch_size: int, start_step: int,
 
 
 def _with_position(batch, index, start_step: int, batch_size: int, share: PipelineShare):
-    """Adds the step of the `index`-th batch since `start_step` and its rows' places in the
-    global batch (pipelines own consecutive replicas' rows, as TPU hosts do)."""
+    """Adds the step of the `index`-th batch since `start_step` (one per row) and its rows'
+    places in the global batch (pipelines own consecutive replicas' rows, as TPU hosts do)."""
     local = tf.cast(index, tf.int32)
     replica = share.pipeline_id * share.batches_per_step + local % share.batches_per_step
-    return {**batch, STEP: start_step + local // share.batches_per_step,
-            ROW: replica * batch_size + tf.range(batch_size, dtype=tf.int32)}
+    # Per row, not a scalar: every input is split along the batch over the devices.
+    step = tf.fill([batch_size], start_step + local // share.batches_per_step)
+    return {**batch, STEP: step, ROW: replica * batch_size + tf.range(batch_size, dtype=tf.int32)}
 
 
 def train_dataset(source: SplitSource, batch_size: int, seed: int, start_step: int = 0,
