@@ -28,10 +28,15 @@ KILLS = [
     ("metrics:1", 120),           # everything of step 120 committed but metrics.json
 ]
 # The kill points are the trainer's own (file writes, interval ends), not the backend's: the
-# full loop runs on TensorFlow; the JAX pass (CI time) keeps three: killed between two files
-# of a step, half-way through a backup, and with everything saved but the metrics.
+# full loop runs on TensorFlow; the JAX pass (CI time) keeps two: killed between two files of
+# a step (resumes from a backup mid-run), then half-way through the next backup.
 if keras.backend.backend() == "jax":
-    KILLS = [("history:2", 40), ("backup_write:1", 40), ("metrics:1", 120)]
+    KILLS = [("history:2", 40), ("backup_write:1", 40)]
+
+# Plan arithmetic and file handling that run the same code whatever the backend: the JAX
+# pass leaves them to the TensorFlow pass (CI time).
+same_on_every_backend = pytest.mark.skipif(
+    keras.backend.backend() == "jax", reason="backend-independent; run on the TensorFlow pass")
 
 
 def _attempt(kill_at, args):
@@ -60,9 +65,10 @@ def test_sigkill_at_many_moments_then_restart_matches_uninterrupted(corpus, full
         backups = RunDir(str(out)).backups()
         newest = int(os.path.basename(backups[0])[6:14]) if backups else 0
         assert newest == resume_step, (kill_at, backups)
-    proc = _attempt("none", args)  # the run finished: metrics.json is rebuilt from history
+    proc = _attempt("none", args)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "already finished 120 steps" in proc.stdout
+    if KILLS[-1][1] == 120:  # the run had finished: metrics.json is rebuilt from history
+        assert "already finished 120 steps" in proc.stdout
     assert "skipping unreadable" not in proc.stderr  # no torn file was ever seen
     metrics = json.loads((out / "metrics.json").read_text())
     reference = json.loads((full_run / "metrics.json").read_text())
@@ -78,6 +84,7 @@ def test_sigkill_at_many_moments_then_restart_matches_uninterrupted(corpus, full
         "state-00000080.weights.h5", "state-00000120.weights.h5"]
 
 
+@same_on_every_backend
 def test_resume_with_another_eval_and_save_interval_is_exact(corpus, full_run, tmp_path):
     with pytest.raises(Preempted):
         task.run(task.parse_args(task_args(corpus, tmp_path, *STEPS)),
@@ -102,6 +109,7 @@ def _copy_of(full_run, tmp_path):
     return out
 
 
+@same_on_every_backend
 def test_extending_train_steps_replans_the_decay_without_a_second_warmup(
         corpus, full_run, tmp_path):
     out = _copy_of(full_run, tmp_path)
