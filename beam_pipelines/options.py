@@ -63,8 +63,10 @@ class PrepareOptions(PipelineOptions):
         add("--takeover_lock", action="store_true",
             help="take the output folder over from a run that holds its lock (only when "
                  "that run is dead)")
-        add("--lock_timeout_hours", type=float, default=72.0,
-            help="a lock older than this is taken over without --takeover_lock")
+        add("--lock_timeout_hours", type=float, default=1.0,
+            help="a lock whose heartbeat (refreshed every minute while its run lives) is "
+                 "older than this is taken over without --takeover_lock; a lock whose "
+                 "Dataflow job still runs is kept, whatever its age")
         add("--progress_seconds", type=float, default=10.0,
             help="seconds between progress lines on the local runner (0 = none; on "
                  "Dataflow the job's console shows progress)")
@@ -91,7 +93,7 @@ class FlagError(UserError):
 # (flag, smallest allowed value): numbers that must be positive or non-negative.
 _MINIMUMS = (("max_length", 8), ("seed", 0), ("num_shards", 1), ("shard_size", 0),
              ("read_range_bytes", 1), ("max_document_bytes", 1), ("tokenize_batch_chars", 1),
-             ("lock_timeout_hours", 0), ("progress_seconds", 0), ("min_words", 0),
+             ("lock_timeout_hours", 0.05), ("progress_seconds", 0), ("min_words", 0),
              ("min_mean_word_length", 0), ("removed_sample_size", 0), ("near_ngram", 1),
              ("near_bands", 1), ("near_rows", 1), ("near_max_bucket", 2))
 # Thresholds that are shares, in [0, 1] (for a quality rule, 1 turns it off).

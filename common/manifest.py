@@ -158,7 +158,7 @@ def _check_legacy_marker(split_dir: str, data: bytes) -> None:
 def _check_shards(split_dir: str, manifest: Manifest) -> None:
     """Every listed shard exists with its recorded size (one listing; no file is opened)."""
     sizes = {fs.basename(p): n
-             for p, n in fs.glob_sizes(fs.join(split_dir, "*" + shards.SHARD_SUFFIX)).items()}
+             for p, n in fs.glob_sizes_in(split_dir, "*" + shards.SHARD_SUFFIX).items()}
     missing = [s.name for s in manifest.shards if s.name not in sizes]
     if missing:
         raise ManifestError(

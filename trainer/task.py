@@ -44,7 +44,7 @@ def remove_orphans(run) -> None:
     """Temporary files of writes that a kill interrupted (local folders only: an object
     upload leaves none). Only one process writes a run folder, so none of these is live."""
     if not fs.is_remote(run.root):
-        fs.delete(fs.glob(fs.join(run.root, "*", ".tmp-*")) + fs.glob(fs.join(run.root, ".tmp-*")))
+        fs.delete(fs.glob_in(run.root, "*/.tmp-*") + fs.glob_in(run.root, ".tmp-*"))
 
 
 def tokenizer_of(train_data: str) -> str:
