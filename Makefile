@@ -15,6 +15,7 @@ DEMO_VOCAB ?= 3000
 DEMO_LENGTH ?= 64
 DEMO_MASKING ?= token
 DEMO_TOKENIZER = $(DEMO)/tokenizer-$(DEMO_VOCAB)
+PUSH_TO ?=  # e.g. hf://ORG/NAME: `make demo` then publishes the export (docs/publishing.md)
 LOCAL_BEAM := --runner=FnApiRunner
 
 # --- Dataflow (make prepare) and TPU VM (make train) --------------------------------------
@@ -81,7 +82,7 @@ demo: $(STAMP)
 	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(DEMO)/corpus.jsonl --tokenizer $(DEMO_TOKENIZER) --output_dir $(DEMO)/prepared --max_length $(DEMO_LENGTH) --validation_fraction 0.02
 	rm -rf $(DEMO)/train $(DEMO)/export
 	$(PY) -m trainer.task --train_data $(DEMO)/prepared/train --eval_data $(DEMO)/prepared/validation --tokenizer $(DEMO_TOKENIZER) --output_dir $(DEMO)/train --model tiny --config '{"dropout": 0.0}' --strategy cpu --per_replica_batch_size 32 --train_steps $(DEMO_STEPS) --learning_rate 3e-3 --warmup_ratio 0.1 --masking $(DEMO_MASKING) --eval_every 500 --save_every 500 --max_eval_batches 20 --verbose 2
-	$(PY) -m trainer.export --checkpoint $(DEMO)/train --output_dir $(DEMO)/export --format all
+	$(PY) -m trainer.export --checkpoint $(DEMO)/train --output_dir $(DEMO)/export --format all --language en $(if $(PUSH_TO),--push_to $(PUSH_TO))
 	$(PY) -m trainer.plot --run_dir $(DEMO)/train --output $(DEMO)/train/curves.png
 	$(PY) -m trainer.fill_mask_demo --model $(DEMO)/export/keras-hub --corpus $(DEMO)/corpus.jsonl --validation_fraction 0.02 --num 10
 	$(PY) -m trainer.baseline --run_dir $(DEMO)/train
@@ -92,6 +93,7 @@ demo: $(STAMP)
 	@echo "  training run      $(DEMO)/train/ (metrics.json, history.json, logs/ for TensorBoard, checkpoints/)"
 	@echo "  curves            $(DEMO)/train/curves.png"
 	@echo "  exports           $(DEMO)/export/keras-hub/ and $(DEMO)/export/hf/"
+	@echo "  model cards       $(DEMO)/export/keras-hub/README.md and $(DEMO)/export/hf/README.md"
 	@echo "  final metrics     $$(cat $(DEMO)/train/metrics.json | tr -d '\n ')"
 
 prepare: $(STAMP)

@@ -30,7 +30,9 @@ setuptools.setup(
         "tokenizers==0.23.3",
         "datasets==5.2.0",
         "numpy>=1.26",
-        "orjson>=3.10",  # fast JSONL parsing (already a dependency of apache-beam[gcp])
+        "orjson>=3.10",
+        # Model/tokenizer cards and --push_to (already a dependency of datasets).
+        "huggingface_hub==2.4.0",  # fast JSONL parsing (already a dependency of apache-beam[gcp])
         # Beam's launcher stages --setup_file with `python -m build` (else it prints "No
         # module named build" and falls back to the deprecated `setup.py sdist`).
         "build==1.6.1",

@@ -12,9 +12,10 @@ import dataclasses
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_pipelines import minhash, quality, sources
+from beam_pipelines import input_spec
 from beam_pipelines.input_spec import InputSpec
 from common.errors import UserError
-from common import flags
+from common import flags, fs
 from common.flags import add_flags
 
 DEFAULT_TARGET_SHARD_BYTES = 150_000_000
@@ -71,8 +72,8 @@ class PrepareOptions(PipelineOptions):
             help="seconds between progress lines on the local runner (0 = none; on "
                  "Dataflow the job's console shows progress)")
         add("--dedup", choices=("none", "exact", "near"), default="exact",
-            help="exact: keep one copy of documents with the same normalised text (NFKC, "
-                 "casefolded, whitespace collapsed), the first in input order, across all "
+            help="exact: keep one copy of documents with the same normalised text (zero-width "
+                 "characters and soft hyphens removed, NFKC, casefolded, whitespace collapsed), the first in input order, across all "
                  "inputs and splits; near: also drop documents whose MinHash estimate of "
                  "word 5-gram Jaccard with an earlier one is >= --near_threshold "
                  "(beam_pipelines/dedup.py, minhash.py)")
@@ -108,6 +109,7 @@ def check(opts: PrepareOptions) -> None:
         raise FlagError("give exactly one of --input, --splits or --hf_dataset")
     if not opts.tokenizer or not opts.output_dir:
         raise FlagError("--tokenizer and --output_dir are required")
+    split_names(opts)  # a split named twice in --splits or --hf_splits is refused here
     for name, minimum in _MINIMUMS:
         value = getattr(opts, name)
         if value is not None and value < minimum:
@@ -164,16 +166,21 @@ def help_text() -> str:
 
 
 def check_inputs(output_dir: str, files_by_split: dict[str, list[str]]) -> None:
-    """No input file in two splits, and none inside --output_dir (which a run cleans)."""
+    """No input file in two splits, and none inside --output_dir (which a run cleans);
+    paths are compared by what they name (`fs.identity`), not as strings, so
+    `dir/./a.jsonl`, `dir//a.jsonl` or a symlink is the same file as `dir/a.jsonl`."""
     seen = {}
-    out = output_dir.rstrip("/") + "/"
+    out = fs.identity(output_dir).rstrip("/") + "/"
     for split, files in files_by_split.items():
         for path in files:
-            if path in seen:
-                raise FlagError(f"{path} matches the --splits globs of both {seen[path]!r} "
+            same = fs.identity(path)
+            if same in seen and seen[same][0] != split:
+                first, spelled = seen[same]
+                also = f" (there as {spelled})" if spelled != path else ""
+                raise FlagError(f"{path} matches the --splits globs of both {first!r}{also} "
                                 f"and {split!r}; make the globs disjoint")
-            seen[path] = split
-            if path.startswith(out):
+            seen.setdefault(same, (split, path))
+            if same.startswith(out):
                 raise FlagError(f"input {path} lies inside --output_dir {output_dir}; "
                                 "write the output somewhere else")
 
@@ -199,6 +206,9 @@ def parse_splits(spec: str) -> dict[str, str]:
         name, sep, pattern = part.partition("=")
         if not sep or not name or not pattern:
             raise FlagError(f"--splits entry {part!r} is not NAME=GLOB")
+        if name.strip() in out:
+            raise FlagError(f"--splits names the split {name.strip()!r} twice; join its "
+                            "globs with commas: NAME=GLOB1,GLOB2")
         out[name.strip()] = pattern.strip()
     return out
 
@@ -208,7 +218,7 @@ def split_names(opts: PrepareOptions) -> list[str]:
     if opts.splits:
         return list(parse_splits(opts.splits))
     if opts.hf_dataset:
-        return [s for s in opts.hf_splits.split(",") if s]
+        return input_spec.hf_split_list(opts.hf_splits)
     names = ["train"]
     if opts.validation_fraction:
         names.append("validation")

@@ -18,6 +18,8 @@ import warnings
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from common import decompress
+
 
 def is_remote(path: str) -> bool:
     return "://" in path
@@ -82,9 +84,13 @@ def size(path: str) -> int:
 
 
 def open_read(path: str, compressed: bool = False):
-    """A binary reader; `.gz`/`.bz2`/... are decompressed when `compressed` is True."""
-    ctype = CompressionTypes.AUTO if compressed else CompressionTypes.UNCOMPRESSED
-    return FileSystems.open(path, compression_type=ctype)
+    """A binary reader; `.gz`/`.bz2`/`.zst`/`.deflate` are decompressed when `compressed` is
+    True, and a truncated one raises `decompress.TruncatedStreamError` (an EOFError) where
+    it ends (Beam's own decompressing reader just stops there)."""
+    raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    if compressed and decompress.suffix_of(path):
+        return decompress.open_checked(raw, path)
+    return raw
 
 
 def open_write(path: str):
@@ -200,3 +206,17 @@ def delete_trees_in(folder: str, pattern: str) -> None:
 def local_copy(path: str, local_path: str) -> None:
     with open(local_path, "wb") as f:
         f.write(read_bytes(path))
+
+
+def identity(path: str) -> str:
+    """What names the same file or folder as `path`, for comparing paths the user gave:
+    locally the real path (symlinks, `.`, `..` and doubled slashes resolved); on object
+    stores the bucket and the object name with `.`, `..` and empty segments collapsed
+    (stricter than the store, whose names are literal: two names that differ only so are
+    treated as one, which can only refuse a run, never mix splits)."""
+    if not is_remote(path):
+        return os.path.realpath(path)
+    scheme, _, rest = path.partition("://")
+    bucket, _, name = rest.partition("/")
+    name = posixpath.normpath("/" + name).lstrip("/") if name.strip("/") else ""
+    return f"{scheme}://{bucket}/{name}"

@@ -131,7 +131,14 @@ def read_manifest(
             f"{split_dir} holds sequences of length {manifest.max_length}, but "
             f"{max_length} was asked for. Prepare the data again with --max_length {max_length}."
         )
+    if not isinstance(manifest.tokenizer, dict):
+        raise ManifestError(f"{manifest_path} is not a valid manifest: its tokenizer record "
+                            f"is {type(manifest.tokenizer).__name__}, not an object")
     fingerprint = manifest.tokenizer.get("fingerprint")
+    if tokenizer_fingerprint is not None and not isinstance(fingerprint, str):
+        raise ManifestError(
+            f"{manifest_path} records no tokenizer fingerprint, so it cannot be checked "
+            "against the tokenizer in use. Prepare the data again with this code.")
     if tokenizer_fingerprint is not None and fingerprint != tokenizer_fingerprint:
         raise ManifestError(
             f"{split_dir} was tokenized with another tokenizer (sha256 {fingerprint[:12]}…, "

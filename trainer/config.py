@@ -17,6 +17,7 @@ import dataclasses
 
 from common import flags
 from common.flags import flag
+from common.publish import PushFlags
 from trainer import families, keras_backend
 from trainer.families import sizes
 from trainer.plan import DEFAULT_LEARNING_RATES
@@ -33,7 +34,7 @@ _LEGACY_MODEL_CONFIGS = {
 
 
 @dataclasses.dataclass
-class TrainConfig:
+class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the export at the end
     # Data and files.
     train_data: str = flag("Folder of training shards (manifest or legacy format), local or "
                             "gs://.", aliases=["--train_dataset"], required=True)
@@ -110,6 +111,7 @@ class TrainConfig:
     verbose: int = flag("Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1)
 
     def __post_init__(self):
+        self.check_push_to()  # a bad target fails now, not after training
         if self.pretrained_model_config:
             if self.pretrained_model_config not in _LEGACY_MODEL_CONFIGS:
                 raise ValueError(

@@ -18,9 +18,9 @@ import sys
 
 import keras
 
-from common import fs, manifest, schema, tokenizer_files
+from common import fs, manifest, publish, schema, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import backends, checkpoints, data, model, quiet
+from trainer import backends, checkpoints, data, export, model, push, quiet
 from trainer import callbacks as cb
 from trainer import plan as plans
 from trainer.config import TrainConfig, parse_args
@@ -135,6 +135,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     run_files = RunDir(config.output_dir)
     saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
     config = resolve(config, saved)
+    _check_push(config)
     inputs = _inputs(config)
     runtime = backends.setup(config)
     global_batch = config.per_replica_batch_size * runtime.replicas
@@ -170,6 +171,24 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     metrics = final_metrics(log.history, log.rates, steps_done, global_batch)
     if runtime.chief:
         fs.write_json(run_files.metrics, metrics)
+    return _published(config, run_files, runtime.chief, metrics)
+
+
+def _check_push(config) -> None:
+    """With --push_to, credentials must exist (on every host: any may be the chief): fail
+    now, not after training."""
+    if config.push_to:
+        push.check_credentials(publish.parse(config.push_to))
+
+
+def _published(config, run_files, chief: bool, metrics: dict) -> dict:
+    """With --push_to, the chief exports the run it just finished (with its model card) to
+    {output_dir}/export/ and pushes it; returns `metrics` unchanged. (A rerun of a finished
+    run pushes nothing: `python -m trainer.export --checkpoint OUTPUT_DIR --push_to ...`.)"""
+    if chief and config.push_to:
+        _, pushed = export.export_and_push(run_files.root, run_files.export_dir, "all", config)
+        for fmt, where in pushed.items():
+            print(f"pushed the {fmt} export to {where}")
     return metrics
 
 

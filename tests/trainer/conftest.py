@@ -22,6 +22,15 @@ def corpus(tmp_path_factory):
             "train": str(root / "train"), "eval": str(root / "eval")}
 
 
+@pytest.fixture(scope="session")
+def prepared_run(tmp_path_factory, corpus_jsonl, bpe_tokenizer_dir):
+    """A real tiny run end to end: Beam prepare of the real-prose corpus (so the manifest
+    has real document, dedup and filter counts), 20 training steps, no export."""
+    from tests.trainer.mlm_data import prepared_tiny_run
+
+    return prepared_tiny_run(tmp_path_factory.mktemp("prepared_run"), corpus_jsonl,
+                             bpe_tokenizer_dir)
+
 
 @pytest.fixture(scope="session")
 def full_run(corpus, tmp_path_factory):
