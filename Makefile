@@ -64,8 +64,10 @@ $(TPU_STAMP): setup.py constraints-tpu.txt tpu/tensorflow-from-tpu/pyproject.tom
 	$(TPU_PY) -m pip check
 	touch $(TPU_STAMP)
 
+# The trainer's tests run twice: on TensorFlow (with everything else), then on JAX.
 test: $(STAMP)
 	$(PY) -m pytest tests -q -p no:cacheprovider
+	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer -q -p no:cacheprovider
 
 # Off a TPU VM libtpu would query the cloud metadata server at import: TPU_SKIP_MDS_QUERY
 # stops that, and the tests run without a network (unshare -n, loopback only) to prove it.
@@ -113,8 +115,9 @@ bench: bench-prepare bench-train
 bench-prepare: $(STAMP)
 	$(PY) -m benchmarks.bench_prepare --corpus_mb 60
 
+# Both backends side by side (one child process each), figures in docs/jax.md.
 bench-train: $(STAMP)
-	$(PY) -m benchmarks.bench_train
+	$(PY) -m benchmarks.bench_train --backends tensorflow,jax
 
 clean:
 	rm -rf runs bench_out

@@ -2,7 +2,7 @@
 
     python -m trainer.export --checkpoint runs/tiny --output_dir exports/tiny --format all
 
-`--checkpoint` is anything `trainer.checkpoints.resolve` accepts (training output dir, one
+`--checkpoint` is anything `trainer.model_source.resolve` accepts (training output dir, one
 `.weights.h5`, or a preset we exported). With one format the files go into `--output_dir`;
 with `all`, into `{output_dir}/keras-hub/` and `{output_dir}/hf/` (both formats have a
 `config.json`, so they cannot share a folder).
@@ -37,7 +37,7 @@ import numpy as np
 
 from common import flags, fs, publish, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import card_facts, checkpoints, families, model_card, push, run_dir
+from trainer import card_facts, families, model_card, model_source, push, run_dir
 from trainer.families import encoder_weights
 
 KERAS_HUB, HF = "keras-hub", "hf"
@@ -149,9 +149,9 @@ def export(checkpoint: str, output_dir: str, fmt: str = "all",
     """Exports `checkpoint` in `fmt` (keras-hub, hf or all), each folder with its model
     card; returns {format: folder}."""
     formats = formats_of(fmt)
-    source = checkpoints.resolve(checkpoint)
+    source = model_source.resolve(checkpoint)
     tokenizer, info = _tokenizer_info(source)
-    masked_lm = checkpoints.load_source(source)
+    masked_lm = model_source.load_source(source)
     out = {f: fs.join(output_dir, f) if fmt == "all" else output_dir for f in formats}
     if KERAS_HUB in out:
         export_keras_hub(masked_lm, source, out[KERAS_HUB])
@@ -194,7 +194,7 @@ def main(argv=None) -> int:
             note = (f" (pushed to {pushed[fmt]})" if fmt in pushed else
                     " (not pushed: Kaggle takes the keras-hub preset)" if args.push_to else "")
             print(f"{fmt}: {path}{note}")
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":
