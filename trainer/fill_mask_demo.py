@@ -17,7 +17,7 @@ import random
 import re
 import sys
 
-from beam_pipelines.tokenization import hash_split
+from common.splits import hash_split
 from common import flags
 from common.errors import UserError, run_cli
 from trainer.predict import MaskPredictor
