@@ -45,6 +45,16 @@ setuptools.setup(
             "jax[cpu]==0.10.2",
             "scipy==1.17.1",
         ],
+        # The JAX TPU stack (make venv-tpu-jax): JAX drives the TPU through the libtpu that
+        # jax[tpu] pins; TensorFlow's CPU build only feeds batches (tf.data). docs/tpu.md.
+        "tpu-jax": [
+            *_TRAINER,
+            "tensorflow==2.21.0",
+            "tensorflow-text==2.21.1",  # keras-hub 0.32 requires it (not imported by our code)
+            "tensorboard==2.21.0",
+            "jax[tpu]==0.10.2",
+            "scipy==1.17.1",
+        ],
         # Install tpu/tensorflow-from-tpu first (see `make venv-tpu`): tensorflow-text
         # requires a `tensorflow` distribution, which tensorflow-tpu is not.
         "tpu": [
