@@ -5,8 +5,8 @@ output or the new one (see common/manifest.py), never a mix. How this step keeps
 
 1. Shards were written under run-unique names, which no committed manifest lists.
 2. `Commit` (one call per run, on a worker; Dataflow may retry it or run it twice) first
-   checks that the output's lock still names this run: a run whose lock was taken over
-   never commits.
+   confirms, by a conditional write, that the output's lock still names this run: a run
+   whose lock was taken over never commits.
 3. It refuses a useless result (an asked-for split with no sequence, or more than
    --max_rejected_fraction of the documents rejected): this run's files are deleted and
    the previous output is left exactly as it was.
@@ -31,13 +31,10 @@ from beam_pipelines import cleaning, run_lock
 from beam_pipelines.accounting import accounting_for, check_accounting
 from common import fs, manifest, shards
 
-RUNS_DIR = "_runs"
-DEAD_LETTER_DIR = "dead_letter"
+RUNS_DIR = shards.RUNS_DIR
+DEAD_LETTER_DIR = shards.DEAD_LETTER_DIR
 ENDED = ("committed", "refused")
-
-
-class LockLostError(RuntimeError):
-    """Another run took the output over while this one ran: this one must not commit."""
+LockLostError = run_lock.LockLostError  # raised by run_lock.confirm
 
 
 def run_record_path(output_dir: str, run_id: str) -> str:
@@ -52,19 +49,33 @@ def read_run_record(output_dir: str, run_id: str) -> dict | None:
 def run_ended(output_dir: str):
     """For run_lock: whether a run recorded its end in this output folder."""
     def ended(run_id: str) -> bool:
-        record = read_run_record(output_dir, run_id) if run_id else None
+        # Only a well-formed id names a file: a lock's content never leads outside OUT.
+        record = read_run_record(output_dir, run_id) if shards.is_run_id(run_id) else None
         return bool(record and record.get("state") in ENDED)
     return ended
+
+
+def jsonl_records(path: str, max_lines: int):
+    """The first `max_lines` records of a JSONL file, streamed. Lines end at b"\\n" only:
+    U+2028, U+0085, \\x0b ... are legal inside a JSON string (`splitlines` broke there)."""
+    with fs.open_read(path) as f:
+        for number, line in enumerate(f):
+            if number >= max_lines:
+                return
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line.decode("utf-8"))
+            except ValueError:  # a summary line must not turn a refusal into a crash
+                yield {"reason": "(unreadable dead-letter line)"}
 
 
 def top_reasons(dead_letter_files: list, limit: int = 3, max_lines: int = 100_000) -> str:
     """The most frequent dead-letter reasons, e.g. `'no field "text"' x 40`."""
     counts = collections.Counter()
     for path in dead_letter_files:
-        for number, line in enumerate(fs.read_bytes(path).decode("utf-8").splitlines()):
-            if number >= max_lines:
-                break
-            counts[json.loads(line).get("reason", "?")[:80]] += 1
+        for record in jsonl_records(path, max_lines):
+            counts[str(record.get("reason", "?"))[:80]] += 1
     return "; ".join(f"{reason!r} x {n}" for reason, n in counts.most_common(limit))
 
 
@@ -102,10 +113,7 @@ class Commit(beam.DoFn):
             run_lock.release(self.output_dir, self.run_id)  # but what a fault left undone
             yield record
             return
-        holder = run_lock.owner(self.output_dir)
-        if holder != self.run_id:
-            raise LockLostError(f"{self.output_dir} is now locked by run {holder}; run "
-                                f"{self.run_id} does not commit.")
+        run_lock.confirm(self.output_dir, self.run_id)  # LockLostError if taken over
         stats = dict(stats)
         check_accounting(stats, written, self.splits)
         reason = refusal(stats, written, self.splits, dead_letter_files,
@@ -114,7 +122,8 @@ class Commit(beam.DoFn):
             logging.warning("prepare run %s refused to commit: %s", self.run_id, reason)
             # Its shards go; its dead letters stay for the user to read (no manifest lists
             # them, so the next committed run deletes them).
-            fs.delete([self._shard_path(w["split"], w["name"]) for w in written])
+            fs.delete([self._shard_path(w["split"], w["name"]) for w in written
+                       if shards.is_shard_basename(w["name"], w["split"])])
             record = {"run_id": self.run_id, "state": "refused", "reason": reason,
                       "dead_letter_files": sorted(dead_letter_files)}
         else:
@@ -146,23 +155,35 @@ class Commit(beam.DoFn):
 
 
 def clean_up(output_dir: str, committed: dict) -> None:
-    """After the commit: deletes what no committed manifest lists, in our folders only."""
+    """After the commit: deletes what no committed manifest lists, in our folders only.
+    Every path deleted is derived from a bare name checked here, so stays inside OUT."""
     for split, current in committed.items():
         split_dir = shards.split_dir(output_dir, split)
         listed = {s.name for s in current.shards}
-        fs.delete([p for p in fs.glob(fs.join(split_dir, "*" + shards.SHARD_SUFFIX))
+        fs.delete([p for p in fs.glob_in(split_dir, "*" + shards.SHARD_SUFFIX)
                    if fs.basename(p) not in listed and shards.parse_shard_name(p)]
-                  + fs.glob(fs.join(split_dir, ".tmp-*"))
+                  + fs.glob_in(split_dir, ".tmp-*")
                   + [fs.join(split_dir, manifest.MARKER_NAME)])
-    for path in fs.glob(fs.join(output_dir, "*", manifest.MANIFEST_NAME)):
+    for path in fs.glob_in(output_dir, "*/" + manifest.MANIFEST_NAME):
         split_dir = path[: -len(manifest.MANIFEST_NAME) - 1]
         stale = manifest.try_read(split_dir)
-        if fs.basename(split_dir) not in committed and stale is not None:
-            # A split an earlier run wrote and this one does not: only what it lists.
-            fs.delete(stale.shard_paths(split_dir) + [path,
-                                                      fs.join(split_dir, manifest.MARKER_NAME)])
-            fs.remove_empty_folder(split_dir)
+        if fs.basename(split_dir) in committed or stale is None:
+            continue
+        if not is_ours(fs.basename(split_dir), stale):
+            logging.warning("%s is not a manifest this pipeline wrote; left alone", path)
+            continue
+        # A split an earlier run wrote and this one does not: only what it lists.
+        fs.delete(stale.shard_paths(split_dir)
+                  + [path, fs.join(split_dir, manifest.MARKER_NAME)])
+        fs.remove_empty_folder(split_dir)
     keep = {p for m in committed.values() for p in m.dead_letter_files}
-    fs.delete([p for p in fs.glob(fs.join(output_dir, DEAD_LETTER_DIR, "*.jsonl"))
+    fs.delete([p for p in fs.glob_in(fs.join(output_dir, DEAD_LETTER_DIR), "*.jsonl")
                if p not in keep])
-    fs.delete_trees(fs.join(output_dir, ".tmp-*"))  # temp folders of earlier versions
+    fs.delete_trees_in(output_dir, ".tmp-*")  # temp folders of earlier versions
+
+
+def is_ours(folder_name: str, found: manifest.Manifest) -> bool:
+    """A manifest this pipeline wrote for the split folder it lies in: a valid split name,
+    and every shard a bare name of that split's shards (never a path, never `..`)."""
+    return (shards.split_name_problem(folder_name) is None and found.split == folder_name
+            and all(shards.is_shard_basename(s.name, folder_name) for s in found.shards))

@@ -2,9 +2,11 @@
 chosen: documents with the same normalised text are kept once. (`--dedup near` runs this,
 then beam_pipelines/near_dedup.py; each removal is counted under its kind.)
 
-Normalisation: Unicode NFKC (compatibility forms folded: full-width letters, ligatures),
-then `str.casefold`, then every run of whitespace collapsed to one space and the ends
-stripped. Two documents are copies when the 128-bit BLAKE2b hashes of their normalised
+Normalisation: the invisible format characters U+200B (zero-width space), U+00AD (soft
+hyphen), U+FEFF (zero-width no-break space / byte-order mark, anywhere in the text) and
+U+2060 (word joiner) removed, then Unicode NFKC (compatibility forms folded: full-width
+letters, ligatures), then `str.casefold`, then every run of whitespace collapsed to one
+space and the ends stripped. (Joiners that change how a text renders, U+200C/U+200D, stay.) Two documents are copies when the 128-bit BLAKE2b hashes of their normalised
 texts are equal (the chance of any collision among a billion documents is ~1e-21).
 
 Which copy survives: the one first in the input, by `cleaning.position` (source path, then
@@ -35,9 +37,14 @@ from beam_pipelines.tokenization import split_of
 BLANK = "blank"  # blank documents skip the dedup: the tokenizer counts them as empty
 
 
+# Characters that render as nothing: copies that differ only by them are the same text.
+INVISIBLE = dict.fromkeys(map(ord, "\u200b\u00ad\ufeff\u2060"))
+
+
 def normalise(text: str) -> str:
-    """The text two copies share: NFKC, casefolded, whitespace runs as one space, stripped."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    """The text two copies share: invisible characters removed, NFKC, casefolded,
+    whitespace runs as one space, stripped."""
+    return " ".join(unicodedata.normalize("NFKC", text.translate(INVISIBLE)).casefold().split())
 
 
 def exact_key(text: str) -> bytes:

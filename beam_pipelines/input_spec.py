@@ -33,7 +33,20 @@ class InputSpec:
 
     @property
     def hf_split_list(self) -> list[str]:
-        return [s for s in self.hf_splits.split(",") if s]
+        return hf_split_list(self.hf_splits)
+
+
+class DuplicateSplitError(UserError):
+    """A split named twice: its documents would be read twice and counted once."""
+
+
+def hf_split_list(hf_splits: str) -> list[str]:
+    """'train,validation' -> ['train', 'validation']; a split named twice is refused."""
+    names = [s.strip() for s in hf_splits.split(",") if s.strip()]
+    twice = sorted({s for s in names if names.count(s) > 1})
+    if twice:
+        raise DuplicateSplitError(f"--hf_splits names {', '.join(map(repr, twice))} twice")
+    return names
 
 
 def byte_ranges(path: str, size: int, txt_unit: str = "line",
@@ -59,10 +72,13 @@ def expand_inputs(patterns: str | list[str]) -> dict[str, int]:
     error when a glob matches nothing. Sizes come with the listing (one call per glob)."""
     if isinstance(patterns, str):
         patterns = [p for p in patterns.split(",") if p]
-    found = {}
+    found, names = {}, set()
     for pattern in patterns:
         matched = fs.glob_sizes(pattern)
         if not matched:
             raise InputNotFoundError(f"--input {pattern!r} matches no file")
-        found.update(matched)
+        for path, size in matched.items():  # one file named two ways is read once
+            if (same := fs.identity(path)) not in names:
+                names.add(same)
+                found[path] = size
     return dict(sorted(found.items()))

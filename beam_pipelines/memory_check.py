@@ -42,7 +42,7 @@ def input_text_bytes(tasks) -> int | None:
         _, path, _, start, end = task
         if end is None:
             if path not in sizes:
-                sizes[path] = fs.glob_sizes(path).get(path, 0)
+                sizes[path] = fs.size(path)
             end = sizes[path]
         factor = COMPRESSION_RATIO if path.lower().endswith(sources.COMPRESSED_SUFFIXES) else 1
         total += (end - start) * factor

@@ -12,9 +12,10 @@ import dataclasses
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_pipelines import minhash, quality, sources
+from beam_pipelines import input_spec
 from beam_pipelines.input_spec import InputSpec
 from common.errors import UserError
-from common import flags
+from common import flags, fs
 from common.flags import add_flags
 
 DEFAULT_TARGET_SHARD_BYTES = 150_000_000
@@ -63,14 +64,16 @@ class PrepareOptions(PipelineOptions):
         add("--takeover_lock", action="store_true",
             help="take the output folder over from a run that holds its lock (only when "
                  "that run is dead)")
-        add("--lock_timeout_hours", type=float, default=72.0,
-            help="a lock older than this is taken over without --takeover_lock")
+        add("--lock_timeout_hours", type=float, default=1.0,
+            help="a lock whose heartbeat (refreshed every minute while its run lives) is "
+                 "older than this is taken over without --takeover_lock; a lock whose "
+                 "Dataflow job still runs is kept, whatever its age")
         add("--progress_seconds", type=float, default=10.0,
             help="seconds between progress lines on the local runner (0 = none; on "
                  "Dataflow the job's console shows progress)")
         add("--dedup", choices=("none", "exact", "near"), default="exact",
-            help="exact: keep one copy of documents with the same normalised text (NFKC, "
-                 "casefolded, whitespace collapsed), the first in input order, across all "
+            help="exact: keep one copy of documents with the same normalised text (zero-width "
+                 "characters and soft hyphens removed, NFKC, casefolded, whitespace collapsed), the first in input order, across all "
                  "inputs and splits; near: also drop documents whose MinHash estimate of "
                  "word 5-gram Jaccard with an earlier one is >= --near_threshold "
                  "(beam_pipelines/dedup.py, minhash.py)")
@@ -91,7 +94,7 @@ class FlagError(UserError):
 # (flag, smallest allowed value): numbers that must be positive or non-negative.
 _MINIMUMS = (("max_length", 8), ("seed", 0), ("num_shards", 1), ("shard_size", 0),
              ("read_range_bytes", 1), ("max_document_bytes", 1), ("tokenize_batch_chars", 1),
-             ("lock_timeout_hours", 0), ("progress_seconds", 0), ("min_words", 0),
+             ("lock_timeout_hours", 0.05), ("progress_seconds", 0), ("min_words", 0),
              ("min_mean_word_length", 0), ("removed_sample_size", 0), ("near_ngram", 1),
              ("near_bands", 1), ("near_rows", 1), ("near_max_bucket", 2))
 # Thresholds that are shares, in [0, 1] (for a quality rule, 1 turns it off).
@@ -106,6 +109,7 @@ def check(opts: PrepareOptions) -> None:
         raise FlagError("give exactly one of --input, --splits or --hf_dataset")
     if not opts.tokenizer or not opts.output_dir:
         raise FlagError("--tokenizer and --output_dir are required")
+    split_names(opts)  # a split named twice in --splits or --hf_splits is refused here
     for name, minimum in _MINIMUMS:
         value = getattr(opts, name)
         if value is not None and value < minimum:
@@ -162,16 +166,21 @@ def help_text() -> str:
 
 
 def check_inputs(output_dir: str, files_by_split: dict[str, list[str]]) -> None:
-    """No input file in two splits, and none inside --output_dir (which a run cleans)."""
+    """No input file in two splits, and none inside --output_dir (which a run cleans);
+    paths are compared by what they name (`fs.identity`), not as strings, so
+    `dir/./a.jsonl`, `dir//a.jsonl` or a symlink is the same file as `dir/a.jsonl`."""
     seen = {}
-    out = output_dir.rstrip("/") + "/"
+    out = fs.identity(output_dir).rstrip("/") + "/"
     for split, files in files_by_split.items():
         for path in files:
-            if path in seen:
-                raise FlagError(f"{path} matches the --splits globs of both {seen[path]!r} "
+            same = fs.identity(path)
+            if same in seen and seen[same][0] != split:
+                first, spelled = seen[same]
+                also = f" (there as {spelled})" if spelled != path else ""
+                raise FlagError(f"{path} matches the --splits globs of both {first!r}{also} "
                                 f"and {split!r}; make the globs disjoint")
-            seen[path] = split
-            if path.startswith(out):
+            seen.setdefault(same, (split, path))
+            if same.startswith(out):
                 raise FlagError(f"input {path} lies inside --output_dir {output_dir}; "
                                 "write the output somewhere else")
 
@@ -197,6 +206,9 @@ def parse_splits(spec: str) -> dict[str, str]:
         name, sep, pattern = part.partition("=")
         if not sep or not name or not pattern:
             raise FlagError(f"--splits entry {part!r} is not NAME=GLOB")
+        if name.strip() in out:
+            raise FlagError(f"--splits names the split {name.strip()!r} twice; join its "
+                            "globs with commas: NAME=GLOB1,GLOB2")
         out[name.strip()] = pattern.strip()
     return out
 
@@ -206,7 +218,7 @@ def split_names(opts: PrepareOptions) -> list[str]:
     if opts.splits:
         return list(parse_splits(opts.splits))
     if opts.hf_dataset:
-        return [s for s in opts.hf_splits.split(",") if s]
+        return input_spec.hf_split_list(opts.hf_splits)
     names = ["train"]
     if opts.validation_fraction:
         names.append("validation")

@@ -108,7 +108,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                   | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
                   | "WriteDeadLetters" >> beam.io.WriteToText(
                       fs.join(opts.output_dir, commit.DEAD_LETTER_DIR, f"{run_id}-dead_letter"),
-                      file_name_suffix=".jsonl", num_shards=1))
+                      file_name_suffix=".jsonl"))  # a shard per writer
     sample_files = removed | "SampleRemoved" >> cleaning.WriteRemovedSample(
         fs.join(opts.output_dir, commit.DEAD_LETTER_DIR, f"{run_id}-{cleaning.SAMPLE_NAME}"),
         opts.removed_sample_size)
@@ -164,6 +164,8 @@ def summarize(output_dir: str, splits: list[str]) -> str:
 def _prepare(options: PipelineOptions, opts) -> tuple:
     """Everything that can fail on bad input, before anything is written."""
     opts_lib.check(opts)
+    for split in opts_lib.split_names(opts):  # each one a folder directly inside OUT
+        shards.check_split_name(split)
     tokenizer, tokenizer_info = tokenizer_files.load(opts.tokenizer)  # on the launcher
     opts_lib.check_tokenizer(tokenizer, opts.max_length)
     tasks = read_tasks(opts)
@@ -211,18 +213,20 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
     """Takes the output's lock, runs the pipeline, returns the run record."""
     run_id = shards.new_run_id()
     runner = str(options.view_as(StandardOptions).runner)
-    run_lock.acquire(opts.output_dir, run_id, runner, takeover=opts.takeover_lock,
-                     timeout_hours=opts.lock_timeout_hours,
-                     ended=commit.run_ended(opts.output_dir))
+    held = run_lock.acquire(opts.output_dir, run_id, runner, takeover=opts.takeover_lock,
+                            timeout_hours=opts.lock_timeout_hours,
+                            ended=commit.run_ended(opts.output_dir))
     try:
         if "Dataflow" in runner:
-            _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks)
+            with held.heartbeat():
+                _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks, held)
         else:
             notice = memory_check.warning(tasks, opts.max_length, tokenizer_info.vocab_size,
                                           near=opts.dedup == "near")
             if notice:
                 print(notice, file=sys.stderr, flush=True)
-            with tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder, \
+            with held.heartbeat(), \
+                    tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder, \
                     tempfile.TemporaryDirectory(prefix="prepare-shuffle-") as spill_dir, \
                     progress.Reporter(folder, opts.progress_seconds), \
                     beam.Pipeline(options=options) as p:
@@ -238,16 +242,21 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
     return record
 
 
-def _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks) -> None:
-    """Submits the job, prints its console URL (progress is in the console's Beam metrics),
-    and waits for it."""
+def _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks, held) -> None:
+    """Submits the job, records it in the lock (which then lives while the job runs), prints
+    its console URL (progress is in the console's Beam metrics), and waits for it."""
     p = beam.Pipeline(options=options)
     build(p, opts, tokenizer_info, run_id, args, tasks)
     result = p.run()
     cloud = options.view_as(GoogleCloudOptions)
+    held.note_job(result.job_id(), cloud.project, cloud.region)
     print(f"Dataflow job {result.job_id()}: https://console.cloud.google.com/dataflow/jobs/"
           f"{cloud.region}/{result.job_id()}?project={cloud.project}", flush=True)
-    result.wait_until_finish()
+    try:
+        result.wait_until_finish()
+    finally:  # a failed or cancelled job never reaches its commit, which releases the lock
+        if run_lock.job_state_name(result.state) in run_lock.FINAL_JOB_STATES:
+            run_lock.release(opts.output_dir, run_id)
 
 
 def run(argv=None) -> int:

@@ -57,7 +57,7 @@ class Tally:
 def totals(folder: str) -> collections.Counter:
     """The sum of every tally in `folder` (a file being replaced is skipped this once)."""
     total: collections.Counter = collections.Counter()
-    for path in glob.glob(os.path.join(folder, "*.json")):
+    for path in glob.glob(os.path.join(glob.escape(folder), "*.json")):
         try:
             with open(path) as f:
                 total.update(json.load(f))

@@ -1,115 +1,262 @@
-"""One writer per output folder: `{output_dir}/_LOCK`, created only if absent.
+"""One writer per output folder: `{output_dir}/_LOCK`, changed only by compare-and-swap.
 
 A prepare run takes the lock on the launcher before anything runs and the commit step
 releases it; a second run on the same output is refused with a message naming the first.
-"Created only if absent" is one atomic operation: `O_CREAT | O_EXCL` locally, an upload
-with `ifGenerationMatch=0` on GCS (Beam's filesystem layer has no conditional write, hence
-google-cloud-storage here). The commit step checks that the lock still names its run, so a
-run whose lock was taken over can never commit over the new owner's output.
 
-A lock is stale, and taken over with a warning, when its run has recorded its end, when it
-was taken on this host by a process that no longer exists, or when it is older than
-`--lock_timeout_hours`; any other lock is taken over only with `--takeover_lock`.
+Every change of the lock is conditional on the version that was read (lock_store.py: an
+object generation on GCS, `ifGenerationMatch`; a content digest under an flock locally):
+creating it (only if absent), taking a stale one over (only if it is still the stale one
+that was judged), refreshing it, releasing it (only if it is still ours). Two launchers
+taking over one stale lock: one wins, the other finds a live lock. A release racing a
+takeover: the new owner's lock stays.
+
+Liveness. While a run lives its launcher refreshes `heartbeat` every `heartbeat_seconds`;
+a lock is stale when its run recorded its end, when its Dataflow job (recorded with
+`note_job`) is in a final state, when its process is gone (judged only on the same machine,
+boot and PID namespace: a pid means nothing in another container), or when its heartbeat is
+older than `--lock_timeout_hours` and no Dataflow job of it is known to run. Any other lock
+is taken over only with `--takeover_lock`. The commit calls `confirm` first: a run whose
+lock was taken over never commits.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import logging
+import math
 import os
 import socket
 import sys
+import threading
 import time
 
+from beam_pipelines import lock_store
 from common import fs
 from common.errors import UserError
 
 LOCK_NAME = "_LOCK"
+HEARTBEAT_SECONDS = 60.0
+# Dataflow job states after which the job writes nothing more (Beam's PipelineState names).
+FINAL_JOB_STATES = ("DONE", "FAILED", "CANCELLED", "UPDATED", "DRAINED")
 
 
 class LockedError(UserError):
     """Another run holds the output folder."""
 
 
+class LockLostError(RuntimeError):
+    """Another run took the output over while this one ran: this one must not commit."""
+
+
 def lock_path(output_dir: str) -> str:
     return fs.join(output_dir, LOCK_NAME)
 
 
-def _create_if_absent(path: str, data: bytes) -> bool:
-    """Writes `path` unless it exists, atomically; False if it existed."""
-    if not fs.is_remote(path):
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        return True
-    from google.api_core.exceptions import PreconditionFailed
-    from google.cloud import storage
-
-    bucket, _, name = path[len("gs://"):].partition("/")
-    blob = storage.Client().bucket(bucket).blob(name)
-    try:
-        blob.upload_from_string(data, content_type="application/json", if_generation_match=0)
-    except PreconditionFailed:
-        return False
-    return True
+def _load(path: str) -> tuple[dict | None, object]:
+    """(the lock's record or None, its version); every read of the lock goes through here."""
+    return lock_store.load(path)
 
 
 def read(output_dir: str) -> dict | None:
-    try:
-        return json.loads(fs.read_bytes(lock_path(output_dir)))
-    except (OSError, ValueError):  # absent (or unreadable: treated as absent by acquire)
-        return None
-
-
-def _stale_reason(lock: dict, timeout_hours: float, ended) -> str | None:
-    if ended(lock.get("run_id", "")):
-        return "that run has ended"
-    age_hours = (time.time() - float(lock.get("started", 0))) / 3600
-    if age_hours > timeout_hours:
-        return f"it is {age_hours:.1f} h old (--lock_timeout_hours {timeout_hours:g})"
-    if lock.get("host") == socket.gethostname() and lock.get("pid"):
-        try:
-            os.kill(int(lock["pid"]), 0)
-        except ProcessLookupError:
-            return f"its process {lock['pid']} on this host no longer exists"
-        except PermissionError:
-            pass
-    return None
-
-
-def acquire(output_dir: str, run_id: str, runner: str, *, takeover: bool = False,
-            timeout_hours: float = 72.0, ended=lambda run_id: False) -> None:
-    """Takes the output folder for `run_id`, or raises LockedError naming the holder."""
-    mine = {"run_id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
-            "started": time.time(), "runner": runner}
-    data = (json.dumps(mine, indent=1) + "\n").encode()
-    for _ in range(2):  # a second try after removing a stale lock
-        if _create_if_absent(lock_path(output_dir), data):
-            return
-        held = read(output_dir) or {}
-        reason = "--takeover_lock" if takeover else _stale_reason(held, timeout_hours, ended)
-        if reason is None:
-            started = time.strftime("%Y-%m-%d %H:%M:%S UTC",
-                                    time.gmtime(float(held.get("started", 0))))
-            raise LockedError(
-                f"{output_dir} is being written by prepare run {held.get('run_id', '?')} "
-                f"(started {started} on {held.get('host', '?')}, pid {held.get('pid', '?')}, "
-                f"{held.get('runner', '?')}). Wait for it to end; if it is dead, pass "
-                "--takeover_lock.")
-        print(f"warning: taking over the lock of run {held.get('run_id', '?')} on "
-              f"{output_dir}: {reason}", file=sys.stderr)
-        fs.delete([lock_path(output_dir)])
-    raise LockedError(f"{output_dir}: another run took the lock at the same moment; retry.")
+    return _load(lock_path(output_dir))[0]
 
 
 def owner(output_dir: str) -> str | None:
     return (read(output_dir) or {}).get("run_id")
 
 
+def boot_id() -> str:
+    """This boot of this machine ("" where unknown): pids are only comparable within it."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def pid_namespace() -> str:
+    """This process's PID namespace ("" where unknown): containers have their own."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _new_record(run_id: str, runner: str) -> dict:
+    now = time.time()
+    return {"run_id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
+            "boot_id": boot_id(), "pid_ns": pid_namespace(), "started": now,
+            "heartbeat": now, "runner": runner}
+
+
+def _same_machine(lock: dict) -> bool:
+    """Whether the lock's pid names a process this one can see: same boot, same PID
+    namespace (a host name is shared by containers and says nothing)."""
+    mine = boot_id(), pid_namespace()
+    return all(mine) and (lock.get("boot_id"), lock.get("pid_ns")) == mine
+
+
+def stale_reason(lock: dict, timeout_hours: float, ended, job_state) -> str | None:
+    """Why `lock` no longer protects a live run, or None while its run may be alive."""
+    if ended(lock.get("run_id", "")):
+        return "that run has ended"
+    if lock.get("job_id"):
+        state = job_state(lock) if job_state else None
+        if state and state not in FINAL_JOB_STATES:
+            return None  # the job itself runs, whatever became of its launcher
+        if state:
+            return f"its Dataflow job {lock['job_id']} is {state}"
+    elif _number(lock.get("pid")) > 0 and _same_machine(lock) and not _process_alive(
+            int(_number(lock["pid"]))):
+        return f"its process {lock['pid']} on this machine no longer exists"
+    beat = _number(lock.get("heartbeat", lock.get("started")))
+    age_hours = (time.time() - beat) / 3600
+    if age_hours > timeout_hours:
+        return (f"its last heartbeat is {age_hours:.2f} h old (--lock_timeout_hours "
+                f"{timeout_hours:g})")
+    return None
+
+
+def _number(value) -> float:
+    """A number from a lock file; 0 for anything else (a lock is data, not trusted code)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
+def _describe(output_dir: str, held: dict) -> str:
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(_number(held.get("started"))))
+    job = f", Dataflow job {held['job_id']}" if held.get("job_id") else ""
+    return (f"{output_dir} is being written by prepare run {held.get('run_id', '?')} "
+            f"(started {started} on {held.get('host', '?')}, pid {held.get('pid', '?')}, "
+            f"{held.get('runner', '?')}{job}). Wait for it to end; if it is dead, pass "
+            "--takeover_lock.")
+
+
+def acquire(output_dir: str, run_id: str, runner: str, *, takeover: bool = False,
+            timeout_hours: float = 1.0, ended=lambda run_id: False, job_state=None,
+            heartbeat_seconds: float = HEARTBEAT_SECONDS) -> "HeldLock":
+    """Takes the output folder for `run_id`, or raises LockedError naming the holder.
+    `job_state(lock)` gives the state of the Dataflow job a lock names (None: unknown)."""
+    path, mine = lock_path(output_dir), _new_record(run_id, runner)
+    job_state = job_state or dataflow_job_state
+    for _ in range(3):  # another try only when someone changed the lock meanwhile
+        held, version = _load(path)
+        if held is not None:
+            reason = "--takeover_lock" if takeover else stale_reason(
+                held, timeout_hours, ended, job_state)
+            if reason is None:
+                raise LockedError(_describe(output_dir, held))
+            print(f"warning: taking over the lock of run {held.get('run_id', '?')} on "
+                  f"{output_dir}: {reason}", file=sys.stderr)
+        # Only if the lock is still exactly what was judged (absent, or that stale one).
+        if lock_store.replace(path, mine, version):
+            return HeldLock(output_dir, run_id, heartbeat_seconds)
+    raise LockedError(f"{output_dir}: other runs are taking the lock at the same moment; "
+                      "retry.")
+
+
+def _update_mine(output_dir: str, run_id: str, change) -> None:
+    """Applies `change(record) -> new record, or None to delete` while the lock is ours;
+    LockLostError when it is not (absent, or another run's)."""
+    path = lock_path(output_dir)
+    for _ in range(10):  # retried only when our own heartbeat changed it meanwhile
+        held, version = _load(path)
+        if (held or {}).get("run_id") != run_id:
+            holder = (held or {}).get("run_id", "nobody")
+            raise LockLostError(f"{output_dir} is now locked by run {holder}; run {run_id} "
+                                "does not commit.")
+        new = change(held)
+        if (lock_store.delete(path, version) if new is None
+                else lock_store.replace(path, new, version)):
+            return
+    raise LockLostError(f"{output_dir}: the lock of run {run_id} keeps changing under it")
+
+
+def confirm(output_dir: str, run_id: str) -> None:
+    """Before a commit publishes anything: the lock is still ours (its heartbeat refreshed
+    by a conditional write), else LockLostError."""
+    _update_mine(output_dir, run_id, lambda held: {**held, "heartbeat": time.time()})
+
+
 def release(output_dir: str, run_id: str) -> None:
-    """Removes the lock if `run_id` holds it (a retried release is a no-op)."""
-    if owner(output_dir) == run_id:
-        fs.delete([lock_path(output_dir)])
+    """Removes the lock if `run_id` holds it (a retried release is a no-op; a lock another
+    run took meanwhile stays, since the delete is conditional on what was read)."""
+    with contextlib.suppress(LockLostError):
+        _update_mine(output_dir, run_id, lambda held: None)
+
+
+class HeldLock:
+    """The launcher's handle on the lock it took: heartbeat and Dataflow job id."""
+
+    def __init__(self, output_dir: str, run_id: str, heartbeat_seconds: float):
+        self.output_dir, self.run_id = output_dir, run_id
+        self.heartbeat_seconds = heartbeat_seconds
+        self.lost: LockLostError | None = None
+
+    def refresh(self, **fields) -> None:
+        _update_mine(self.output_dir, self.run_id,
+                     lambda held: {**held, **fields, "heartbeat": time.time()})
+
+    def note_job(self, job_id: str, project: str | None, region: str | None) -> None:
+        """Records the Dataflow job: the lock then lives while the job runs."""
+        self.refresh(job_id=job_id, project=project, region=region)
+
+    @contextlib.contextmanager
+    def heartbeat(self):
+        """Refreshes the lock every `heartbeat_seconds` in a thread while the block runs."""
+        stop = threading.Event()
+        thread = threading.Thread(target=self._beat, args=(stop,), daemon=True,
+                                  name=f"lock-heartbeat-{self.run_id}")
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
+
+    def _beat(self, stop: threading.Event) -> None:
+        while not stop.wait(self.heartbeat_seconds):
+            try:
+                self.refresh()
+            except LockLostError as err:  # taken over, or released by the commit
+                if read(self.output_dir) is not None:
+                    self.lost = err
+                    logging.warning("%s", err)
+                return
+            except Exception as err:  # noqa: BLE001 (a transient store error: next beat)
+                logging.warning("lock heartbeat of run %s failed: %s", self.run_id, err)
+
+
+def job_state_name(state) -> str | None:
+    """"RUNNING" for Dataflow's JOB_STATE_RUNNING enum, Beam's PipelineState.RUNNING or a
+    plain "RUNNING"; None for an unknown state (then the heartbeat judges)."""
+    name = str(getattr(state, "name", state) or "").rsplit(".", 1)[-1].upper()
+    name = name.removeprefix("JOB_STATE_")
+    return None if name in ("", "UNKNOWN", "NONE") else name
+
+
+def dataflow_job_state(lock: dict) -> str | None:
+    """The state of the Dataflow job a lock names, e.g. "RUNNING" (None: unknown)."""
+    try:  # imported here: Dataflow's API client is only needed for a lock that names a job
+        from apache_beam.options.pipeline_options import PipelineOptions
+        from apache_beam.runners.dataflow.internal import apiclient
+
+        options = PipelineOptions(project=lock.get("project"), region=lock.get("region"))
+        job = apiclient.DataflowApplicationClient(options).get_job(lock["job_id"])
+        return job_state_name(job.currentState)
+    except Exception as err:  # noqa: BLE001 (no credentials, no API: judged by heartbeat)
+        logging.warning("state of Dataflow job %s unknown: %s", lock.get("job_id"), err)
+        return None

@@ -191,6 +191,8 @@ def check(config: TokenizerConfig) -> None:
     """One clear sentence for a flag that cannot work, before anything is read or written."""
     if not config.input and not config.hf_dataset:
         raise UserError("give --input (files) or --hf_dataset")
+    if config.hf_dataset:
+        input_spec.hf_split_list(config.hf_splits)  # a split named twice: refused here
     specials = len(set(tokenizer_files.SPECIAL_TOKENS[config.model].values()))
     minimum = {"seed": 0, "progress_seconds": 0, "vocab_size": specials + 1, "min_frequency": 1,
                "model_max_length": specials + 1, "max_document_bytes": 1,

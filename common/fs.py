@@ -7,14 +7,18 @@ own filesystem; everything else (manifests, tokenizer files) goes through here.
 
 from __future__ import annotations
 
+import glob as local_glob
 import json
 import os
 import posixpath
 import shutil
 import uuid
+import warnings
 
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+
+from common import decompress
 
 
 def is_remote(path: str) -> bool:
@@ -33,9 +37,29 @@ def exists(path: str) -> bool:
     return FileSystems.exists(path)
 
 
+_GLOB_CHARS = frozenset("*?[")
+
+
+def escape_glob(path: str) -> str:
+    """`path` as a glob that matches only itself: `out/prep[ab]` -> `out/prep[[]ab]`.
+
+    Beam's patterns (and Python's glob) have no escape character, but a one-character
+    class is literal; every path a user gives is a name, never a pattern, unless a flag
+    says it is a glob (--input, --splits)."""
+    return "".join(f"[{c}]" if c in _GLOB_CHARS else c for c in path)
+
+
+def _quiet_match(call, *args):
+    """escape_glob's `[[]` is exact in Beam's patterns; Python's re only warns that a future
+    version might read `[[` as a nested set."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Possible nested set", category=FutureWarning)
+        return call(*args)
+
+
 def glob_sizes(pattern: str) -> dict[str, int]:
     """`{path: size in bytes}` for a glob, from one listing (no call per file)."""
-    result = FileSystems.match([pattern])[0]
+    result = _quiet_match(FileSystems.match, [pattern])[0]
     return {m.path: m.size_in_bytes for m in result.metadata_list}
 
 
@@ -44,10 +68,29 @@ def glob(pattern: str) -> list[str]:
     return sorted(glob_sizes(pattern))
 
 
+def glob_in(folder: str, pattern: str) -> list[str]:
+    """Sorted paths matching `pattern` inside `folder`, whose own name is taken literally."""
+    return glob(join(escape_glob(folder), pattern))
+
+
+def glob_sizes_in(folder: str, pattern: str) -> dict[str, int]:
+    """`glob_sizes` of `pattern` inside `folder`, whose own name is taken literally."""
+    return glob_sizes(join(escape_glob(folder), pattern))
+
+
+def size(path: str) -> int:
+    """The size of one file (0 when it is absent), its name taken literally."""
+    return glob_sizes(escape_glob(path)).get(path, 0)
+
+
 def open_read(path: str, compressed: bool = False):
-    """A binary reader; `.gz`/`.bz2`/... are decompressed when `compressed` is True."""
-    ctype = CompressionTypes.AUTO if compressed else CompressionTypes.UNCOMPRESSED
-    return FileSystems.open(path, compression_type=ctype)
+    """A binary reader; `.gz`/`.bz2`/`.zst`/`.deflate` are decompressed when `compressed` is
+    True, and a truncated one raises `decompress.TruncatedStreamError` (an EOFError) where
+    it ends (Beam's own decompressing reader just stops there)."""
+    raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    if compressed and decompress.suffix_of(path):
+        return decompress.open_checked(raw, path)
+    return raw
 
 
 def open_write(path: str):
@@ -107,13 +150,21 @@ def write_json(path: str, obj) -> None:
 
 
 def delete(paths: list[str]) -> None:
-    """Deletes files; missing ones (or ones another process deletes meanwhile) are ignored,
-    so a repeated or concurrent cleanup is harmless."""
+    """Deletes files, each name taken literally (Beam's delete expands globs); missing ones
+    (or ones another process deletes meanwhile) are ignored, so a repeated or concurrent
+    cleanup is harmless."""
     present = [p for p in dict.fromkeys(paths) if exists(p)]
-    if not present:
+    local = [p for p in present if not is_remote(p)]
+    for path in local:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+    remote = [escape_glob(p) for p in present if is_remote(p)]
+    if not remote:
         return
     try:
-        FileSystems.delete(present)
+        _quiet_match(FileSystems.delete, remote)
     except BeamIOError as err:
         failures = (err.exception_details or {}).values()
         if not all(_is_missing(e) for e in failures):
@@ -131,7 +182,7 @@ def delete_tree(path: str) -> None:
     """Deletes a folder (a prefix on object stores) and everything under it."""
     path = path.rstrip("/")
     if is_remote(path):
-        delete(glob(path + "/**"))
+        delete(glob_in(path, "**"))
     elif os.path.isdir(path):
         shutil.rmtree(path)
 
@@ -142,17 +193,30 @@ def remove_empty_folder(path: str) -> None:
         os.rmdir(path)
 
 
-def delete_trees(pattern: str) -> None:
-    """Deletes every folder (object-store prefix) whose name matches a glob pattern."""
-    if is_remote(pattern):
-        delete(glob(pattern.rstrip("/") + "/**"))
+def delete_trees_in(folder: str, pattern: str) -> None:
+    """Deletes every folder (object-store prefix) inside `folder` (a literal name) whose
+    name matches the glob `pattern`."""
+    if is_remote(folder):
+        delete(glob_in(folder, pattern.rstrip("/") + "/**"))
         return
-    import glob as local_glob
-
-    for folder in local_glob.glob(pattern):
-        delete_tree(folder)
+    for path in local_glob.glob(os.path.join(local_glob.escape(folder), pattern)):
+        delete_tree(path)
 
 
 def local_copy(path: str, local_path: str) -> None:
     with open(local_path, "wb") as f:
         f.write(read_bytes(path))
+
+
+def identity(path: str) -> str:
+    """What names the same file or folder as `path`, for comparing paths the user gave:
+    locally the real path (symlinks, `.`, `..` and doubled slashes resolved); on object
+    stores the bucket and the object name with `.`, `..` and empty segments collapsed
+    (stricter than the store, whose names are literal: two names that differ only so are
+    treated as one, which can only refuse a run, never mix splits)."""
+    if not is_remote(path):
+        return os.path.realpath(path)
+    scheme, _, rest = path.partition("://")
+    bucket, _, name = rest.partition("/")
+    name = posixpath.normpath("/" + name).lstrip("/") if name.strip("/") else ""
+    return f"{scheme}://{bucket}/{name}"

@@ -131,7 +131,14 @@ def read_manifest(
             f"{split_dir} holds sequences of length {manifest.max_length}, but "
             f"{max_length} was asked for. Prepare the data again with --max_length {max_length}."
         )
+    if not isinstance(manifest.tokenizer, dict):
+        raise ManifestError(f"{manifest_path} is not a valid manifest: its tokenizer record "
+                            f"is {type(manifest.tokenizer).__name__}, not an object")
     fingerprint = manifest.tokenizer.get("fingerprint")
+    if tokenizer_fingerprint is not None and not isinstance(fingerprint, str):
+        raise ManifestError(
+            f"{manifest_path} records no tokenizer fingerprint, so it cannot be checked "
+            "against the tokenizer in use. Prepare the data again with this code.")
     if tokenizer_fingerprint is not None and fingerprint != tokenizer_fingerprint:
         raise ManifestError(
             f"{split_dir} was tokenized with another tokenizer (sha256 {fingerprint[:12]}…, "
@@ -158,7 +165,7 @@ def _check_legacy_marker(split_dir: str, data: bytes) -> None:
 def _check_shards(split_dir: str, manifest: Manifest) -> None:
     """Every listed shard exists with its recorded size (one listing; no file is opened)."""
     sizes = {fs.basename(p): n
-             for p, n in fs.glob_sizes(fs.join(split_dir, "*" + shards.SHARD_SUFFIX)).items()}
+             for p, n in fs.glob_sizes_in(split_dir, "*" + shards.SHARD_SUFFIX).items()}
     missing = [s.name for s in manifest.shards if s.name not in sizes]
     if missing:
         raise ManifestError(

@@ -18,6 +18,7 @@ import time
 import uuid
 
 from common import fs
+from common.errors import UserError
 
 SHARD_SUFFIX = ".tfrecord"
 LEGACY_COUNT_RE = re.compile(r"-\d+-(\d+)\.tfrecord$")  # the legacy HF trainer's regex
@@ -26,13 +27,52 @@ _SHARD_RE = re.compile(rf"^(?P<split>.+?)(?:-(?P<run>{_RUN_ID}))?-(?P<index>\d{{
                        r"(?P<count>\d+)\.tfrecord$")
 
 
+# Names inside an output folder that are not splits: the run records, the dead letters,
+# the lock and temporary files (a leading "_" or "." is reserved for such names).
+RUNS_DIR = "_runs"
+DEAD_LETTER_DIR = "dead_letter"
+RESERVED_NAMES = (RUNS_DIR, DEAD_LETTER_DIR)
+
+
+class SplitNameError(UserError):
+    """A split name that would not be one folder of its own directly inside the output."""
+
+
+def split_name_problem(name: str) -> str | None:
+    """Why `name` cannot be a split folder inside an output folder, or None."""
+    if not name or name != name.strip():
+        return "is empty or has leading or trailing spaces"
+    if "/" in name or "\\" in name or name in (".", ".."):
+        return "is not a single folder name (no '/', '\\', '.' or '..')"
+    if name in RESERVED_NAMES or name[0] in "._":
+        return (f"is reserved ({', '.join(RESERVED_NAMES)} and names starting with '.' or "
+                "'_' hold the output's own files)")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "holds a control character"
+    return None
+
+
+def check_split_name(name: str) -> str:
+    """`name` if it can be a split folder, else SplitNameError with the reason."""
+    problem = split_name_problem(name)
+    if problem:
+        raise SplitNameError(f"split name {name!r} {problem}")
+    return name
+
+
 def new_run_id() -> str:
     """A time-ordered, unique id for one prepare run, e.g. `r20261122120000a1b2c3`."""
     return "r" + time.strftime("%Y%m%d%H%M%S", time.gmtime()) + uuid.uuid4().hex[:6]
 
 
+def is_run_id(text: str) -> bool:
+    """Whether `text` is a run id of new_run_id() (a lock or a record names one)."""
+    return isinstance(text, str) and re.fullmatch(_RUN_ID, text) is not None
+
+
 def split_dir(output_dir: str, split: str) -> str:
-    return fs.join(output_dir, split)
+    """The folder of one split, always directly inside `output_dir`."""
+    return fs.join(output_dir, check_split_name(split))
 
 
 def shard_name(split: str, index: int, count: int, run_id: str = "") -> str:
@@ -46,6 +86,15 @@ def parse_shard_name(name: str) -> tuple[str, int, int] | None:
     if not match:
         return None
     return match["split"], int(match["index"]), int(match["count"])
+
+
+def is_shard_basename(name: str, split: str | None = None) -> bool:
+    """Whether a name from a manifest is one of our shard files' bare names (of `split`):
+    anything else (a path, `..`) means the manifest is not ours to act on."""
+    if not isinstance(name, str) or fs.basename(name) != name or "\\" in name:
+        return False
+    parsed = parse_shard_name(name)
+    return parsed is not None and (split is None or parsed[0] == split)
 
 
 def count_from_name(name: str) -> int | None:

@@ -97,8 +97,22 @@ def load(tokenizer_dir: str):
                 "vocabulary; a masked language model needs cls, sep, pad, unk and mask tokens."
             )
         ids[role] = token_id
+    check_ids(tokenizer, json_path)
     info = TokenizerInfo(fingerprint(data), tokenizer.get_vocab_size(), ids)
     return tokenizer, info
+
+
+def check_ids(tokenizer, where: str) -> None:
+    """Every token id must be below the vocabulary size (the count of tokens), the number of
+    embeddings a model gets: a vocabulary with gaps in its ids would give ids no model row
+    (and ids of 65,536 or more do not fit the pipeline's 16-bit rows of such a vocabulary)."""
+    size = tokenizer.get_vocab_size()
+    top = max(tokenizer.get_vocab(with_added_tokens=True).values(), default=-1)
+    if top >= size:
+        raise TokenizerFilesError(
+            f"{where}: token {tokenizer.id_to_token(top)!r} has id {top}, but the vocabulary "
+            f"holds {size} tokens, so ids must be below {size}; renumber the vocabulary "
+            "without gaps or train a tokenizer with `python -m beam_pipelines.train_tokenizer`.")
 
 
 def word_starts(tokenizer) -> list[bool]:

@@ -59,7 +59,7 @@ def split_dirs(output_dir: str) -> list[str]:
     if fs.exists(manifest.manifest_path_of(output_dir)):
         return [output_dir]
     return sorted(p[: -len(manifest.MANIFEST_NAME) - 1]
-                  for p in fs.glob(fs.join(output_dir, "*", manifest.MANIFEST_NAME)))
+                  for p in fs.glob_in(output_dir, "*/" + manifest.MANIFEST_NAME))
 
 
 def main(argv=None) -> int:

@@ -72,7 +72,7 @@ class SplitSource:
 def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None) -> SplitSource:
     """Validates a split folder against the tokenizer; raises `ManifestError` with one reason."""
     split_dir = split_dir.rstrip("/")
-    files = fs.glob(fs.join(split_dir, "*" + shards.SHARD_SUFFIX))
+    files = fs.glob_in(split_dir, "*" + shards.SHARD_SUFFIX)
     has_manifest = fs.exists(fs.join(split_dir, manifest.MANIFEST_NAME)) or fs.exists(
         fs.join(split_dir, manifest.MARKER_NAME))
     ours = files and all(shards.parse_shard_name(f) for f in files)

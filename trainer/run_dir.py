@@ -94,8 +94,8 @@ class RunDir:
 
     def checkpoints(self) -> list[str]:
         """Checkpoint files, newest step first."""
-        return newest_first(fs.glob(self._path(CHECKPOINTS_DIR, "ckpt-*" + WEIGHTS_SUFFIX)))
+        return newest_first(fs.glob_in(self._path(CHECKPOINTS_DIR), "ckpt-*" + WEIGHTS_SUFFIX))
 
     def backups(self) -> list[str]:
         """Backup files, newest step first."""
-        return newest_first(fs.glob(self._path(BACKUP_DIR, "state-*" + WEIGHTS_SUFFIX)))
+        return newest_first(fs.glob_in(self._path(BACKUP_DIR), "state-*" + WEIGHTS_SUFFIX))

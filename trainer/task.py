@@ -35,7 +35,7 @@ def remove_orphans(run) -> None:
     from common import fs
 
     if not fs.is_remote(run.root):
-        fs.delete(fs.glob(fs.join(run.root, "*", ".tmp-*")) + fs.glob(fs.join(run.root, ".tmp-*")))
+        fs.delete(fs.glob_in(run.root, "*/.tmp-*") + fs.glob_in(run.root, ".tmp-*"))
 
 
 def tokenizer_of(train_data: str) -> str:

@@ -32,9 +32,10 @@ def arm(point: str, nth: int) -> None:
     acquire, upload, write_manifest = run_lock.acquire, fs.upload_stream, manifest.write_manifest
 
     def acquire_then_die(*args, **kwargs):
-        acquire(*args, **kwargs)
+        held = acquire(*args, **kwargs)
         if point == "locked":
             _kill()
+        return held
 
     def watched_upload(path, chunks):
         if not path.endswith(".tfrecord"):

@@ -79,7 +79,7 @@ class _Fault(Exception):
 def _fail_at(monkeypatch, k):
     """Makes the k-th file write or delete raise (counted across the fs functions)."""
     calls = {"n": 0}
-    for name in ("write_bytes", "delete", "delete_trees", "remove_empty_folder"):
+    for name in ("write_bytes", "delete", "delete_trees_in", "remove_empty_folder"):
         real = getattr(fs, name)
 
         def wrapped(*args, _real=real, **kwargs):
@@ -276,3 +276,73 @@ def test_a_corrupt_tokenizer_folder_is_one_line(tmp_path, corpus_texts, bpe_toke
     assert prepare.run(_args(src, str(tok), tmp_path / "o")) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not a valid tokenizers file" in err[0]
+
+
+def test_a_refusal_whose_dead_letters_hold_line_separators_is_one_line(
+        tmp_path, bpe_tokenizer_dir, capsys):
+    """Issue 22 item 13: U+2028, U+0085, ... are legal inside a JSON string; the dead-letter
+    JSONL is split on "\\n" only (splitlines() split there and the commit crashed)."""
+    src = tmp_path / "c.jsonl"
+    odd = "a\u2028b\u2029c\u0085d\x0be\x0cf\x1cg\x1dh\x1ei"
+    src.write_text("".join(json.dumps({"body": f"{odd} {i}"}, ensure_ascii=False) + "\n"
+                           for i in range(20)), encoding="utf-8")
+    code = prepare.run(_args(src, bpe_tokenizer_dir, tmp_path / "o"))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "20 of 20 documents were rejected" in err[-1], err[-3:]
+    assert "missing field 'text'" in err[-1]
+
+
+def test_top_reasons_streams_and_counts_every_line(tmp_path):
+    path = tmp_path / "dead.jsonl"
+    reasons = ["x\u2028y", "x\u2028y", "plain"]
+    path.write_text("".join(json.dumps({"reason": r}, ensure_ascii=False) + "\n"
+                            for r in reasons), encoding="utf-8")
+    assert commit.top_reasons([str(path)]) == "'x\\u2028y' x 2; 'plain' x 1"
+    assert commit.top_reasons([str(path)], max_lines=1) == "'x\\u2028y' x 1"
+    with open(path, "ab") as f:
+        f.write(b'{"reason": "cut\n')
+    assert commit.top_reasons([str(path)]).endswith("'(unreadable dead-letter line)' x 1")
+
+
+def test_a_planted_manifest_never_makes_the_clean_up_delete_elsewhere(
+        tmp_path, corpus_texts, bpe_tokenizer_dir):
+    """Issue 22 item 2: only bare shard names of our own manifests are deleted."""
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
+    out = tmp_path / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    victims = [tmp_path / "victim.tfrecord", tmp_path / "abs-00000-1.tfrecord",
+               out / "train" / "notes.txt"]
+    for victim in victims:
+        victim.write_text("keep me")
+    planted = json.loads((out / "train" / "manifest.json").read_text())
+    for name, listed in (("evil", ["../../victim.tfrecord", str(victims[1])]),
+                         ("evil2", ["../train/notes.txt"]),
+                         ("evil3", [fs.basename(p) for p in map(str, victims[:1])])):
+        (out / name).mkdir()
+        shard = planted["shards"][0]
+        (out / name / "manifest.json").write_text(json.dumps(
+            {**planted, "split": name, "shards": [{**shard, "name": n} for n in listed]}))
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", "3")) == 0
+    assert all(v.read_text() == "keep me" for v in victims)
+    assert all((out / name / "manifest.json").exists() for name in ("evil", "evil2", "evil3"))
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "..", "_runs", "dead_letter", ".hidden", ""])
+def test_split_names_that_are_not_one_folder_are_refused(tmp_path, corpus_texts,
+                                                         bpe_tokenizer_dir, capsys, name):
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:10])
+    other = write_jsonl(tmp_path / "d.jsonl", corpus_texts[10:20])
+    out = tmp_path / "deep" / "out"
+    code = prepare.run(["--splits", f"train={src};{name}={other}" if name else f" ={src}",
+                        "--tokenizer", bpe_tokenizer_dir, "--output_dir", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert ("split name" in err[0] and repr(name) in err[0]) or "NAME=GLOB" in err[0], err
+    assert not (tmp_path / "deep").exists()
+
+
+def test_hf_split_names_are_checked_before_any_download(tmp_path, bpe_tokenizer_dir, capsys):
+    code = prepare.run(["--hf_dataset", "no/such-dataset", "--hf_splits", "train,../up",
+                        "--tokenizer", bpe_tokenizer_dir, "--output_dir", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "split name '../up'" in err[0], err

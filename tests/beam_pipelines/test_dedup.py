@@ -189,3 +189,32 @@ def test_none_keeps_everything_and_reruns_are_byte_identical(tmp_path, corpus_te
     assert run["documents_duplicate"] == run["documents_filtered"] == 0
     assert run["documents_tokenized"] == run["documents_read"] - 2  # all but the blank ones
     assert run["documents_read"] == len(survivors) + duplicates + sum(filtered.values()) + 2
+
+
+INVISIBLE_COPIES = ["Soft\u00adware is eating the world, said the article.",
+                    "Software is\u200b eating the world, said the article.",
+                    "Software is eating the\ufeff world, said the article.",
+                    "Software is eating the world, said\u2060 the article."]
+
+
+def test_copies_that_differ_only_by_invisible_characters_are_one_text(tmp_path):
+    assert len({dedup.exact_key(t) for t in INVISIBLE_COPIES}) == 1
+    docs = [sources.Document("a.jsonl", i + 1, t) for i, t in enumerate(INVISIBLE_COPIES)]
+    with BeamTestPipeline(runner="FnApiRunner") as p:
+        kept, _, stats = p | beam.Create(docs) | dedup.ExactDedup(sample_size=1)
+        assert_that(kept | beam.Map(lambda d: d.line), equal_to([1]), label="kept")
+        assert_that(stats | beam.CombinePerKey(sum),
+                    equal_to([("train/documents_duplicate/exact", 3)]), label="stats")
+
+
+def test_a_prepare_run_drops_invisible_copies(tmp_path, corpus_texts, bpe_tokenizer_dir):
+    texts = corpus_texts[:30]
+    marked = [t.replace(" ", " \u200b", 1) for t in texts[:10]] + [
+        t.replace(" ", "\u00ad ", 1) for t in texts[10:20]]
+    path = write_jsonl(tmp_path / "c.jsonl", texts + marked)
+    out = tmp_path / "out"
+    run_prepare("--input", path, "--tokenizer", bpe_tokenizer_dir, "--output_dir", out,
+                "--max_length", 32, "--quality_filter", "none")
+    run = manifest.read_manifest(str(out / "train")).accounting["run"]
+    assert run["duplicates_by_kind"] == {"exact": 20}
+    assert run["documents_tokenized"] == 30

@@ -90,7 +90,8 @@ def test_commit_protocol_on_gcs(gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
     after = ids()  # train committed by the killed run, validation still the first run's
     assert after["validation"] == first["validation"] != after["train"]
     lock = json.loads(gcs.read_object("prepared2/_LOCK"))
-    gcs.write_object("prepared2/_LOCK", json.dumps({**lock, "host": "elsewhere"}).encode())
+    gcs.write_object("prepared2/_LOCK", json.dumps(
+        {**lock, "host": "elsewhere", "boot_id": "another-machine"}).encode())
     refused = _attempt(["-m", "beam_pipelines.prepare", *flags], env)
     assert refused.returncode == 2 and "being written by prepare run" in refused.stderr
     gcs.write_object("prepared2/_LOCK", json.dumps(lock).encode())  # this host, dead pid

@@ -75,3 +75,13 @@ def test_listed_shard_missing(tmp_path):
     (tmp_path / "train-00001-2.tfrecord").unlink()
     with pytest.raises(manifest.ManifestError, match="do not exist, first train-00001-2"):
         manifest.read_manifest(str(tmp_path))
+
+
+@pytest.mark.parametrize("tokenizer", [{"vocab_size": 100}, {"fingerprint": None}, None])
+def test_a_manifest_without_a_tokenizer_fingerprint_is_one_clear_error(tmp_path, tokenizer):
+    _write_split(str(tmp_path))
+    data = fs.read_json(str(tmp_path / "manifest.json"))
+    data["tokenizer"] = tokenizer
+    fs.write_json(str(tmp_path / "manifest.json"), data)
+    with pytest.raises(manifest.ManifestError, match="tokenizer"):
+        manifest.read_manifest(str(tmp_path), tokenizer_fingerprint="ab" * 32)

@@ -1,3 +1,5 @@
+import pytest
+
 from common import fs, shards
 
 
@@ -13,3 +15,25 @@ def test_names_follow_the_layout_and_the_legacy_regex():
     assert shards.parse_shard_name("my-split-00002-5.tfrecord") == ("my-split", 2, 5)
     assert shards.count_from_name("out/train/dataset-3-1000.tfrecord") == 1000
     assert shards.parse_shard_name("notes.txt") is None
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "a\\b", "..", ".", "", " train", "_runs",
+                                  "dead_letter", ".tmp-1", "_LOCK", "tab\there"])
+def test_split_names_are_single_folder_names(name):
+    assert shards.split_name_problem(name)
+    with pytest.raises(shards.SplitNameError):
+        shards.split_dir("gs://b/out", name)
+
+
+@pytest.mark.parametrize("name", ["train", "validation", "test", "train-2", "wiki.en", "x[1]"])
+def test_ordinary_split_names_pass(name):
+    assert shards.split_dir("out", name) == f"out/{name}"
+
+
+def test_shard_basenames_from_a_manifest():
+    good = shards.shard_name("train", 3, 10, "r20261122120000a1b2c3")
+    assert shards.is_shard_basename(good) and shards.is_shard_basename(good, "train")
+    assert not shards.is_shard_basename(good, "validation")
+    for bad in ("../" + good, "/abs/" + good, "x/" + good, good + "/", "notes.txt", 7, None):
+        assert not shards.is_shard_basename(bad)
+    assert shards.is_run_id("r20261122120000a1b2c3") and not shards.is_run_id("../../x")

@@ -62,33 +62,55 @@ _HOP_BY_HOP = frozenset({
 # gcp-storage-emulator
 # --------------------------------------------------------------------------------------------
 
-def _if_absent(upload):
-    """GCS's `ifGenerationMatch=0` ("create only if absent"), which the emulator ignores:
-    HTTP 412 when the object exists, as GCS answers."""
-    from http import HTTPStatus
-
+def _current_generation(storage, bucket: str, name: str | None) -> str:
     from gcp_storage_emulator.exceptions import NotFound
 
+    try:
+        return str(storage.get_file_obj(bucket, name).get("generation") or "0")
+    except NotFound:
+        return "0"  # GCS's "absent"
+
+
+def _if_generation_match(handler, object_name):
+    """GCS's `ifGenerationMatch` precondition (generation 0 = "only if absent"), which the
+    emulator ignores: HTTP 412 when the object is at another generation, as GCS answers.
+    The emulator serves one request at a time, so check and change are one atomic step."""
+    from http import HTTPStatus
+
     def guarded(request, response, storage):
-        if request.query.get("ifGenerationMatch") == ["0"]:
-            name = (request.query.get("name") or [None])[0]
-            if name is None and isinstance(request.data, dict):
-                name = request.data["meta"].get("name")
-            try:
-                storage.get_file_obj(request.params["bucket_name"], name)
-            except NotFound:
-                pass
-            else:
+        wanted = request.query.get("ifGenerationMatch")
+        if wanted is not None:
+            name = object_name(request)
+            if _current_generation(storage, request.params["bucket_name"], name) != wanted[0]:
                 response.status = HTTPStatus.PRECONDITION_FAILED
                 return None
-        return upload(request, response, storage)
+        return handler(request, response, storage)
+    guarded._honours_generation = True
     return guarded
+
+
+def _upload_name(request):
+    name = (request.query.get("name") or [None])[0]
+    if name is None and isinstance(request.data, dict):
+        name = request.data["meta"].get("name")
+    return name
+
+
+def _honour_generation_on_delete() -> None:
+    """The server's route table holds the object handlers themselves: guard DELETE there."""
+    from gcp_storage_emulator import server
+    from gcp_storage_emulator.handlers import objects
+
+    for _, handlers in server.HANDLERS:
+        if handlers.get(server.DELETE) is objects.delete:
+            handlers[server.DELETE] = _if_generation_match(
+                objects.delete, lambda request: request.params["object_id"])
 
 
 def _patch_emulator_once() -> None:
     """Make the emulator accept an empty media upload (what ``tf.io.gfile.makedirs`` sends;
     it parses an empty body as None and then fails on ``len(None)``), and honour
-    `ifGenerationMatch=0` on uploads (the output lock of beam_pipelines/run_lock.py)."""
+    `ifGenerationMatch` on uploads and deletes (the output lock, beam_pipelines/lock_store.py)."""
     from gcp_storage_emulator.handlers import objects
 
     original = objects._media_upload
@@ -100,10 +122,11 @@ def _patch_emulator_once() -> None:
             request._data = b""  # the parsed-body cache behind Request.data
         return original(request, response, storage)
 
-    media_upload._accepts_empty_body = True
     # insert() looks these up as module globals.
-    objects._media_upload = _if_absent(media_upload)
-    objects._multipart_upload = _if_absent(objects._multipart_upload)
+    objects._media_upload = _if_generation_match(media_upload, _upload_name)
+    objects._media_upload._accepts_empty_body = True
+    objects._multipart_upload = _if_generation_match(objects._multipart_upload, _upload_name)
+    _honour_generation_on_delete()
     # Its WARNING-level chatter ("Content handled as string") would bury real errors in
     # pytest's captured-log section.
     logging.getLogger("gcp_storage_emulator").setLevel(logging.ERROR)
