@@ -15,6 +15,7 @@ DEMO_VOCAB ?= 3000
 DEMO_LENGTH ?= 64
 DEMO_MASKING ?= token
 DEMO_TOKENIZER = $(DEMO)/tokenizer-$(DEMO_VOCAB)
+PUSH_TO ?=  # e.g. hf://ORG/NAME: `make demo` then publishes the export (docs/publishing.md)
 LOCAL_BEAM := --runner=FnApiRunner
 
 # --- Dataflow (make prepare) and TPU VM (make train) --------------------------------------
@@ -53,13 +54,16 @@ TPU_SMOKE := tests/trainer/test_strategy.py tests/trainer/test_plan.py \
 TPU_JAX_VENV := .venv-tpu-jax
 TPU_JAX_PY := $(TPU_JAX_VENV)/bin/python
 TPU_JAX_STAMP := $(TPU_JAX_VENV)/.installed
-TPU_JAX_SMOKE := tests/trainer/test_tpu_jax_stack.py tests/test_no_tensorflow_text.py
+TPU_JAX_SMOKE := tests/trainer/test_tpu_jax_stack.py tests/test_no_tensorflow_text.py \
+  tests/trainer/test_task.py::test_eval_loss_falls_clearly \
+  tests/trainer/test_task.py::test_interrupted_run_resumes_where_it_stopped \
+  tests/trainer/test_export.py
 
 # `make train` installs and runs the stack of its backend.
 ifeq ($(BACKEND),jax)
 TRAIN_PY := $(TPU_JAX_PY)
 TRAIN_STAMP := $(TPU_JAX_STAMP)
-TRAIN_WHERE :=
+TRAIN_WHERE := --strategy tpu
 else ifeq ($(BACKEND),tensorflow)
 TRAIN_PY := $(TPU_PY)
 TRAIN_STAMP := $(TPU_STAMP)
@@ -92,8 +96,10 @@ $(TPU_JAX_STAMP): setup.py constraints.txt constraints-tpu-jax.txt
 	$(TPU_JAX_PY) -m pip check
 	touch $(TPU_JAX_STAMP)
 
+# The trainer's tests run twice: on TensorFlow (with everything else), then on JAX.
 test: $(STAMP)
 	$(PY) -m pytest tests -q -p no:cacheprovider
+	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer -q -p no:cacheprovider
 
 # Off a TPU VM libtpu would query the cloud metadata server at import: TPU_SKIP_MDS_QUERY
 # stops that, and the tests run without a network (unshare -n, loopback only) to prove it.
@@ -114,7 +120,7 @@ demo: $(STAMP)
 	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(DEMO)/corpus.jsonl --tokenizer $(DEMO_TOKENIZER) --output_dir $(DEMO)/prepared --max_length $(DEMO_LENGTH) --validation_fraction 0.02
 	rm -rf $(DEMO)/train $(DEMO)/export
 	$(PY) -m trainer.task --train_data $(DEMO)/prepared/train --eval_data $(DEMO)/prepared/validation --tokenizer $(DEMO_TOKENIZER) --output_dir $(DEMO)/train --model tiny --config '{"dropout": 0.0}' --strategy cpu --per_replica_batch_size 32 --train_steps $(DEMO_STEPS) --learning_rate 3e-3 --warmup_ratio 0.1 --masking $(DEMO_MASKING) --eval_every 500 --save_every 500 --max_eval_batches 20 --verbose 2
-	$(PY) -m trainer.export --checkpoint $(DEMO)/train --output_dir $(DEMO)/export --format all
+	$(PY) -m trainer.export --checkpoint $(DEMO)/train --output_dir $(DEMO)/export --format all --language en $(if $(PUSH_TO),--push_to $(PUSH_TO))
 	$(PY) -m trainer.plot --run_dir $(DEMO)/train --output $(DEMO)/train/curves.png
 	$(PY) -m trainer.fill_mask_demo --model $(DEMO)/export/keras-hub --corpus $(DEMO)/corpus.jsonl --validation_fraction 0.02 --num 10
 	$(PY) -m trainer.baseline --run_dir $(DEMO)/train
@@ -125,6 +131,7 @@ demo: $(STAMP)
 	@echo "  training run      $(DEMO)/train/ (metrics.json, history.json, logs/ for TensorBoard, checkpoints/)"
 	@echo "  curves            $(DEMO)/train/curves.png"
 	@echo "  exports           $(DEMO)/export/keras-hub/ and $(DEMO)/export/hf/"
+	@echo "  model cards       $(DEMO)/export/keras-hub/README.md and $(DEMO)/export/hf/README.md"
 	@echo "  final metrics     $$(cat $(DEMO)/train/metrics.json | tr -d '\n ')"
 
 prepare: $(STAMP)
@@ -139,7 +146,7 @@ prepare: $(STAMP)
 train: $(TRAIN_STAMP)
 	@case "$(BACKEND)" in jax|tensorflow) ;; *) echo "make train: BACKEND must be jax or tensorflow, not '$(BACKEND)'"; exit 2;; esac
 	@test -n "$(DATA)" -a -n "$(OUTPUT)" || { echo "usage: make train [BACKEND=jax|tensorflow] [TPU=local] DATA=gs://.../prepared OUTPUT=gs://.../runs/NAME [TOKENIZER=...] (or BUCKET=...)"; exit 2; }
-	KERAS_BACKEND=$(BACKEND) $(TRAIN_PY) -m trainer.task $(TRAIN_WHERE) --train_data $(DATA)/train --eval_data $(DATA)/validation \
+	KERAS_BACKEND=$(BACKEND) $(TRAIN_PY) -m trainer.task --backend $(BACKEND) $(TRAIN_WHERE) --train_data $(DATA)/train --eval_data $(DATA)/validation \
 	  $(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --output_dir $(OUTPUT) --model $(MODEL) \
 	  --per_replica_batch_size $(BATCH) --train_steps $(STEPS) --precision bf16 $(ARGS)
 
@@ -148,8 +155,9 @@ bench: bench-prepare bench-train
 bench-prepare: $(STAMP)
 	$(PY) -m benchmarks.bench_prepare --corpus_mb 60
 
+# Both backends side by side (one child process each), figures in docs/jax.md.
 bench-train: $(STAMP)
-	$(PY) -m benchmarks.bench_train
+	$(PY) -m benchmarks.bench_train --backends tensorflow,jax
 
 clean:
 	rm -rf runs bench_out

@@ -31,6 +31,8 @@ setuptools.setup(
         "datasets==5.2.0",
         "numpy>=1.26",
         "orjson>=3.10",  # fast JSONL parsing (already a dependency of apache-beam[gcp])
+        # Model/tokenizer cards and --push_to (already a dependency of datasets).
+        "huggingface_hub==2.4.0",
         # Beam's launcher stages --setup_file with `python -m build` (else it prints "No
         # module named build" and falls back to the deprecated `setup.py sdist`).
         "build==1.6.1",

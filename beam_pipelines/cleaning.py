@@ -21,58 +21,17 @@ source, line, offset, rule, reason, an excerpt, and for a duplicate `kept`: the 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import quality, sources
+from beam_pipelines import dedup, near_dedup, quality
+from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, Removed, doc_position
+from beam_pipelines.stats import emit_stats
 from beam_pipelines.accounting import STATS, removal_key
 from beam_pipelines.tokenization import split_of
 
-REMOVED = "removed"  # the tagged output of `Removed` records
 SAMPLE_NAME = "removed_sample"
-EXCERPT_CHARS = 200
-
-
-def position(source: str, line: int, offset: int | None) -> tuple:
-    """Where a document lies in the input, as a sortable key: files by path, then by byte
-    offset (reads of byte ranges know no line number) or line. The smallest copy wins."""
-    return (source, -1 if offset is None else offset, line)
-
-
-def doc_position(doc: sources.Document) -> tuple:
-    return position(doc.source, doc.line, doc.offset)
-
-
-def ref(pos: tuple) -> dict:
-    """A document's place, for the sample: {"source", "line", "offset"}."""
-    source, offset, line = pos
-    return {"source": source, "line": line, "offset": None if offset < 0 else offset}
-
-
-@dataclasses.dataclass(frozen=True)
-class Removed:
-    rule: str  # a quality rule, or "duplicate_exact" / "duplicate_near"
-    pos: tuple  # `position` of the removed document
-    reason: str
-    excerpt: str
-    kept: tuple | None = None  # duplicates: `position` of the copy that was kept
-
-    def to_json(self) -> str:
-        record = ref(self.pos) | {"rule": self.rule, "reason": self.reason,
-                                  "excerpt": self.excerpt}
-        if self.kept is not None:
-            record["kept"] = ref(self.kept)
-        return json.dumps(record, ensure_ascii=False)
-
-
-def emit_stats(stats: Counter):
-    """A bundle's counts as Beam metrics and as (name, count) pairs on STATS."""
-    for key, value in stats.items():
-        beam.metrics.Metrics.counter("prepare", key).inc(value)
-        yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))
 
 
 class CountBySplit(beam.DoFn):
@@ -87,7 +46,7 @@ class CountBySplit(beam.DoFn):
     def start_bundle(self):
         self.stats = Counter()
 
-    def process(self, doc: sources.Document):
+    def process(self, doc: Document):
         split = split_of(doc, *self.fractions)
         self.stats[f"{split}/documents_read"] += 1
         yield doc if doc.split == split else dataclasses.replace(doc, split=split)
@@ -108,7 +67,7 @@ class FilterQuality(beam.DoFn):
     def start_bundle(self):
         self.stats = Counter()
 
-    def process(self, doc: sources.Document):
+    def process(self, doc: Document):
         failure = quality.first_failure(doc.text, self.config)
         if failure is None:
             yield doc
@@ -148,9 +107,6 @@ class Clean(beam.PTransform):
             docs = filtered.kept
             removed.append(filtered[REMOVED])
             stats.append(filtered[STATS])
-        # Imported here: both build on this module.
-        from beam_pipelines import dedup, near_dedup
-
         if self.dedup in ("exact", "near"):  # near: exact copies first, the cheap part
 
             docs, copies, counts = docs | "ExactDedup" >> (

@@ -9,7 +9,7 @@ letters, ligatures), then `str.casefold`, then every run of whitespace collapsed
 space and the ends stripped. (Joiners that change how a text renders, U+200C/U+200D, stay.) Two documents are copies when the 128-bit BLAKE2b hashes of their normalised
 texts are equal (the chance of any collision among a billion documents is ~1e-21).
 
-Which copy survives: the one first in the input, by `cleaning.position` (source path, then
+Which copy survives: the one first in the input, by `documents.position` (source path, then
 byte offset or line), whatever split it would go to; so a rerun keeps the same copies. The
 grouping is Beam's own `CombinePerKey` (combiner lifting: each worker merges the copies it
 holds before the shuffle, so a document in a million copies moves one accumulator per
@@ -28,10 +28,9 @@ from collections import Counter
 
 import apache_beam as beam
 
-from beam_pipelines import sources
 from beam_pipelines.accounting import STATS, removal_key
-from beam_pipelines.cleaning import (EXCERPT_CHARS, REMOVED, Removed, doc_position, emit_stats,
-                                     ref)
+from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, Removed, doc_position, ref
+from beam_pipelines.stats import emit_stats
 from beam_pipelines.tokenization import split_of
 
 BLANK = "blank"  # blank documents skip the dedup: the tokenizer counts them as empty
@@ -52,7 +51,7 @@ def exact_key(text: str) -> bytes:
                            digest_size=16).digest()
 
 
-def to_tuple(doc: sources.Document) -> tuple:
+def to_tuple(doc: Document) -> tuple:
     """A Document as plain values (Beam's fast coder encodes tuples of str/int/None)."""
     return (doc.source, doc.line, doc.text, doc.split, doc.offset)
 
@@ -64,7 +63,7 @@ class KeyByText(beam.DoFn):
     def __init__(self, validation_fraction=0.0, test_fraction=0.0):
         self.fractions = (validation_fraction, test_fraction)
 
-    def process(self, doc: sources.Document):
+    def process(self, doc: Document):
         if not doc.text.strip():
             yield beam.pvalue.TaggedOutput(BLANK, doc)
             return
@@ -141,7 +140,7 @@ class EmitFirstCopies(beam.DoFn):
 
     def process(self, element):
         _, (best, counts, sample) = element
-        yield sources.Document(*best[2])
+        yield Document(*best[2])
         for split, n in counts.items():
             self.stats[removal_key(split, "documents_duplicate", self.kind)] += n
         for position, _, excerpt in sample:

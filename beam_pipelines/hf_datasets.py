@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from beam_pipelines import sources
+from beam_pipelines.documents import (DEFAULT_MAX_DOCUMENT_BYTES, DeadLetter, Document, Record,
+                                      excerpt, text_of)
 from common import fs
 
 
@@ -28,17 +29,17 @@ def hf_num_shards(name: str, config: str | None, split: str) -> int:
 
 
 def read_hf_shard(name, config, split, text_field, index, num_shards,
-                  max_document_bytes=sources.DEFAULT_MAX_DOCUMENT_BYTES
-                  ) -> Iterator[sources.Record]:
+                  max_document_bytes=DEFAULT_MAX_DOCUMENT_BYTES
+                  ) -> Iterator[Record]:
     """Documents of one shard of a dataset split; rows keep their index within the shard."""
     source = f"hf:{name}/{config or ''}/{split}#{index}"
     ds = _load_hf(name, config, split, streaming=True).shard(num_shards, index)
     for row, obj in enumerate(ds):
-        text, reason = sources.text_of(obj, text_field)
+        text, reason = text_of(obj, text_field)
         if reason:
-            yield sources.DeadLetter(source, row, reason, sources.excerpt(str(obj)))
+            yield DeadLetter(source, row, reason, excerpt(str(obj)))
         elif len(text) > max_document_bytes and len(text.encode()) > max_document_bytes:
-            yield sources.DeadLetter(source, row, f"document of {len(text.encode())} bytes is over "
+            yield DeadLetter(source, row, f"document of {len(text.encode())} bytes is over "
                              f"the limit of {max_document_bytes} bytes (--max_document_bytes)")
         else:
-            yield sources.Document(source, row, text, split)
+            yield Document(source, row, text, split)

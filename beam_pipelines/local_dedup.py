@@ -28,9 +28,9 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import local_shuffle, progress, shard_writer, sources
+from beam_pipelines import local_shuffle, progress, shard_writer
 from beam_pipelines.accounting import STATS, removal_key
-from beam_pipelines.cleaning import EXCERPT_CHARS, REMOVED, doc_position
+from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, doc_position
 from beam_pipelines.dedup import copy_removed, exact_key
 from beam_pipelines.tokenization import split_of
 
@@ -44,7 +44,7 @@ COPIED = "copied"  # (key, kept place) of the texts with removed copies
 
 
 def position_hash(position: tuple) -> int:
-    """A document's place (`cleaning.position`, plain ints) as a 64-bit int. Two places
+    """A document's place (`documents.position`, plain ints) as a 64-bit int. Two places
     collide with odds ~n^2 / 2^64; the run's accounting would then refuse the commit, not
     drop text silently."""
     return int.from_bytes(hashlib.blake2b(repr(position).encode(), digest_size=8).digest(),
@@ -71,7 +71,7 @@ class SpillPositions(beam.DoFn):
         self.records = np.zeros(self.run_records, RECORD)
         self.size, self.source_ids = 0, {}
 
-    def process(self, doc: sources.Document):
+    def process(self, doc: Document):
         self.tally.add(checked=1)
         if not doc.text.strip():
             return
@@ -171,7 +171,7 @@ class KeepFirstCopies(beam.DoFn):
     `Removed` if a removed copy (REMOVED); documents the quality filter removed in the first
     read are dropped silently: they were counted and sampled there."""
 
-    def process(self, doc: sources.Document, kept: np.ndarray, copied: dict):
+    def process(self, doc: Document, kept: np.ndarray, copied: dict):
         if not doc.text.strip():
             yield doc
             return

@@ -5,7 +5,7 @@ over the documents that exact dedup kept, across all inputs, before the split is
          -> (position, earliest match): CombinePerKey(min) -> CoGroupByKey with the documents
          -> DropMatched -> docs
 
-A document is removed when some document earlier in the input (by `cleaning.position`)
+A document is removed when some document earlier in the input (by `documents.position`)
 shares an LSH bucket with it and their signatures agree on at least `--near_threshold` of
 their values. One pass, no all-pairs step and no iteration; each decision depends only on
 the two documents, so reruns and runners agree. (Unlike connected components, in a chain
@@ -25,9 +25,10 @@ from collections import Counter
 
 import apache_beam as beam
 
-from beam_pipelines import minhash, sources
+from beam_pipelines import minhash
 from beam_pipelines.accounting import RUN_PREFIX, STATS, removal_key
-from beam_pipelines.cleaning import EXCERPT_CHARS, REMOVED, Removed, doc_position, emit_stats, ref
+from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, Removed, doc_position, ref
+from beam_pipelines.stats import emit_stats
 from beam_pipelines.dedup import BLANK, normalise, to_tuple
 from beam_pipelines.tokenization import split_of
 
@@ -41,7 +42,7 @@ class MinHashBands(beam.DoFn):
     def __init__(self, config: minhash.MinHashConfig):
         self.config = config
 
-    def process(self, doc: sources.Document):
+    def process(self, doc: Document):
         if not doc.text.strip():
             yield beam.pvalue.TaggedOutput(BLANK, doc)
             return
@@ -117,7 +118,7 @@ class DropMatched(beam.DoFn):
 
     def process(self, element):
         position, grouped = element
-        doc = sources.Document(*next(iter(grouped["doc"])))
+        doc = Document(*next(iter(grouped["doc"])))
         matches = list(grouped["match"])
         if not matches:
             yield doc

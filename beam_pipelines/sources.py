@@ -17,46 +17,22 @@ import json
 import lzma
 import zlib
 from collections import Counter
-from typing import Iterator, Union
+from typing import Iterator
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindows
 
 import orjson
 
 from common import fs
-from beam_pipelines.accounting import STATS
+from beam_pipelines import hf_datasets
+from beam_pipelines.documents import (DEFAULT_MAX_DOCUMENT_BYTES, DeadLetter, Document, Record,
+                                      excerpt, text_of)
+from beam_pipelines.stats import emit_stats
 
-DEFAULT_MAX_DOCUMENT_BYTES = 10_000_000  # larger documents are dead-lettered, not tokenized
 DEFAULT_RANGE_BYTES = 64 << 20  # larger uncompressed text/JSONL files are read in ranges
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst", ".deflate")
 BOM = "\ufeff"
 _READ_CHUNK = 1 << 20
-
-
-@dataclasses.dataclass(frozen=True)
-class Document:
-    source: str  # file path or "hf:NAME/CONFIG/SPLIT"
-    line: int  # 1-based line of a text/JSONL file, 0-based row of parquet / dataset
-    text: str
-    split: str | None = None  # set when the input names its split, or once prepare chose it
-    offset: int | None = None  # byte offset of the line, for reads of a byte range
-
-
-@dataclasses.dataclass(frozen=True)
-class DeadLetter:
-    source: str
-    line: int
-    reason: str
-    excerpt: str = ""
-    documents: int = 1  # how many input documents this record stands for
-    offset: int | None = None  # byte offset of the line, for reads of a byte range
-
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), ensure_ascii=False)
-
-
-Record = Union[Document, DeadLetter]
 
 
 def file_format(path: str) -> str | None:
@@ -71,12 +47,6 @@ def file_format(path: str) -> str | None:
     if name.endswith(".json"):
         return "jsonl"
     return None
-
-
-def excerpt(raw: bytes | str, size: int = 120) -> str:
-    if isinstance(raw, bytes):
-        raw = raw[: size * 4].decode("utf-8", errors="replace")
-    return raw[:size]
 
 
 def _skip_partial_line(f, start: int) -> int:
@@ -161,18 +131,6 @@ def _read_txt(path, f, limit, unit, start=0, end=None) -> Iterator[Record]:
             paragraph, first_line = [], 0
     if paragraph:
         yield Document(path, first_line, "\n".join(paragraph))
-
-
-def text_of(obj, text_field: str) -> tuple[str | None, str]:
-    """`(text, "")` or `(None, reason)` for one JSON object / row."""
-    if not isinstance(obj, dict):
-        return None, f"JSON line is a {type(obj).__name__}, not an object"
-    if text_field not in obj:
-        return None, f"missing field {text_field!r}"
-    value = obj[text_field]
-    if not isinstance(value, str):
-        return None, f"field {text_field!r} is {type(value).__name__}, not a string"
-    return value, ""
 
 
 def _read_jsonl(path, f, limit, text_field, start=0, end=None) -> Iterator[Record]:
@@ -287,8 +245,6 @@ class ReadDocuments(beam.DoFn):
                     record = dataclasses.replace(record, split=split)
                 yield record
         else:
-            from beam_pipelines import hf_datasets  # it builds on this module
-
             _, split, index, num_shards = task
             yield from hf_datasets.read_hf_shard(self.hf_name, self.hf_config, split,
                                              self.text_field, index, num_shards,
@@ -305,6 +261,4 @@ class ReadDocuments(beam.DoFn):
                 yield record
 
     def finish_bundle(self):
-        for key, value in self.stats.items():
-            beam.metrics.Metrics.counter("prepare", key).inc(value)
-            yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))
+        yield from emit_stats(self.stats)

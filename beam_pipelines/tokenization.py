@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import hashlib
 import itertools
 from collections import Counter
 
@@ -13,22 +12,12 @@ from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import chunking, progress, sources
 from beam_pipelines.accounting import STATS
+from beam_pipelines.stats import emit_stats
 from common import tokenizer_files
+from common.splits import hash_split
 
 TAIL = "tail"
 BLOCK_ROWS = 4096  # rows per emitted block: big enough to amortise per-element costs
-
-
-def hash_split(text: str, validation_fraction: float, test_fraction: float) -> str:
-    """Deterministic split of a document by a hash of its text, so reruns agree and exact
-    duplicates always land in the same split."""
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    u = int.from_bytes(digest, "big") / 2.0**64
-    if u < validation_fraction:
-        return "validation"
-    if u < validation_fraction + test_fraction:
-        return "test"
-    return "train"
 
 
 def split_of(doc: sources.Document, validation_fraction: float, test_fraction: float) -> str:
@@ -131,9 +120,7 @@ class TokenizeAndChunk(beam.DoFn):
             rest = chunker.remainder()
             if len(rest):
                 yield beam.pvalue.TaggedOutput(TAIL, GlobalWindows.windowed_value((split, rest)))
-        for key, value in self.stats.items():
-            beam.metrics.Metrics.counter("prepare", key).inc(value)
-            yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value((key, value)))
+        yield from emit_stats(self.stats)
         self.tally.flush()
 
 

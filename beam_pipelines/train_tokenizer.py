@@ -4,7 +4,8 @@
         --output_dir gs://bucket/tokenizer --vocab_size 25000 --model unigram
 
 The output folder loads with `tokenizers.Tokenizer.from_file(dir + "/tokenizer.json")` and
-with `transformers.AutoTokenizer.from_pretrained(dir)` (transformers 4.x and 5).
+with `transformers.AutoTokenizer.from_pretrained(dir)` (transformers 4.x and 5), and carries a
+short card (README.md); `--push_to hf://ORG/NAME` publishes it to a Hub repository.
 Training runs on one machine; `--max_documents` bounds its time and memory by a uniform
 reservoir sample, and reading stops after `--max_read_documents` (10x the sample by default)
 taken from the files in a seeded random order, so a huge corpus is neither held nor read whole.
@@ -23,13 +24,14 @@ from typing import Iterable, Iterator
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
 from tokenizers import pre_tokenizers, processors, trainers
 
-from beam_pipelines import hf_datasets, input_spec, progress, sources
+from beam_pipelines import hf_datasets, input_spec, progress, sources, tokenizer_card
 from beam_pipelines.input_spec import InputSpec
-from common import flags, fs, tokenizer_files
+from common import flags, fs, hf_push, publish, tokenizer_files
 from common.errors import UserError, run_cli
 from common.flags import flag
 
 MODELS = ("unigram", "bpe", "wordpiece")
+DEAD_LETTER = "dead_letter.jsonl"
 
 
 @dataclasses.dataclass
@@ -51,6 +53,8 @@ class TokenizerConfig(InputSpec):
     seed: int = flag("seed of the sample and of the reading order", 0)
     progress_seconds: float = flag("seconds between progress lines while reading (0 = none)",
                                    10.0)
+    push_to: str = flag("publish the tokenizer folder to hf://ORG/NAME (credentials: HF_TOKEN "
+                        "or `hf auth login`)")
 
     def __post_init__(self):
         if self.max_documents == 0:
@@ -193,6 +197,8 @@ def check(config: TokenizerConfig) -> None:
         raise UserError("give --input (files) or --hf_dataset")
     if config.hf_dataset:
         input_spec.hf_split_list(config.hf_splits)  # a split named twice: refused here
+    if config.push_to:
+        hf_push.check_token(publish.tokenizer_target(config.push_to))
     specials = len(set(tokenizer_files.SPECIAL_TOKENS[config.model].values()))
     minimum = {"seed": 0, "progress_seconds": 0, "vocab_size": specials + 1, "min_frequency": 1,
                "model_max_length": specials + 1, "max_document_bytes": 1,
@@ -233,8 +239,10 @@ def train(config: TokenizerConfig) -> dict:
         "seconds": round(time.monotonic() - start, 1),
     }
     fs.write_json(fs.join(config.output_dir, "training_info.json"), info)
+    repo_id = config.push_to and publish.tokenizer_target(config.push_to).repo_id
+    tokenizer_card.write(tokenizer_card.build(info, repo_id), config.output_dir)
     if report.dead_letters:
-        fs.write_bytes(fs.join(config.output_dir, "dead_letter.jsonl"),
+        fs.write_bytes(fs.join(config.output_dir, DEAD_LETTER),
                        "".join(d.to_json() + "\n" for d in report.dead_letters).encode())
     return info
 
@@ -251,6 +259,11 @@ def main(argv=None) -> int:
         info = train(config)
         print(json.dumps({k: v for k, v in info.items() if k != "config"}, indent=2))
         print(f"tokenizer written to {config.output_dir}")
+        if config.push_to:
+            # Dead letters quote the corpus's bad records: they stay with the user.
+            url = hf_push.push_folder(config.output_dir, config.push_to, "Upload tokenizer",
+                                      ignore=(DEAD_LETTER,))
+            print(f"tokenizer pushed to {url}")
     return run_cli(body)
 
 

@@ -1,26 +1,34 @@
-"""Throughput of the trainer: input pipeline alone, train step (tiny, small), and base on a GPU.
+"""Throughput of the trainer on both Keras backends, side by side, in one run.
 
-    python -m benchmarks.bench_train [--batch 32] [--seq 128] [--vocab 25000]
+    python -m benchmarks.bench_train [--batch 32] [--seq 128] [--vocab 25000] [--backends tensorflow,jax]
 
-Prints examples/s of the tf.data pipeline (read, shuffle, batch, vectorised parse) from local
-shards, examples/s of the compiled train step (masking + forward + backward + AdamW) for the
-tiny and small sizes on this machine, and the ratio (goal: input >= 10x the step). When a GPU
-is visible it also trains `base` and prints tokens/s, model FLOPs and MFU.
+For each backend (one child process each: Keras picks its backend once per process) prints
+examples/s of the compiled train step (masking + forward + backward + AdamW, batches from
+memory, through `fit`) for the tiny and small sizes, then the JAX/TensorFlow ratio. Also the
+tf.data input pipeline alone (read, shuffle, batch, vectorised parse; the same on both
+backends). When an accelerator is visible the child also trains `base` in bf16 and prints
+tokens/s, model FLOPs and MFU.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 
-import trainer  # noqa: F401  (pins KERAS_BACKEND before numpy/TF pull keras in)
+import trainer  # noqa: F401  (chooses KERAS_BACKEND before numpy/TF pull keras in)
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from common import schema
 from trainer import data, model
+from trainer.families.sizes import SIZES
 from trainer.masking import MaskingSpec
 from trainer.optimization import build_optimizer
 from trainer.train_step import MaskedLMTrainer
@@ -28,7 +36,8 @@ from trainer.train_step import MaskedLMTrainer
 SPECIAL = (0, 1, 2, 3, 4)
 # Dense bf16 peak of common accelerators, for MFU.
 PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0,
-               "V100": 125.0, "T4": 65.0}
+               "V100": 125.0, "T4": 65.0, "TPU v5 lite": 197.0, "TPU v4": 275.0,
+               "TPU v6": 918.0}
 
 
 def write_shards(folder, num_shards, per_shard, seq, vocab, seed=0):
@@ -42,52 +51,49 @@ def write_shards(folder, num_shards, per_shard, seq, vocab, seed=0):
                 w.write(schema.encode_example(ids, (ids != 0).astype(np.int64)))
 
 
-def bench_input(folder, batch, seq, vocab, batches=400):
+def bench_input(batch, seq, vocab, batches=400):
     class Info:
         vocab_size, fingerprint = vocab, ""
 
-    source = data.resolve_split(folder, Info(), seq)
-    dataset = data.train_dataset(source, batch, seed=0, shuffle_buffer=10_000)
-    iterator = iter(dataset)
-    for _ in range(20):
-        next(iterator)
-    start = time.perf_counter()
-    for _ in range(batches):
-        next(iterator)["input_ids"].numpy()
-    return batches * batch / (time.perf_counter() - start)
+    with tempfile.TemporaryDirectory() as folder:
+        write_shards(folder, 8, 2_000, seq, vocab)
+        source = data.resolve_split(folder, Info(), seq)
+        iterator = iter(data.train_dataset(source, batch, seed=0, shuffle_buffer=10_000))
+        for _ in range(20):
+            next(iterator)
+        start = time.perf_counter()
+        for _ in range(batches):
+            next(iterator)[schema.INPUT_IDS].numpy()
+        return batches * batch / (time.perf_counter() - start)
 
 
-def build(size, vocab, seq, jit, precision="float32"):
-    import keras
+class _Timer(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        self.start = time.perf_counter()
 
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds = time.perf_counter() - self.start
+
+
+def bench_step(size, batch, seq, vocab, steps, precision="float32"):
+    """Examples/s of `fit` on batches from memory: the last of three epochs (the first
+    compiles; JAX's second was still measured slow here, so it is left out too)."""
     keras.mixed_precision.set_dtype_policy(precision)
     keras.utils.set_random_seed(0)
-    config = model.backbone_config("roberta", size, vocab, seq)
-    masked_lm = model.build_masked_lm("roberta", config)
+    masked_lm = model.build_masked_lm("roberta", model.backbone_config("roberta", size, vocab,
+                                                                       seq))
     trainer_model = MaskedLMTrainer(masked_lm, MaskingSpec(vocab, 4, SPECIAL))
-    trainer_model.compile(optimizer=build_optimizer(1e-4, 10_000, 100), jit_compile=jit)
-    return trainer_model, masked_lm.count_params()
-
-
-def bench_step(size, batch, seq, vocab, steps, jit=True, precision="float32"):
-    """Examples/s of the train function alone (batches come from memory)."""
-    trainer_model, params = build(size, vocab, seq, jit, precision)
+    trainer_model.compile(optimizer=build_optimizer(1e-4, 10_000, 100), jit_compile=True)
     rng = np.random.default_rng(0)
     ids = rng.integers(5, vocab, (batch, seq)).astype(np.int32)
     ids[:, 0], ids[:, -1] = 2, 3
-    batch_data = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-    trainer_model(batch_data)
-    iterator = iter(tf.data.Dataset.from_tensors(batch_data).repeat())
-    trainer_model.optimizer.build(trainer_model.trainable_variables)
-    trainer_model.make_train_function()
-    train_function = trainer_model.train_function  # what fit calls per step
-    for _ in range(3):  # compile + warm up
-        float(train_function(iterator)["loss"])
-    start = time.perf_counter()
-    for _ in range(steps):
-        logs = train_function(iterator)
-    float(logs["loss"])
-    return steps * batch / (time.perf_counter() - start), params
+    batches = tf.data.Dataset.from_tensors(
+        {schema.INPUT_IDS: ids, schema.ATTENTION_MASK: np.ones_like(ids),
+         data.ROW: np.arange(batch, dtype=np.int32)}).repeat().enumerate().map(
+        lambda i, b: {**b, data.STEP: tf.fill([batch], tf.cast(i, tf.int32))})
+    timer = _Timer()
+    trainer_model.fit(batches, epochs=3, steps_per_epoch=steps, callbacks=[timer], verbose=0)
+    return steps * batch / timer.seconds, masked_lm.count_params()
 
 
 def model_flops_per_token(params, layers, hidden, seq):
@@ -96,44 +102,86 @@ def model_flops_per_token(params, layers, hidden, seq):
     return 6 * params + 12 * layers * hidden * seq
 
 
+def accelerator() -> str | None:
+    """The name of a visible GPU/TPU on this backend, or None."""
+    if keras.backend.backend() == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        return None if device.platform == "cpu" else device.device_kind
+    gpus = tf.config.list_physical_devices("GPU")
+    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") \
+        if gpus else None
+
+
+def child(args) -> dict:
+    """This process's backend: tiny and small on the CPU (or the accelerator), base + MFU
+    where an accelerator is visible."""
+    out = {"backend": keras.backend.backend(), "device": accelerator() or "CPU"}
+    for size, steps in (("tiny", args.tiny_steps), ("small", args.small_steps)):
+        rate, params = bench_step(size, args.batch, args.seq, args.vocab, steps)
+        out[size] = {"examples_per_second": rate, "params": params}
+    if accelerator():
+        seq, batch, base = 512, 32, SIZES["base"]
+        rate, params = bench_step("base", batch, seq, args.vocab, 20, "mixed_bfloat16")
+        flops = model_flops_per_token(params, base["num_layers"], base["hidden_dim"], seq)
+        peak = next((v for k, v in PEAK_TFLOPS.items() if k in out["device"]), None)
+        achieved = rate * seq * flops / 1e12
+        out["base"] = {"tokens_per_second": rate * seq, "tflops": achieved,
+                       "mfu": achieved / peak if peak else None}
+    return out
+
+
+def _run_child(backend: str, argv: list[str]) -> dict:
+    env = {**os.environ, "KERAS_BACKEND": backend}
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_train", "--child", *argv],
+                          env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{backend} benchmark failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def report(args, results: dict, input_rate: float) -> None:
+    print(f"input pipeline: {input_rate:,.0f} examples/s (batch {args.batch}, seq {args.seq}, "
+          "8 local shards; tf.data on both backends)")
+    print(f"train step, examples/s (batch {args.batch}, seq {args.seq}, vocab {args.vocab}, "
+          f"compiled, device {next(iter(results.values()))['device']}):")
+    names = list(results)
+    print(f"  {'size':6s}" + "".join(f"{n:>12s}" for n in names)
+          + ("   jax/tensorflow" if set(names) == {"jax", "tensorflow"} else ""))
+    for size in ("tiny", "small"):
+        rates = {n: results[n][size]["examples_per_second"] for n in names}
+        ratio = (f"   {rates['jax'] / rates['tensorflow']:.2f}x"
+                 if set(names) == {"jax", "tensorflow"} else "")
+        print(f"  {size:6s}" + "".join(f"{rates[n]:12,.1f}" for n in names) + ratio)
+    for name in names:
+        base = results[name].get("base")
+        if base:
+            mfu = f"MFU {100 * base['mfu']:.1f} %" if base["mfu"] else "peak unknown"
+            print(f"  base on {results[name]['device']} ({name}, bf16, batch 32, seq 512): "
+                  f"{base['tokens_per_second']:,.0f} tokens/s, {base['tflops']:.1f} TFLOP/s, "
+                  f"{mfu}")
+        else:
+            print(f"  base ({name}): no accelerator visible, so no MFU measurement.")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--vocab", type=int, default=25_000)
+    parser.add_argument("--tiny_steps", type=int, default=30)
+    parser.add_argument("--small_steps", type=int, default=15)
+    parser.add_argument("--backends", default="tensorflow,jax")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-
-    with tempfile.TemporaryDirectory() as folder:
-        write_shards(folder, 8, 2_000, args.seq, args.vocab)
-        input_rate = bench_input(folder, args.batch, args.seq, args.vocab)
-    print(f"input pipeline: {input_rate:,.0f} examples/s "
-          f"(batch {args.batch}, seq {args.seq}, 8 local shards)")
-
-    for size, steps in (("tiny", 30), ("small", 15)):
-        rate, params = bench_step(size, args.batch, args.seq, args.vocab, steps)
-        print(f"train step {size:5s} ({params / 1e6:.1f} M params, XLA, CPU): "
-              f"{rate:,.1f} examples/s = {rate / args.batch:.2f} steps/s; input/step ratio "
-              f"{input_rate / rate:,.0f}x {'(goal >= 10x met)' if input_rate >= 10 * rate else '(BELOW 10x)'}")
-
-    base = model.SIZES["base"]
-    gpus = tf.config.list_physical_devices("GPU")
-    if not gpus:
-        _, params = build("base", args.vocab, 512, jit=False)
-        flops = model_flops_per_token(params, base["num_layers"], base["hidden_dim"], 512)
-        print(f"base: {params / 1e6:.1f} M params, {flops / 1e9:.2f} GFLOPs per training token "
-              "at seq 512; no GPU visible, so no MFU measurement.")
+    if args.child:
+        print(json.dumps(child(args)))
         return
-    seq, batch = 512, 32
-    rate, params = bench_step("base", batch, seq, args.vocab, steps=20,
-                              precision="mixed_bfloat16")
-    tokens = rate * seq
-    flops = model_flops_per_token(params, base["num_layers"], base["hidden_dim"], seq)
-    name = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
-    peak = next((v for k, v in PEAK_TFLOPS.items() if k in name), None)
-    achieved = tokens * flops / 1e12
-    mfu = f"MFU {100 * achieved / peak:.1f} % of {peak:.0f} TFLOP/s" if peak else "peak unknown"
-    print(f"base on {name} (bf16, batch {batch}, seq {seq}): {tokens:,.0f} tokens/s, "
-          f"{flops / 1e9:.2f} GFLOPs/token, {achieved:.1f} TFLOP/s, {mfu}")
+    forwarded = [f"--{k}={getattr(args, k)}" for k in
+                 ("batch", "seq", "vocab", "tiny_steps", "small_steps")]
+    results = {b: _run_child(b, forwarded) for b in args.backends.split(",")}
+    report(args, results, bench_input(args.batch, args.seq, args.vocab))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import json
 import re
 import sys
 
+from common.errors import UserError
+
 _TYPES = {"int": int, "float": float, "str": str, "dict": json.loads}
 
 
@@ -120,11 +122,11 @@ def add_flags(parser, cls) -> None:
 
 
 def parse(parser: argparse.ArgumentParser, cls, argv=None):
-    """Parses `argv` into `cls`; a ValueError from the dataclass is a one-line usage error
-    (exit 2) when `parser` is an `ArgumentParser` of this module."""
+    """Parses `argv` into `cls`; a ValueError or UserError from the dataclass is a one-line
+    usage error (exit 2) when `parser` is an `ArgumentParser` of this module."""
     add_flags(parser, cls)
     args = parser.parse_args(argv)
     try:
         return cls(**vars(args))
-    except ValueError as err:
-        parser.error(str(err))
+    except (ValueError, UserError) as err:
+        parser.error(str(err).rstrip("."))  # the line goes on: "; see ... --help"

@@ -79,7 +79,7 @@ def main(argv=None) -> int:
                 return 1
             print(f"ok: {split_dir}: {len(found.shards)} shard(s), {found.num_examples:,} "
                   f"records, run {found.run_id or '?'}")
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

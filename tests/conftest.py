@@ -8,7 +8,7 @@ import pytest
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-pytest_plugins = ["tests.support.gcs"]
+pytest_plugins = ["tests.support.gcs", "tests.support.hub", "tests.support.kaggle"]
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,13 @@
-"""Keras 3 / keras-hub masked-language-model trainer (TPU, GPU, CPU)."""
+"""Keras 3 / keras-hub masked-language-model trainer (TPU, GPU, CPU; TensorFlow or JAX)."""
 
 import os
 
-# Keras reads its backend once, at first import; the trainer is TensorFlow-only (tf.data,
-# tf.distribute, TPUStrategy), so pin it before any submodule imports keras.
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+from trainer import keras_backend
+
+# Keras reads its backend once, at first import: choose it before any submodule imports keras.
+keras_backend.choose()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ INFO lines: not for users
 
-from trainer import quiet  # noqa: E402  (after the backend is pinned)
+from trainer import quiet  # noqa: E402  (after the backend is chosen)
 
-quiet.import_tensorflow()
+quiet.import_tensorflow()  # tf.data feeds `fit` on both backends

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from common import flags, fs, tokenizer_files
+from common import flags, fs, schema, tokenizer_files
 from common.errors import UserError, run_cli
 from trainer import data
 from trainer.run_dir import RunDir
@@ -27,7 +27,7 @@ def token_counts(batches, vocab_size: int, special_ids) -> np.ndarray:
     """Counts of every non-special, non-pad token id over `batches` of parsed records."""
     counts = np.zeros(vocab_size, np.int64)
     for batch in batches:
-        ids = batch["input_ids"].numpy()[batch["attention_mask"].numpy() > 0]
+        ids = batch[schema.INPUT_IDS].numpy()[batch[schema.ATTENTION_MASK].numpy() > 0]
         counts += np.bincount(ids, minlength=vocab_size)[:vocab_size]
     counts[list(special_ids)] = 0
     return counts
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
                   f"always answering {answer!r} (unigram baseline): {accuracy / share:.1f}x")
         else:
             print(f"unigram baseline: always answering {answer!r} scores {100 * share:.1f} %")
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ interval ends, in this order (the order is the protocol; see README "Preemption"
    the interval. A restart resumes from the newest readable one; everything the earlier
    callbacks wrote for later steps is then rewritten identically.
 
-Only the chief process writes (`chief=False` turns every writer into a no-op).
+Only the chief process writes (`chief=False` turns every writer into a no-op, though every
+process still serialises the weights: see `checkpoints.publish`).
 
 Example:
     >>> run = RunDir("out")
@@ -51,9 +52,10 @@ class StepCheckpoints(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         step = _step(self.model)
-        if self.chief and _due(step, self.every, self.last_step):
-            checkpoints.publish(self.masked_lm, self.run.checkpoint(step))
-            checkpoints.prune(self.run.checkpoints(), self.keep)
+        if _due(step, self.every, self.last_step):
+            checkpoints.publish(self.masked_lm, self.run.checkpoint(step), upload=self.chief)
+            if self.chief:
+                checkpoints.prune(self.run.checkpoints(), self.keep)
 
 
 class StateBackup(keras.callbacks.Callback):
@@ -71,9 +73,10 @@ class StateBackup(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         step = _step(self.model)
-        if self.chief and _due(step, self.every, self.last_step):
-            checkpoints.publish(self.model, self.run.backup(step))
-            checkpoints.prune(self.run.backups(), self.keep)
+        if _due(step, self.every, self.last_step):
+            checkpoints.publish(self.model, self.run.backup(step), upload=self.chief)
+            if self.chief:
+                checkpoints.prune(self.run.backups(), self.keep)
 
 
 def seed_generators(model) -> list:

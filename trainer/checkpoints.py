@@ -1,73 +1,41 @@
-"""Writes and reads the weight files of training runs; finds models wherever a path points.
+"""Writes and reads the weight files of training runs (`trainer/model_source.py` finds models
+wherever a path points, using these readers).
 
 Writing: `publish` saves a Keras weight file whole or not at all (local: temporary name, then
 rename; gs://: one object upload), so a kill at any instant leaves either the previous file
 or the new one. Reading: `restore_state` resumes a run from its newest *readable* backup, and
-`resolve` picks the newest readable checkpoint, so a torn or foreign file is skipped with one
-line instead of crashing a restart or an export.
-
-Three layouts are accepted wherever a "model" path is asked for:
-
-- a training output dir (`trainer.run_dir` names its files): the newest readable checkpoint;
-- one `.weights.h5` file in such a dir's `checkpoints/` folder;
-- a keras-hub preset written by `trainer.export` (`config.json`, `task.json`, weights, plus our
-  `run_config.json` and `tokenizer/`).
+`newest_readable` picks the newest readable checkpoint, so a torn or foreign file is skipped
+with one line instead of crashing a restart or an export.
 
 Example:
-    >>> source = resolve("runs/tiny")             # no TensorFlow needed: paths and configs only
-    >>> source.kind, source.max_sequence_length
-    ('checkpoint', 128)
-    >>> masked_lm, run_config, tokenizer_dir = load_masked_lm("runs/tiny")
+    >>> publish(masked_lm, run.checkpoint(1000))
+    >>> step = restore_state(run, trainer_model, masked_lm)
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import posixpath
 import sys
 import tempfile
 
 from common import fs
 from common.errors import UserError
-from trainer import families, run_dir
-from trainer.run_dir import RUN_CONFIG, TOKENIZER_DIR, WEIGHTS_SUFFIX, RunDir
-
-# keras-hub preset files (keras_hub/src/utils/preset_utils.py).
-PRESET_CONFIG = "config.json"
-PRESET_TASK = "task.json"
-
-
-class ModelNotFoundError(UserError):
-    """A path holds no checkpoint or preset; the message is one sentence for the user."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelSource:
-    """Where a model's weights, configuration and tokenizer are (found without loading it)."""
-
-    kind: str  # "checkpoint" or "preset"
-    path: str  # the .weights.h5 file, or the preset dir
-    run_config: dict
-    tokenizer_dir: str | None
-
-    @property
-    def family(self) -> str:
-        return self.run_config["family"]
-
-    @property
-    def max_sequence_length(self) -> int:
-        return int(self.run_config["backbone_config"]["max_sequence_length"])
-
+from trainer import run_dir
+from trainer.run_dir import WEIGHTS_SUFFIX, RunDir
 
 # --- Writing -------------------------------------------------------------------------------
 
-def publish(model, path: str) -> None:
-    """`model.save_weights(path)`, atomically: a kill or an error leaves no partial file."""
+def publish(model, path: str, upload: bool = True) -> None:
+    """`model.save_weights(path)`, atomically: a kill or an error leaves no partial file.
+
+    Every process of a multi-process run calls this (`upload` only on the chief): saving runs
+    collective device operations under JAX (and tf.distribute's multi-worker strategies
+    expect every worker to save), so a chief saving alone would wait for the others."""
     with tempfile.TemporaryDirectory() as tmp:
         local = os.path.join(tmp, "w" + WEIGHTS_SUFFIX)  # Keras wants the suffix
         model.save_weights(local)
-        fs.upload_stream(path, fs.file_chunks(local))
+        if upload:
+            fs.upload_stream(path, fs.file_chunks(local))
 
 
 def prune(paths_newest_first: list[str], keep: int) -> None:
@@ -171,103 +139,3 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
 def latest_checkpoint(output_dir: str) -> str | None:
     """The newest readable checkpoint in `{output_dir}/checkpoints/`, or None."""
     return newest_readable(RunDir(output_dir).checkpoints())
-
-
-def resolve(path: str) -> ModelSource:
-    """Finds what `path` is (see the module docstring); raises ModelNotFoundError if nothing."""
-    path = path.rstrip("/")
-    is_file = path.endswith(WEIGHTS_SUFFIX)
-    # gs:// has no folder objects to test for; only files are checked there.
-    if (is_file or not fs.is_remote(path)) and not fs.exists(path):
-        raise ModelNotFoundError(f"{path} does not exist.")
-    if is_file:
-        reason = unreadable_reason(path) if not fs.is_remote(path) else None
-        if reason:
-            raise ModelNotFoundError(f"{path} is not a readable weight file: {reason}.")
-        # The file lies in {output_dir}/checkpoints/: the run config is two levels up.
-        output_dir = posixpath.dirname(posixpath.dirname(path)) or "."
-        return _checkpoint_source(path, output_dir)
-    if fs.exists(fs.join(path, PRESET_CONFIG)):
-        return _preset_source(path)
-    if fs.exists(fs.join(path, RUN_CONFIG)):
-        found = RunDir(path).checkpoints()
-        checkpoint = newest_readable(found)
-        if checkpoint is None:
-            raise ModelNotFoundError(
-                f"{path} is a training output dir but has no readable checkpoint "
-                f"({len(found)} found in {run_dir.CHECKPOINTS_DIR}/, none readable)."
-            )
-        return _checkpoint_source(checkpoint, path)
-    raise ModelNotFoundError(
-        f"{path} is neither a training output dir ({RUN_CONFIG} + {run_dir.CHECKPOINTS_DIR}/), "
-        f"a {WEIGHTS_SUFFIX} checkpoint nor a keras-hub preset ({PRESET_CONFIG})."
-    )
-
-
-def _checkpoint_source(checkpoint: str, output_dir: str) -> ModelSource:
-    config_path = fs.join(output_dir, RUN_CONFIG)
-    if not fs.exists(config_path):
-        raise ModelNotFoundError(
-            f"{checkpoint} is not inside a training output dir: {config_path} is missing."
-        )
-    run_config = fs.read_json(config_path)
-    tokenizer_dir = fs.join(output_dir, TOKENIZER_DIR)
-    return ModelSource("checkpoint", checkpoint, run_config, tokenizer_dir)
-
-
-def _preset_source(preset_dir: str) -> ModelSource:
-    config = fs.read_json(fs.join(preset_dir, PRESET_CONFIG))
-    if "model_type" in config:  # A Hugging Face dir: keras-hub would leave its LM head random.
-        raise ModelNotFoundError(
-            f"{preset_dir} is a Hugging Face transformers export; load it with "
-            "transformers.AutoModelForMaskedLM, or give the keras-hub preset or checkpoint."
-        )
-    family = families.of_registered_name(config.get("registered_name"))
-    if family is None or not fs.exists(fs.join(preset_dir, PRESET_TASK)):
-        raise ModelNotFoundError(
-            f"{preset_dir} is not a keras-hub RoBERTa/BERT masked LM preset "
-            f"(backbone {config.get('registered_name')!r}, {PRESET_TASK} needed)."
-        )
-    run_config_path = fs.join(preset_dir, RUN_CONFIG)
-    # Presets that we did not export have no run config: rebuild the part we use.
-    run_config = fs.read_json(run_config_path) if fs.exists(run_config_path) else {}
-    run_config = {**run_config, "family": family.name,
-                  "backbone_config": _backbone_kwargs(config)}
-    tokenizer_dir = fs.join(preset_dir, TOKENIZER_DIR)
-    if not fs.exists(fs.join(tokenizer_dir, "tokenizer.json")):
-        tokenizer_dir = None
-    return ModelSource("preset", preset_dir, run_config, tokenizer_dir)
-
-
-def _backbone_kwargs(preset_config: dict) -> dict:
-    """Backbone constructor arguments from a preset `config.json` (minus Keras bookkeeping)."""
-    keras_only = {"name", "trainable", "dtype"}
-    return {k: v for k, v in preset_config["config"].items() if k not in keras_only}
-
-
-def load_masked_lm(path: str):
-    """Loads `(masked_lm, run_config, tokenizer_dir)` from any layout `resolve` accepts.
-
-    `tokenizer_dir` is None for a preset without our `tokenizer/` folder.
-
-    Example:
-        >>> masked_lm, run_config, tokenizer_dir = load_masked_lm("runs/tiny/checkpoints/"
-        ...                                                        "ckpt-00000100.weights.h5")
-        >>> run_config["family"]
-        'roberta'
-    """
-    source = resolve(path)
-    return load_source(source), source.run_config, source.tokenizer_dir
-
-
-def load_source(source: ModelSource):
-    """Builds the keras-hub MaskedLM of a resolved source and loads its weights."""
-    if source.kind == "preset":
-        import keras_hub
-
-        return keras_hub.models.MaskedLM.from_preset(source.path)
-    from trainer.model import build_masked_lm
-
-    masked_lm = build_masked_lm(source.family, source.run_config["backbone_config"])
-    load_weights(masked_lm, source.path)
-    return masked_lm

@@ -17,7 +17,9 @@ import dataclasses
 
 from common import flags
 from common.flags import flag
-from trainer import families
+from common.publish import PushFlags
+from trainer import families, keras_backend
+from trainer.families import sizes
 from trainer.plan import DEFAULT_LEARNING_RATES
 
 # The legacy HF example's `--pretrained_model_config` names a Hugging Face config; we train
@@ -32,7 +34,7 @@ _LEGACY_MODEL_CONFIGS = {
 
 
 @dataclasses.dataclass
-class TrainConfig:
+class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the export at the end
     # Data and files.
     train_data: str = flag("Folder of training shards (manifest or legacy format), local or "
                             "gs://.", aliases=["--train_dataset"], required=True)
@@ -45,7 +47,7 @@ class TrainConfig:
     max_length: int = flag("Sequence length of the data; read from the manifest when "
                             "omitted (required for legacy-format shards).")
     # Model.
-    model: str = flag("Named size.", "base", choices=("tiny", "small", "base", "large"))
+    model: str = flag("Named size.", "base", choices=sizes.NAMES)
     family: str = flag("Model family.", "roberta", choices=families.NAMES)
     config: dict = flag("JSON overrides of the backbone config, e.g. "
                          '\'{"num_layers": 1, "hidden_dim": 32}\'.')
@@ -54,6 +56,9 @@ class TrainConfig:
         "(weights are not "
         f"loaded). One of {sorted(_LEGACY_MODEL_CONFIGS)}.")
     # Distribution and precision.
+    backend: str = flag("Keras backend; default KERAS_BACKEND, else tensorflow. Read before "
+                         "Keras is imported (trainer/keras_backend.py); a run keeps the "
+                         "backend it started with.", choices=keras_backend.BACKENDS)
     strategy: str = flag("Where to train; `auto` picks TPU, then GPUs, then CPU.", "auto",
                           choices=("auto", "tpu", "gpu", "cpu"))
     tpu: str = flag("TPU name; `local` on a TPU VM (the default for --strategy tpu).",
@@ -106,6 +111,7 @@ class TrainConfig:
     verbose: int = flag("Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1)
 
     def __post_init__(self):
+        self.check_push_to()  # a bad target fails now, not after training
         if self.pretrained_model_config:
             if self.pretrained_model_config not in _LEGACY_MODEL_CONFIGS:
                 raise ValueError(

@@ -11,7 +11,10 @@ the stream at any step and see the batches the uninterrupted run would have seen
 Example:
     >>> source = resolve_split("gs://b/data/train", tokenizer_info, max_length=128)
     >>> fn = train_dataset_fn(source, per_replica_batch_size=32, seed=42, start_step=0)
-    >>> dataset = strategy.distribute_datasets_from_function(fn)
+    >>> dataset = fn(PipelineShare())   # or through a backend's `distribute` (trainer/backends)
+
+Training batches also carry each batch's `step` and each example's `row` in the global batch
+(the masking keys, trainer/train_step.py); evaluation batches carry the features only.
 """
 
 from __future__ import annotations
@@ -22,7 +25,24 @@ import hashlib
 import tensorflow as tf
 
 from common import fs, manifest, schema, shards
+from common.errors import UserError
 from common.manifest import ManifestError
+
+class DataError(UserError):
+    """Data that is well-formed but does not fit the run (too few examples for a batch...)."""
+
+
+STEP, ROW = "step", "row"  # what a training batch carries besides schema.FEATURES
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineShare:
+    """One input pipeline's place: which of how many (one per host), and how many batches it
+    gives per step (TensorFlow: one per local replica; JAX: one host batch)."""
+
+    pipeline_id: int = 0
+    num_pipelines: int = 1
+    batches_per_step: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,23 +173,37 @@ def start_position(source: SplitSource, batch_size: int, start_step: int,
     """
     steps_per_epoch = source.num_examples // (batch_size * local_replicas)
     if steps_per_epoch < 1:
-        raise ManifestError(
+        raise DataError(
             f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
             f"than one step of {local_replicas} batch(es) of {batch_size}.")
     epoch, step_in_epoch = divmod(start_step, steps_per_epoch)
     return epoch, step_in_epoch * local_replicas, steps_per_epoch * local_replicas
 
 
+def _with_position(batch, index, start_step: int, batch_size: int, share: PipelineShare):
+    """Adds the step of the `index`-th batch since `start_step` (one per row) and its rows'
+    places in the global batch (pipelines own consecutive replicas' rows, as TPU hosts do)."""
+    local = tf.cast(index, tf.int32)
+    replica = share.pipeline_id * share.batches_per_step + local % share.batches_per_step
+    # Per row, not a scalar: every input is split along the batch over the devices.
+    step = tf.fill([batch_size], start_step + local // share.batches_per_step)
+    return {**batch, STEP: step, ROW: replica * batch_size + tf.range(batch_size, dtype=tf.int32)}
+
+
 def train_dataset(source: SplitSource, batch_size: int, seed: int, start_step: int = 0,
-                  shuffle_buffer: int = 2**16, local_replicas: int = 1) -> tf.data.Dataset:
-    """Endless batches of `{input_ids, attention_mask}` (int32), starting at `start_step`."""
+                  shuffle_buffer: int = 2**16,
+                  share: PipelineShare = PipelineShare()) -> tf.data.Dataset:
+    """Endless batches of `{input_ids, attention_mask}` (int32) with their `step` and `row`,
+    starting at `start_step`."""
     first_epoch, skip, per_epoch = start_position(source, batch_size, start_step,
-                                                  local_replicas)
+                                                  share.batches_per_step)
     epochs = tf.data.Dataset.range(first_epoch, 2**62)
     batches = epochs.flat_map(
         lambda e: _one_epoch(source, e, batch_size, seed, shuffle_buffer, per_epoch)).skip(skip)
-    return batches.map(lambda b: _parse(b, source.max_length),
-                       num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return batches.enumerate().map(
+        lambda i, b: _with_position(_parse(b, source.max_length), i, start_step, batch_size,
+                                    share),
+        num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None = None,
@@ -183,7 +217,7 @@ def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None =
     if max_batches:
         num_batches = min(num_batches, max_batches * local_replicas)
     if num_batches < 1:
-        raise ManifestError(
+        raise DataError(
             f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
             f"than one evaluation batch of {batch_size} per replica.")
     files = tf.data.Dataset.from_tensor_slices(list(source.files))
@@ -193,38 +227,22 @@ def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None =
                        num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def _pipeline(source: SplitSource, context: tf.distribute.InputContext,
-              by_records: bool = False) -> tuple:
-    local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
-    return source.for_pipeline(context.input_pipeline_id, context.num_input_pipelines,
-                               by_records), local_replicas
-
-
 def train_dataset_fn(source: SplitSource, per_replica_batch_size: int, seed: int,
                      start_step: int = 0, shuffle_buffer: int = 2**16):
-    """For `strategy.distribute_datasets_from_function`: each host reads only its files
-    (or its share of the records when there are fewer files than hosts). The seed is the
-    same on every host, so record shares of a common file order stay disjoint."""
-    def dataset_fn(context: tf.distribute.InputContext):
-        mine, local_replicas = _pipeline(source, context)
+    """A function of a `PipelineShare`: each host reads only its files (or its share of the
+    records when there are fewer files than hosts). The seed is the same on every host, so
+    record shares of a common file order stay disjoint."""
+    def dataset_fn(share: PipelineShare):
+        mine = source.for_pipeline(share.pipeline_id, share.num_pipelines)
         return train_dataset(mine, per_replica_batch_size, seed, start_step, shuffle_buffer,
-                             local_replicas)
+                             share)
     return dataset_fn
 
 
 def eval_dataset_fn(source: SplitSource, per_replica_batch_size: int,
                     max_batches: int | None = None):
     """Evaluation shares by records: every host then runs the same number of batches."""
-    def dataset_fn(context: tf.distribute.InputContext):
-        mine, local_replicas = _pipeline(source, context, by_records=True)
-        return eval_dataset(mine, per_replica_batch_size, max_batches, local_replicas)
+    def dataset_fn(share: PipelineShare):
+        mine = source.for_pipeline(share.pipeline_id, share.num_pipelines, by_records=True)
+        return eval_dataset(mine, per_replica_batch_size, max_batches, share.batches_per_step)
     return dataset_fn
-
-
-def distribute(strategy: tf.distribute.Strategy, dataset_fn):
-    """The dataset as `fit` wants it: distributed under a real strategy, plain otherwise."""
-    distributed = (tf.distribute.TPUStrategy, tf.distribute.MirroredStrategy,
-                   tf.distribute.MultiWorkerMirroredStrategy)
-    if not isinstance(strategy, distributed):  # the default strategy (one device)
-        return dataset_fn(tf.distribute.InputContext())
-    return strategy.distribute_datasets_from_function(dataset_fn)

@@ -2,7 +2,7 @@
 
     python -m trainer.export --checkpoint runs/tiny --output_dir exports/tiny --format all
 
-`--checkpoint` is anything `trainer.checkpoints.resolve` accepts (training output dir, one
+`--checkpoint` is anything `trainer.model_source.resolve` accepts (training output dir, one
 `.weights.h5`, or a preset we exported). With one format the files go into `--output_dir`;
 with `all`, into `{output_dir}/keras-hub/` and `{output_dir}/hf/` (both formats have a
 `config.json`, so they cannot share a folder).
@@ -15,6 +15,11 @@ with `all`, into `{output_dir}/keras-hub/` and `{output_dir}/hf/` (both formats 
 
 keras-hub cannot export RoBERTa/BERT to transformers, so the weight-name mappings are ours: one
 table per family in `trainer/families/`.
+
+Every folder gets a model card (`README.md`, `trainer/model_card.py`) built from the run's
+files; `--language` and `--license` fill in what the run cannot know. `--push_to
+hf://ORG/NAME` (or `kaggle://OWNER/MODEL/keras/VARIATION`, preset only) then publishes the
+folders with the libraries' own APIs (`trainer/push.py`; targets: `common/publish.py`).
 
 Example:
     >>> paths = export("runs/tiny", "exports/tiny", "all")
@@ -30,9 +35,9 @@ import tempfile
 
 import numpy as np
 
-from common import flags, fs, tokenizer_files
+from common import flags, fs, publish, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import checkpoints, families, run_dir
+from trainer import card_facts, families, model_card, model_source, push, run_dir
 from trainer.families import encoder_weights
 
 KERAS_HUB, HF = "keras-hub", "hf"
@@ -120,33 +125,56 @@ def export_keras_hub(masked_lm, source, output_dir: str) -> str:
 
 
 def _tokenizer_info(source):
-    """The tokenizer's ids, checked against the ones the model was trained with."""
+    """(tokenizer, its ids), checked against the tokenizer the model was trained with."""
     if source.tokenizer_dir is None:
         raise ExportError(
             f"{source.path} has no {run_dir.TOKENIZER_DIR}/ folder to export with it.")
-    _, info = tokenizer_files.load(source.tokenizer_dir)
+    tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
     trained = source.run_config.get("tokenizer", {}).get("fingerprint")
     if trained and trained != info.fingerprint:
         raise ExportError(
             f"{source.tokenizer_dir} is not the tokenizer the model was trained with "
             f"(fingerprint {info.fingerprint[:12]} != {trained[:12]}).")
-    return info
+    return tokenizer, info
 
 
-def export(checkpoint: str, output_dir: str, fmt: str = "all") -> dict[str, str]:
-    """Exports `checkpoint` in `fmt` (keras-hub, hf or all); returns {format: folder}."""
+def formats_of(fmt: str) -> tuple:
     if fmt not in FORMATS:
         raise ExportError(f"format {fmt!r} is not one of {FORMATS}.")
-    source = checkpoints.resolve(checkpoint)
-    info = _tokenizer_info(source)
-    masked_lm = checkpoints.load_source(source)
-    formats = (KERAS_HUB, HF) if fmt == "all" else (fmt,)
+    return (KERAS_HUB, HF) if fmt == "all" else (fmt,)
+
+
+def export(checkpoint: str, output_dir: str, fmt: str = "all",
+           card: model_card.CardOptions | None = None) -> dict[str, str]:
+    """Exports `checkpoint` in `fmt` (keras-hub, hf or all), each folder with its model
+    card; returns {format: folder}."""
+    formats = formats_of(fmt)
+    source = model_source.resolve(checkpoint)
+    tokenizer, info = _tokenizer_info(source)
+    masked_lm = model_source.load_source(source)
     out = {f: fs.join(output_dir, f) if fmt == "all" else output_dir for f in formats}
     if KERAS_HUB in out:
         export_keras_hub(masked_lm, source, out[KERAS_HUB])
     if HF in out:
         export_hf(masked_lm, source, info, out[HF])
+    facts = card_facts.gather(source, tokenizer, masked_lm.count_params())
+    for f, folder in out.items():
+        model_card.write(model_card.build(facts, f, card or model_card.CardOptions()), folder)
     return out
+
+
+def export_and_push(checkpoint: str, output_dir: str, fmt: str,
+                    push_flags: publish.PushFlags) -> tuple[dict, dict]:
+    """`export`, then `--push_to` (checked, credentials too, before anything is written);
+    returns ({format: folder}, {format: where it was pushed})."""
+    repos = {}
+    if push_flags.push_to:
+        target = publish.parse(push_flags.push_to)
+        repos = publish.repos_for(target, formats_of(fmt))
+        push.check_credentials(target)
+    card = model_card.CardOptions(push_flags.language, push_flags.license, repos)
+    paths = export(checkpoint, output_dir, fmt, card)
+    return paths, push.push_export(paths, repos)
 
 
 def main(argv=None) -> int:
@@ -155,12 +183,18 @@ def main(argv=None) -> int:
                         help="training output dir, a .weights.h5 checkpoint or a keras-hub preset")
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--format", default="all", choices=FORMATS)
+    flags.add_flags(parser, publish.PushFlags)
     args = parser.parse_args(argv)
 
     def body():
-        for fmt, path in export(args.checkpoint, args.output_dir, args.format).items():
-            print(f"{fmt}: {path}")
-    return run_cli(body)
+        push_flags = publish.PushFlags(args.push_to, args.language, args.license)
+        paths, pushed = export_and_push(args.checkpoint, args.output_dir, args.format,
+                                        push_flags)
+        for fmt, path in paths.items():
+            note = (f" (pushed to {pushed[fmt]})" if fmt in pushed else
+                    " (not pushed: Kaggle takes the keras-hub preset)" if args.push_to else "")
+            print(f"{fmt}: {path}{note}")
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

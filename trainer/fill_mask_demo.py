@@ -17,7 +17,7 @@ import random
 import re
 import sys
 
-from beam_pipelines.tokenization import hash_split
+from common.splits import hash_split
 from common import flags
 from common.errors import UserError, run_cli
 from trainer.predict import MaskPredictor
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="which sentences and words")
     args = parser.parse_args(argv)
     return run_cli(lambda: print(run(args.model, args.corpus, args.validation_fraction,
-                                     args.num, args.seed)))
+                                     args.num, args.seed)), argv)
 
 
 if __name__ == "__main__":

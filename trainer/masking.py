@@ -1,4 +1,5 @@
-"""Dynamic masking that runs inside the XLA-compiled train step (dense, stateless, sort-free).
+"""Dynamic masking that runs inside the compiled train step (dense, stateless, sort-free),
+written once in `keras.ops` for both backends (TensorFlow/XLA and JAX's jit).
 
 keras-hub's `MaskedLMMaskGenerator` uses ragged tensors and tf_text ops, so it cannot run
 under `jit_compile`; this module does the same job with fixed shapes only:
@@ -28,9 +29,19 @@ Words and spans are "units", taken whole in a random order up to the row's budge
 fraction of it inside, so the expected number of masked tokens stays `rate * n` whatever the
 unit lengths.
 
+Randomness is a counter-based integer hash (`mix`, int32 arithmetic that wraps the same way
+on every backend) rather than `keras.random`: each row has a 32-bit key, each of its draws is
+`mix(key ^ mix(counter))`. The uniforms are exact 24-bit fractions and every later step is an
+integer op or an exact comparison (span lengths by comparison with the truncated geometric
+CDF, not a logarithm), so the masks are bit-identical on TensorFlow and JAX, compiled or not.
+Row keys are a function of (seed, step, global row) in training (`train_keys`: the row's
+place in the global batch, hence also independent of the replica count) and of the row's
+tokens in evaluation (`content_keys`).
+
 Example:
     >>> spec = MaskingSpec(vocab_size=1000, mask_id=4, special_ids=(0, 1, 2, 3, 4))
-    >>> out = mask_tokens(input_ids, attention_mask, tf.constant([7, 0]), spec)
+    >>> keys = train_keys(seed=42, step=7, rows=np.arange(32))
+    >>> out = mask_tokens(input_ids, attention_mask, keys, spec)
     >>> out["token_ids"], out["mask_positions"], out["mask_ids"], out["mask_weights"]
 """
 
@@ -39,7 +50,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import tensorflow as tf
+import numpy as np
+from keras import ops
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,30 +95,63 @@ class MaskingSpec:
 MODES = ("token", "whole_word", "span")
 
 
-def step_seed(seed, step, replica_id) -> tf.Tensor:
-    """A stateless-RNG seed (int32[2]) that differs for every (seed, step, replica).
+# --- The counter-based hash -----------------------------------------------------------------
+
+_M1 = np.int32(0x7FEB352D)  # lowbias32 multipliers (C. Wellons' hash-prospector), as int32
+_M2 = np.int32(0x846CA68B - 2**32)
+_GOLDEN = np.int32(0x61C88647)
+NUM_DRAWS = 5  # rank scores, 80/10/10 choice, replacement token, row count, span lengths
+
+
+def _srl(x, bits: int):
+    """Logical right shift of int32 bit patterns (backends shift signed ints arithmetically)."""
+    return ops.bitwise_and(ops.right_shift(x, bits), np.int32((1 << (32 - bits)) - 1))
+
+
+def mix(x):
+    """lowbias32 on int32: multiplies wrap modulo 2**32 on every backend."""
+    x = ops.cast(x, "int32")
+    x = ops.bitwise_xor(x, _srl(x, 16)) * _M1
+    x = ops.bitwise_xor(x, _srl(x, 15)) * _M2
+    return ops.bitwise_xor(x, _srl(x, 16))
+
+
+def fold(key, data):
+    """A new key from a key and an int32 datum (`jax.random.fold_in` in spirit)."""
+    return mix(ops.bitwise_xor(ops.cast(key, "int32"), mix(ops.cast(data, "int32") + _GOLDEN)))
+
+
+def train_keys(seed, step, rows):
+    """int32 [batch]: one key per row from (seed, step, the row's place in the global batch).
 
     Example:
-        >>> step_seed(42, optimizer.iterations, replica_id)
+        >>> train_keys(42, 7, np.arange(4)).shape
+        (4,)
     """
-    base = tf.stack([tf.cast(seed, tf.int32), tf.constant(0x5EED, tf.int32)])
-    folded = tf.random.experimental.stateless_fold_in(base, tf.cast(step, tf.int64), alg="philox")
-    return tf.random.experimental.stateless_fold_in(folded, tf.cast(replica_id, tf.int64), alg="philox")
+    base = fold(fold(np.int32(0x5EED), np.int32(seed)), step)
+    return fold(base, rows)
 
 
-def content_seed(seed, input_ids) -> tf.Tensor:
-    """A seed that depends only on a batch's tokens: eval masks are then the same every run
-    and every evaluation, whatever step the model is at."""
-    ids = tf.cast(input_ids, tf.int32)
-    position_weights = tf.range(1, tf.shape(ids)[1] + 1, dtype=tf.int32) * 7919
-    row_weights = tf.range(1, tf.shape(ids)[0] + 1, dtype=tf.int32) * 104729
-    # int32 wrap-around is fine for a hash.
-    digest = tf.reduce_sum(ids * position_weights[None, :] * row_weights[:, None])
-    base = tf.stack([tf.cast(seed, tf.int32), tf.constant(0xE7A1, tf.int32)])
-    return tf.random.experimental.stateless_fold_in(base, tf.cast(digest, tf.int64), alg="philox")
+def content_keys(seed, input_ids):
+    """int32 [batch]: keys that depend only on each row's tokens (and `seed`), so evaluation
+    masks a row the same way in every run, at every step, on every backend and replica."""
+    ids = ops.cast(input_ids, "int32")
+    positions = ops.arange(ids.shape[1], dtype="int32")[None, :]
+    digest = ops.sum(mix(ops.bitwise_xor(ids, mix(positions + _GOLDEN))), axis=1)
+    return fold(fold(np.int32(0xE7A1), np.int32(seed)), digest)
 
 
-def _random_non_special(uniform, spec: MaskingSpec) -> tf.Tensor:
+def uniforms(keys, length: int):
+    """float32 [NUM_DRAWS, batch, length] in [0, 1): exact multiples of 2**-24."""
+    counter = ops.arange(NUM_DRAWS * length, dtype="int32")
+    counter = ops.reshape(counter, (NUM_DRAWS, 1, length))
+    bits = mix(ops.bitwise_xor(ops.cast(keys, "int32")[None, :, None], mix(counter + _GOLDEN)))
+    return ops.cast(_srl(bits, 8), "float32") * np.float32(2.0 ** -24)
+
+
+# --- Selection ------------------------------------------------------------------------------
+
+def _random_non_special(uniform, spec: MaskingSpec):
     """Maps U[0, 1) to a uniform token id that is not special.
 
     Draws from the `vocab_size - len(special_ids)` ordinary ids and shifts past each special
@@ -114,34 +159,41 @@ def _random_non_special(uniform, spec: MaskingSpec) -> tf.Tensor:
     """
     specials = sorted(set(spec.special_ids))
     num_ordinary = spec.vocab_size - len(specials)
-    ids = tf.minimum(tf.cast(uniform * num_ordinary, tf.int32), num_ordinary - 1)
+    ids = ops.minimum(ops.cast(uniform * num_ordinary, "int32"), num_ordinary - 1)
     for special in specials:
-        ids = ids + tf.cast(ids >= special, tf.int32)
+        ids = ids + ops.cast(ids >= special, "int32")
     return ids
 
 
-def _candidates(input_ids, attention_mask, spec: MaskingSpec) -> tf.Tensor:
-    is_special = tf.zeros_like(input_ids, dtype=tf.bool)
+def _candidates(input_ids, attention_mask, spec: MaskingSpec):
+    is_special = ops.zeros_like(input_ids, dtype="bool")
     for special in sorted(set(spec.special_ids)):
-        is_special = is_special | tf.equal(input_ids, special)
-    return tf.logical_and(tf.cast(attention_mask, tf.bool), tf.logical_not(is_special))
+        is_special = ops.logical_or(is_special, ops.equal(input_ids, special))
+    return ops.logical_and(ops.cast(attention_mask, "bool"), ops.logical_not(is_special))
 
 
-def _ranks(scores, candidates) -> tf.Tensor:
+def _ranks(scores, candidates):
     """Rank of each candidate's score among its row's candidates (0 = smallest), no sort.
 
-    Ties (vanishingly rare) are broken by position so ranks are always distinct.
+    Ties are broken by position so ranks are always distinct.
     """
-    length = tf.shape(scores)[1]
-    scores = tf.where(candidates, scores, 2.0)  # non-candidates rank after every candidate
-    pos = tf.range(length)
-    before = (scores[:, None, :] < scores[:, :, None]) | (
-        (scores[:, None, :] == scores[:, :, None]) & (pos[None, None, :] < pos[None, :, None])
-    )  # [batch, i, j]: j ranks before i
-    return tf.reduce_sum(tf.cast(before, tf.int32), axis=2)
+    scores = ops.where(candidates, scores, 2.0)  # non-candidates rank after every candidate
+    pos = ops.arange(scores.shape[1], dtype="int32")
+    before = ops.logical_or(
+        scores[:, None, :] < scores[:, :, None],
+        ops.logical_and(ops.equal(scores[:, None, :], scores[:, :, None]),
+                        pos[None, None, :] < pos[None, :, None]))  # [batch, i, j]: j before i
+    return ops.sum(ops.cast(before, "int32"), axis=2)
 
 
-def _unit_starts(input_ids, candidates, uniform, spec: MaskingSpec) -> tf.Tensor:
+def span_length_cdf(spec: MaskingSpec) -> np.ndarray:
+    """F(k) = P(length <= k), k = 1..span_max-1, of the truncated geometric distribution."""
+    q = 1.0 - spec.span_p
+    k = np.arange(1, spec.span_max)
+    return ((1.0 - q ** k) / (1.0 - q ** spec.span_max)).astype(np.float32)
+
+
+def _unit_starts(input_ids, candidates, uniform, spec: MaskingSpec):
     """bool [batch, length]: where a word (whole_word) or a span (span) begins.
 
     A non-candidate (special or pad) is a unit of its own and the token after it starts a
@@ -149,34 +201,32 @@ def _unit_starts(input_ids, candidates, uniform, spec: MaskingSpec) -> tf.Tensor
     """
     length = input_ids.shape[1]
     if spec.masking == "whole_word":
-        table = tf.constant(spec.word_starts, tf.bool)
-        starts = tf.gather(table, input_ids)
+        starts = ops.take(ops.convert_to_tensor(np.array(spec.word_starts, bool)), input_ids)
     else:
-        # Span lengths by inverse transform of the truncated geometric distribution, laid
-        # end to end from position 0: starts are their running sums.
-        q = 1.0 - spec.span_p
-        lengths = 1.0 + tf.floor(tf.math.log(1.0 - uniform * (1.0 - q ** spec.span_max))
-                                 / math.log(q))
-        lengths = tf.clip_by_value(tf.cast(lengths, tf.int32), 1, spec.span_max)
-        offsets = tf.cumsum(lengths, axis=1, exclusive=True)  # [batch, spans]
-        pos = tf.range(length)
-        starts = tf.reduce_any(tf.equal(offsets[:, :, None], pos[None, None, :]), axis=1)
-    after_other = tf.pad(tf.logical_not(candidates[:, :-1]), [[0, 0], [1, 0]],
-                         constant_values=True)
-    return starts | tf.logical_not(candidates) | after_other
+        # Span lengths by inverse transform, as comparisons with the CDF (exact on every
+        # backend), laid end to end from position 0: starts are their running sums.
+        cdf = ops.convert_to_tensor(span_length_cdf(spec))
+        lengths = 1 + ops.sum(ops.cast(uniform[:, :, None] >= cdf, "int32"), axis=2)
+        offsets = ops.cumsum(lengths, axis=1) - lengths  # [batch, spans], exclusive
+        pos = ops.arange(length, dtype="int32")
+        starts = ops.any(ops.equal(offsets[:, :, None], pos[None, None, :]), axis=1)
+    not_candidate = ops.logical_not(candidates)
+    after_other = ops.concatenate([ops.ones_like(candidates[:, :1]), not_candidate[:, :-1]],
+                                  axis=1)
+    return ops.logical_or(ops.logical_or(starts, not_candidate), after_other)
 
 
-def _unit_start_of(starts) -> tf.Tensor:
+def _unit_start_of(starts):
     """int32 [batch, length]: the position where each position's unit begins (a running
     max of start positions, done as a masked max because XLA has no cumulative max)."""
-    length = starts.shape[1]
-    pos = tf.range(length)
+    pos = ops.arange(starts.shape[1], dtype="int32")
     upto = pos[None, :] <= pos[:, None]  # [i, j]: j at or before i
-    start_pos = tf.where(starts[:, None, :] & upto[None], pos[None, None, :], -1)
-    return tf.reduce_max(start_pos, axis=2)
+    start_pos = ops.where(ops.logical_and(starts[:, None, :], upto[None]),
+                          pos[None, None, :], -1)
+    return ops.max(start_pos, axis=2)
 
 
-def _select_units(candidates, start_of, order, cut, budget, num_slots) -> tf.Tensor:
+def _select_units(candidates, start_of, order, cut, budget, num_slots):
     """bool [batch, length]: whole units, taken in a random order, up to `budget` tokens
     (float [batch]) in expectation and never more than `num_slots`.
 
@@ -186,27 +236,49 @@ def _select_units(candidates, start_of, order, cut, budget, num_slots) -> tf.Ten
     at its start): the expected count is then exactly the budget, for any unit lengths and
     for short rows too. Only candidate tokens count towards lengths and budgets.
     """
-    score = tf.gather(order, start_of, batch_dims=1)
-    cut = tf.gather(cut, start_of, batch_dims=1)
-    cand = tf.cast(candidates, tf.int32)
-    same = tf.equal(start_of[:, None, :], start_of[:, :, None])  # [batch, i, j]
-    earlier = (score[:, None, :] < score[:, :, None]) | (
-        tf.equal(score[:, None, :], score[:, :, None])
-        & (start_of[:, None, :] < start_of[:, :, None]))
-    unit_length = tf.reduce_sum(tf.cast(same, tf.int32) * cand[:, None, :], axis=2)
-    before = tf.reduce_sum(tf.cast(earlier, tf.int32) * cand[:, None, :], axis=2)
-    reach = tf.cast(before, tf.float32) + cut * tf.cast(unit_length, tf.float32)
+    score = ops.take_along_axis(order, start_of, axis=1)
+    cut = ops.take_along_axis(cut, start_of, axis=1)
+    cand = ops.cast(candidates, "int32")
+    same = ops.equal(start_of[:, None, :], start_of[:, :, None])  # [batch, i, j]
+    earlier = ops.logical_or(
+        score[:, None, :] < score[:, :, None],
+        ops.logical_and(ops.equal(score[:, None, :], score[:, :, None]),
+                        start_of[:, None, :] < start_of[:, :, None]))
+    unit_length = ops.sum(ops.cast(same, "int32") * cand[:, None, :], axis=2)
+    before = ops.sum(ops.cast(earlier, "int32") * cand[:, None, :], axis=2)
+    reach = ops.cast(before, "float32") + cut * ops.cast(unit_length, "float32")
     fits = before + unit_length <= num_slots
-    return candidates & (reach < budget[:, None]) & fits
+    return ops.logical_and(ops.logical_and(candidates, reach < budget[:, None]), fits)
 
 
-def mask_tokens(input_ids, attention_mask, seed, spec: MaskingSpec) -> dict:
-    """Masks a batch of fixed-length sequences; shapes are static, XLA-friendly.
+def _select(input_ids, candidates, draws, spec: MaskingSpec, num_slots: int):
+    """(selected bool [batch, length], slot of each position, the 80/10/10 choice draw)."""
+    num_candidates = ops.sum(ops.cast(candidates, "float32"), axis=1)
+    choice = draws[1]
+    if spec.masking == "token":
+        num_to_mask = ops.cast(ops.floor(spec.rate * num_candidates + draws[3, :, 0]), "int32")
+        num_to_mask = ops.minimum(num_to_mask, num_slots)
+        ranks = _ranks(draws[0], candidates)
+        return ops.logical_and(candidates, ranks < num_to_mask[:, None]), ranks, choice
+    starts = _unit_starts(input_ids, candidates, draws[4], spec)
+    start_of = _unit_start_of(starts)
+    selected = _select_units(candidates, start_of, draws[0], draws[3],
+                             spec.rate * num_candidates, num_slots)
+    # Exclusive running count: selected positions fill slots in position order.
+    as_int = ops.cast(selected, "int32")
+    slot_of = ops.cumsum(as_int, axis=1) - as_int
+    if spec.masking == "span":  # one 80/10/10 draw per span
+        choice = ops.take_along_axis(choice, start_of, axis=1)
+    return selected, slot_of, choice
+
+
+def mask_tokens(input_ids, attention_mask, keys, spec: MaskingSpec) -> dict:
+    """Masks a batch of fixed-length sequences; shapes are static, jit-friendly.
 
     Args:
         input_ids: int [batch, length] token ids.
         attention_mask: int [batch, length], 1 for real tokens, 0 for padding.
-        seed: int32[2] stateless seed (see `step_seed`, `content_seed`).
+        keys: int32 [batch], one random key per row (`train_keys`, `content_keys`).
         spec: a `MaskingSpec`.
 
     Returns:
@@ -215,57 +287,31 @@ def mask_tokens(input_ids, attention_mask, seed, spec: MaskingSpec) -> dict:
         [batch, P], the original tokens at those positions) and `mask_weights`
         (float32 [batch, P], 1 for used slots, 0 for unused ones), P = max_predictions.
     """
-    input_ids = tf.cast(input_ids, tf.int32)
-    batch, length = tf.shape(input_ids)[0], input_ids.shape[1]
+    input_ids = ops.cast(input_ids, "int32")
+    length = input_ids.shape[1]
     num_slots = spec.max_predictions(length)
-    # Philox everywhere: "auto_select" picks other algorithms with and without XLA.
-    draws = tf.random.stateless_uniform([4, batch, length], seed=seed, alg="philox")
+    draws = uniforms(keys, length)
     candidates = _candidates(input_ids, attention_mask, spec)
-
-    num_candidates = tf.reduce_sum(tf.cast(candidates, tf.float32), axis=1)
-    choice = draws[1]
-    if spec.masking == "token":
-        num_to_mask = tf.cast(tf.floor(spec.rate * num_candidates + draws[3, :, 0]), tf.int32)
-        num_to_mask = tf.minimum(num_to_mask, num_slots)
-        ranks = _ranks(draws[0], candidates)
-        selected = candidates & (ranks < num_to_mask[:, None])
-        slot_of = ranks  # slot s holds the position whose rank is s
-    else:
-        # A draw of its own, so that `token` keeps its random stream.
-        span_draws = tf.random.stateless_uniform(
-            [batch, length], seed=tf.random.experimental.stateless_fold_in(
-                seed, 1, alg="philox"), alg="philox")
-        starts = _unit_starts(input_ids, candidates, span_draws, spec)
-        start_of = _unit_start_of(starts)
-        selected = _select_units(candidates, start_of, draws[0], draws[3],
-                                 spec.rate * num_candidates, num_slots)
-        # Exclusive running count: selected positions fill slots in position order.
-        slot_of = tf.cumsum(tf.cast(selected, tf.int32), axis=1, exclusive=True)
-        if spec.masking == "span":  # one 80/10/10 draw per span
-            choice = tf.gather(choice, start_of, batch_dims=1)
-    num_selected = tf.reduce_sum(tf.cast(selected, tf.int32), axis=1)
+    selected, slot_of, choice = _select(input_ids, candidates, draws, spec, num_slots)
+    num_selected = ops.sum(ops.cast(selected, "int32"), axis=1)
 
     # A one-hot match of slot and position instead of a gather/sort.
-    slots = tf.range(num_slots)
-    match = selected[:, None, :] & tf.equal(slot_of[:, None, :], slots[None, :, None])
-    match = tf.cast(match, tf.int32)  # [batch, slots, length]
-    mask_positions = tf.reduce_sum(match * tf.range(length)[None, None, :], axis=2)
-    mask_ids = tf.reduce_sum(match * input_ids[:, None, :], axis=2)
-    mask_weights = tf.cast(slots[None, :] < num_selected[:, None], tf.float32)
+    slots = ops.arange(num_slots, dtype="int32")
+    match = ops.logical_and(selected[:, None, :],
+                            ops.equal(slot_of[:, None, :], slots[None, :, None]))
+    match = ops.cast(match, "int32")  # [batch, slots, length]
+    mask_positions = ops.sum(match * ops.arange(length, dtype="int32")[None, None, :], axis=2)
+    mask_ids = ops.sum(match * input_ids[:, None, :], axis=2)
+    mask_weights = ops.cast(slots[None, :] < num_selected[:, None], "float32")
 
-    replacement = tf.where(
+    replacement = ops.where(
         choice < spec.mask_fraction,
         spec.mask_id,
-        tf.where(
-            choice < spec.mask_fraction + spec.random_fraction,
-            _random_non_special(draws[2], spec),
-            input_ids,
-        ),
-    )
-    token_ids = tf.where(selected, replacement, input_ids)
+        ops.where(choice < spec.mask_fraction + spec.random_fraction,
+                  _random_non_special(draws[2], spec), input_ids))
     return {
-        "token_ids": token_ids,
-        "padding_mask": tf.cast(attention_mask, tf.int32),
+        "token_ids": ops.where(selected, ops.cast(replacement, "int32"), input_ids),
+        "padding_mask": ops.cast(attention_mask, "int32"),
         "mask_positions": mask_positions,
         "mask_ids": mask_ids,
         "mask_weights": mask_weights,

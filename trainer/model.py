@@ -8,15 +8,7 @@ Example:
 from __future__ import annotations
 
 from trainer import families
-
-# Named sizes. base/large are RoBERTa-base/large; tiny/small are for tests and the demo.
-SIZES = {
-    "tiny": dict(num_layers=2, num_heads=2, hidden_dim=128, intermediate_dim=512),
-    "small": dict(num_layers=4, num_heads=4, hidden_dim=256, intermediate_dim=1024),
-    "base": dict(num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072),
-    "large": dict(num_layers=24, num_heads=16, hidden_dim=1024, intermediate_dim=4096),
-}
-
+from trainer.families.sizes import SIZES
 
 def backbone_config(
     family: str,

@@ -29,6 +29,7 @@ FIXED = {
     "global_batch_size": "--per_replica_batch_size x replicas",
     "train_data_digest": "--train_data (its manifest changed)",
     "input_pipelines": "number of hosts (input pipelines)",
+    "backend": "--backend",
 }
 
 
@@ -86,8 +87,7 @@ class TrainPlan:
 @dataclasses.dataclass(frozen=True)
 class DeviceSettings:
     precision: str  # "bf16" (mixed_bfloat16) or "fp32"
-    jit: bool  # XLA-compile the whole train step
-    xla_masking: bool  # XLA-compile the masking alone (same masks as a jit step)
+    jit: bool  # compile the whole train step (XLA on TensorFlow; JAX always jits)
     steps_per_execution: int
 
 
@@ -95,13 +95,12 @@ def device_settings(precision: str | None, jit_compile: str, steps_per_execution
                     on_tpu: bool, on_cpu_replicas: bool,
                     cpu_without_xla: bool = False) -> DeviceSettings:
     """bf16 and 100 steps per call on TPU, fp32 and 1 elsewhere. XLA for the step, except
-    under MirroredStrategy over CPU devices, where Keras' jit step fails (keras#19005) and
-    only the masking is compiled; nothing is compiled on a CPU whose TensorFlow has no XLA
-    CPU backend (the TPU build, tested on CPUs)."""
+    under MirroredStrategy over CPU devices, where Keras' jit step fails (keras#19005), and
+    on a CPU whose TensorFlow has no XLA CPU backend (the TPU build, tested on CPUs). The
+    masks do not depend on it (trainer/masking.py is exact with and without XLA)."""
     jit = {"true": True, "false": False,
            "auto": not (on_cpu_replicas or cpu_without_xla)}[jit_compile]
     return DeviceSettings(precision or ("bf16" if on_tpu else "fp32"), jit,
-                          not jit and not cpu_without_xla,
                           steps_per_execution or (100 if on_tpu else 1))
 
 

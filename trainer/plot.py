@@ -52,7 +52,7 @@ def main(argv=None) -> int:
             raise UserError(f"{path} does not exist: is {args.run_dir} a training output?")
         plot(fs.read_json(path), args.output)
         print(f"curves written to {args.output}")
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import numpy as np
 
 from common import flags, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import checkpoints, families, run_dir
+from trainer import families, model_source, run_dir
 
 BATCH_SIZE = 32
 
@@ -41,9 +41,9 @@ class MaskPredictor:
     """
 
     def __init__(self, model_dir: str):
-        self.source = checkpoints.resolve(model_dir)
+        self.source = model_source.resolve(model_dir)
         if self.source.tokenizer_dir is None:
-            raise checkpoints.ModelNotFoundError(
+            raise model_source.ModelNotFoundError(
                 f"{model_dir} has no {run_dir.TOKENIZER_DIR}/ folder: cannot tokenize text.")
         self.tokenizer, self.info = tokenizer_files.load(self.source.tokenizer_dir)
         # Over-long texts must be refused, not cut (the cut could drop the mask).
@@ -61,7 +61,7 @@ class MaskPredictor:
         if self._masked_lm is None:
             from trainer import quiet
 
-            masked_lm = checkpoints.load_source(self.source)
+            masked_lm = model_source.load_source(self.source)
             # One call at load: oneDNN logs its once-per-process int64 `E` line at the first.
             inputs, _ = self.model_inputs([[self.info.mask_id]])
             with quiet.harmless_lines_hidden():
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
     def body():
         results = MaskPredictor(args.model).predict(args.texts, args.top_k)
         print(format_results(args.texts, results))
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

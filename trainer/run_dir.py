@@ -7,6 +7,7 @@
     {output_dir}/logs/{train,validation}/    TensorBoard summaries, x-axis = optimizer step
     {output_dir}/history.json                one entry per interval (the plot reads it)
     {output_dir}/metrics.json                final metrics, written when the run completes
+    {output_dir}/export/{keras-hub,hf}/      the export pushed at the end of a run (--push_to)
 
 Every file is written whole or not at all (see `trainer.checkpoints.publish` and
 `common.fs.write_bytes`), and the step in a weight file's name is the optimizer step stored
@@ -33,6 +34,7 @@ BACKUP_DIR = "backup"
 LOGS_DIR = "logs"
 HISTORY = "history.json"
 METRICS = "metrics.json"
+EXPORT_DIR = "export"
 WEIGHTS_SUFFIX = ".weights.h5"
 _STEP_RE = re.compile(r"^(?:ckpt|state)-(\d+)\.weights\.h5$")
 
@@ -81,6 +83,10 @@ class RunDir:
     @property
     def metrics(self) -> str:
         return self._path(METRICS)
+
+    @property
+    def export_dir(self) -> str:
+        return self._path(EXPORT_DIR)
 
     def logs(self, kind: str) -> str:
         """TensorBoard folder of `train` or `validation` summaries."""

@@ -1,4 +1,4 @@
-"""One flag to a `tf.distribute` strategy: TPU (VM, named, pod), GPUs, or the default (CPU).
+"""The TensorFlow backend's devices: one flag to a `tf.distribute` strategy: TPU (VM, named, pod), GPUs, or the default (CPU).
 
 Example:
     >>> strategy = select_strategy("auto")          # whatever this machine has
@@ -11,11 +11,7 @@ import functools
 
 import tensorflow as tf
 
-from common.errors import UserError
-
-
-class StrategyError(UserError):
-    """No device of the kind asked for; the message says what to do."""
+from trainer.backends.runtime import StrategyError, has_tpu
 
 
 def connect_tpu(tpu: str | None = None, zone: str | None = None, project: str | None = None):
@@ -40,15 +36,6 @@ def connect_tpu(tpu: str | None = None, zone: str | None = None, project: str | 
             "--strategy gpu or cpu."
         ) from None
     return tf.distribute.TPUStrategy(resolver)
-
-
-def _has_tpu() -> bool:
-    """A TPU VM shows its chips as /dev/accel* (v2-v4) or /dev/vfio/N (v5+, v6)."""
-    import glob
-    import os
-
-    return bool(os.environ.get("TPU_NAME") or glob.glob("/dev/accel*")
-                or glob.glob("/dev/vfio/[0-9]*"))
 
 
 def split_cpu(count: int) -> None:
@@ -84,7 +71,7 @@ def select_strategy(kind: str = "auto", tpu: str | None = None, zone: str | None
         >>> select_strategy("cpu", num_cpu_replicas=2).num_replicas_in_sync
         2
     """
-    if kind == "tpu" or (kind == "auto" and not no_tpu and (tpu or _has_tpu())):
+    if kind == "tpu" or (kind == "auto" and not no_tpu and (tpu or has_tpu())):
         return connect_tpu(tpu, zone, project)
     gpus = tf.config.list_logical_devices("GPU")
     if kind == "gpu" and not gpus:

@@ -4,17 +4,30 @@
         --tokenizer gs://b/tokenizer --output_dir gs://b/runs/r1 --model base \\
         --strategy tpu --tpu local --per_replica_batch_size 32 --train_steps 100000
 
-Rerunning the same command after a preemption resumes at the last backed-up step. Output
+The same flags run on TensorFlow or JAX (`--backend`, or KERAS_BACKEND; trainer/backends/ holds
+all that differs). Rerunning the same command after a preemption resumes at the last
+backed-up step. Output
 layout (the contract with trainer/export.py): run_config.json, tokenizer/,
 checkpoints/ckpt-{step:08d}.weights.h5, backup/, logs/, history.json, metrics.json.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
+import keras
+
+from common import fs, manifest, publish, schema, tokenizer_files
 from common.errors import UserError, run_cli
+from trainer import backends, checkpoints, data, export, model, push, quiet
+from trainer import callbacks as cb
+from trainer import plan as plans
 from trainer.config import TrainConfig, parse_args
+from trainer.masking import MaskingSpec
+from trainer.optimization import build_optimizer
+from trainer.run_dir import RunDir
+from trainer.train_step import MaskedLMTrainer
 
 
 class RunConfigError(UserError):
@@ -23,8 +36,6 @@ class RunConfigError(UserError):
 
 def write_run_files(run, run_config: dict, tokenizer_dir: str) -> None:
     """run_config.json (atomically) and a copy of the tokenizer files."""
-    from common import fs, tokenizer_files
-
     fs.write_json(run.run_config, run_config)
     tokenizer_files.copy(tokenizer_dir, run.tokenizer_dir)
 
@@ -32,16 +43,12 @@ def write_run_files(run, run_config: dict, tokenizer_dir: str) -> None:
 def remove_orphans(run) -> None:
     """Temporary files of writes that a kill interrupted (local folders only: an object
     upload leaves none). Only one process writes a run folder, so none of these is live."""
-    from common import fs
-
     if not fs.is_remote(run.root):
         fs.delete(fs.glob_in(run.root, "*/.tmp-*") + fs.glob_in(run.root, ".tmp-*"))
 
 
 def tokenizer_of(train_data: str) -> str:
     """The tokenizer folder recorded in the training split's manifest (prepare writes it)."""
-    from common import fs, manifest
-
     if not fs.exists(manifest.manifest_path_of(train_data.rstrip("/"))):
         raise RunConfigError(f"{train_data} has no manifest naming its tokenizer (legacy-format "
                              "shards?); pass --tokenizer.")
@@ -51,129 +58,144 @@ def tokenizer_of(train_data: str) -> str:
     return path
 
 
-def _inputs(config: TrainConfig):
-    """Tokenizer info and the validated train/eval splits."""
-    from common import tokenizer_files
-    from trainer import data
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """The tokenizer (loaded once) and the validated splits."""
 
-    config.tokenizer = config.tokenizer or tokenizer_of(config.train_data)
-    _, info = tokenizer_files.load(config.tokenizer)  # a bad folder: one-line UserError
+    tokenizer: object
+    info: tokenizer_files.TokenizerInfo
+    train: data.SplitSource
+    eval: data.SplitSource
+
+
+def _inputs(config: TrainConfig) -> Inputs:
+    tokenizer, info = tokenizer_files.load(config.tokenizer)  # a bad folder: one line
     train_source = data.resolve_split(config.train_data, info, config.max_length)
     eval_source = data.resolve_split(config.eval_data, info, train_source.max_length)
-    return info, train_source, eval_source
+    return Inputs(tokenizer, info, train_source, eval_source)
 
 
-def _build(config, strategy, spec, backbone, plan, device):
+def resolve(config: TrainConfig, saved: dict | None) -> TrainConfig:
+    """A copy of `config` with what the flags left open filled in: the backend Keras runs,
+    the tokenizer the manifest names, the learning rate of the size (or of the saved run)."""
+    backend = keras.backend.backend()
+    if config.backend not in (None, backend):
+        raise RunConfigError(f"--backend {config.backend}, but Keras was already imported with "
+                             f"{backend}; pass --backend on the command line.")
+    return dataclasses.replace(
+        config, backend=backend, tokenizer=config.tokenizer or tokenizer_of(config.train_data),
+        learning_rate=plans.learning_rate(config.learning_rate, config.model, saved))
+
+
+def _build(config, runtime, spec, backbone, plan):
     """The compiled trainer model with a built optimizer (ready for `restore_state`)."""
-    import keras
-
-    from trainer import model, quiet
-    from trainer.optimization import build_optimizer
-    from trainer.train_step import MaskedLMTrainer
-
     keras.mixed_precision.set_dtype_policy(
-        "mixed_bfloat16" if device.precision == "bf16" else "float32")
-    with strategy.scope():
+        "mixed_bfloat16" if runtime.device.precision == "bf16" else "float32")
+    with runtime.scope():
         keras.utils.set_random_seed(config.seed)
         masked_lm = model.build_masked_lm(config.family, backbone)
         trainer_model = MaskedLMTrainer(masked_lm, spec, seed=config.seed,
-                                        eval_seed=config.eval_seed,
-                                        xla_masking=device.xla_masking)
+                                        eval_seed=config.eval_seed)
         length = backbone["max_sequence_length"]
-        dummy = {"input_ids": keras.ops.ones((1, length), "int32"),
-                 "attention_mask": keras.ops.ones((1, length), "int32")}
+        dummy = {name: keras.ops.ones((1, length), "int32") for name in schema.FEATURES}
         with quiet.harmless_lines_hidden():
             trainer_model(dummy)  # build the weights (eagerly)
         optimizer = build_optimizer(
             config.learning_rate, plan.total_steps, plan.warmup_steps, config.weight_decay,
             config.adam_beta1, config.adam_beta2, config.adam_epsilon, config.clip_norm)
-        trainer_model.compile(optimizer=optimizer, jit_compile=device.jit,
+        trainer_model.compile(optimizer=optimizer, jit_compile=runtime.device.jit,
                               steps_per_execution=plan.steps_per_execution)
         optimizer.build(trainer_model.trainable_variables)  # so a backup can load into it
     return trainer_model, masked_lm
 
 
-def _masking_spec(config, info):
-    from common import tokenizer_files
-    from trainer.masking import MaskingSpec
-
+def _masking_spec(config, inputs: Inputs) -> MaskingSpec:
+    info = inputs.info
     word_starts = ()
     if config.masking == "whole_word":
-        tokenizer, _ = tokenizer_files.load(config.tokenizer)
-        word_starts = tuple(tokenizer_files.word_starts(tokenizer))
+        word_starts = tuple(tokenizer_files.word_starts(inputs.tokenizer))
     return MaskingSpec(info.vocab_size, info.mask_id, tuple(info.all_special_ids),
                        rate=config.mlm_probability, masking=config.masking,
                        word_starts=word_starts)
 
 
+def _run_config(config, runtime, inputs, plan, backbone, total_steps, global_batch) -> dict:
+    return {**config.to_dict(), "family": config.family, "size": config.model,
+            "backbone_config": backbone, "max_length": inputs.train.max_length,
+            "tokenizer": inputs.info.to_dict(), "seed": config.seed,
+            "precision": runtime.device.precision,
+            "total_steps": total_steps, "warmup_steps": plan.warmup_steps,
+            "global_batch_size": global_batch, "replicas": runtime.replicas,
+            "input_pipelines": runtime.num_pipelines,
+            "train_data_digest": inputs.train.digest, "jit_compile": runtime.device.jit}
+
+
 def run(config: TrainConfig, extra_callbacks=()) -> dict:
     """Trains (or resumes) as `config` says; returns the final metrics."""
-    from common import fs
-    from trainer import checkpoints, data, model, plan as plans, strategy as strategies
-    from trainer.run_dir import RunDir
-
     run_files = RunDir(config.output_dir)
-    info, train_source, eval_source = _inputs(config)
-    max_length = train_source.max_length
-    strategy = strategies.select_strategy(config.strategy, config.tpu, config.tpu_zone,
-                                          config.gcp_project, config.cpu_replicas,
-                                          config.no_tpu)
-    chief = strategies.is_chief(strategy)
-    device = plans.device_settings(
-        config.precision, config.jit_compile, config.steps_per_execution,
-        strategies.is_tpu(strategy), strategies.runs_on_cpu_replicas(strategy),
-        strategies.cpu_without_xla(strategy))
-    replicas = strategy.num_replicas_in_sync
-    global_batch = config.per_replica_batch_size * replicas
-    total_steps = config.train_steps or config.epochs * (train_source.num_examples // global_batch)
-    if total_steps < 1:
-        raise data.ManifestError(f"{config.train_data} holds fewer examples than one global "
-                                 f"batch of {global_batch}.")
     saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
-    config.learning_rate = plans.learning_rate(config.learning_rate, config.model, saved)
+    config = resolve(config, saved)
+    _check_push(config)
+    inputs = _inputs(config)
+    runtime = backends.setup(config)
+    global_batch = config.per_replica_batch_size * runtime.replicas
+    total_steps = config.train_steps or config.epochs * (inputs.train.num_examples // global_batch)
+    if total_steps < 1:
+        raise data.DataError(f"{config.train_data} holds fewer examples than one global "
+                             f"batch of {global_batch}.")
     plan = plans.make_plan(total_steps, config.save_every, config.eval_every,
-                           device.steps_per_execution, config.warmup_ratio, saved)
-    backbone = model.backbone_config(config.family, config.model, info.vocab_size, max_length,
-                                     config.config)
-    run_config = {**config.to_dict(), "family": config.family, "size": config.model,
-                  "backbone_config": backbone, "max_length": max_length,
-                  "tokenizer": info.to_dict(), "seed": config.seed,
-                  "precision": device.precision,
-                  "total_steps": total_steps, "warmup_steps": plan.warmup_steps,
-                  "global_batch_size": global_batch, "replicas": replicas,
-                  "input_pipelines": strategies.num_input_pipelines(strategy),
-                  "train_data_digest": train_source.digest, "jit_compile": device.jit}
+                           runtime.device.steps_per_execution, config.warmup_ratio, saved)
+    backbone = model.backbone_config(config.family, config.model, inputs.info.vocab_size,
+                                     inputs.train.max_length, config.config)
+    run_config = _run_config(config, runtime, inputs, plan, backbone, total_steps,
+                             global_batch)
     plans.check_continuation(saved, run_config, run_files.root)
-    spec = _masking_spec(config, info)
-    trainer_model, masked_lm = _build(config, strategy, spec, backbone, plan, device)
+    trainer_model, masked_lm = _build(config, runtime, _masking_spec(config, inputs),
+                                      backbone, plan)
     start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
     plans.check_start(start_step, total_steps, run_files.root)
-    if chief:  # only once every check passed: a refused command changes no file
+    if runtime.chief:  # only once every check passed: a refused command changes no file
         remove_orphans(run_files)
         write_run_files(run_files, run_config, config.tokenizer)
     if start_step == total_steps:
         print(f"{run_files.root} already finished {total_steps} steps; nothing to do.")
-        return finished_metrics(run_files, global_batch, chief)
+        return finished_metrics(run_files, global_batch, runtime.chief)
     execution = plan.steps_per_execution_from(start_step)
     if execution != plan.steps_per_execution:  # an earlier attempt used other intervals
-        trainer_model.compile(optimizer=trainer_model.optimizer, jit_compile=device.jit,
+        trainer_model.compile(optimizer=trainer_model.optimizer, jit_compile=runtime.device.jit,
                               steps_per_execution=execution)
-    log = _fit(config, strategy, trainer_model, masked_lm, plan, start_step, run_files,
-               train_source, eval_source, global_batch, chief, extra_callbacks)
+    log = _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
+               inputs, global_batch, extra_callbacks)
     # The optimizer's own count, not the configured total: what the weights really saw.
     steps_done = int(trainer_model.optimizer.iterations.numpy())
     metrics = final_metrics(log.history, log.rates, steps_done, global_batch)
-    if chief:
+    if runtime.chief:
         fs.write_json(run_files.metrics, metrics)
+    return _published(config, run_files, runtime.chief, metrics)
+
+
+def _check_push(config) -> None:
+    """With --push_to, credentials must exist (on every host: any may be the chief): fail
+    now, not after training."""
+    if config.push_to:
+        push.check_credentials(publish.parse(config.push_to))
+
+
+def _published(config, run_files, chief: bool, metrics: dict) -> dict:
+    """With --push_to, the chief exports the run it just finished (with its model card) to
+    {output_dir}/export/ and pushes it; returns `metrics` unchanged. (A rerun of a finished
+    run pushes nothing: `python -m trainer.export --checkpoint OUTPUT_DIR --push_to ...`.)"""
+    if chief and config.push_to:
+        _, pushed = export.export_and_push(run_files.root, run_files.export_dir, "all", config)
+        for fmt, where in pushed.items():
+            print(f"pushed the {fmt} export to {where}")
     return metrics
 
 
-def _fit(config, strategy, trainer_model, masked_lm, plan, start_step, run_files,
-         train_source, eval_source, global_batch, chief, extra_callbacks):
+def _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files, inputs,
+         global_batch, extra_callbacks):
     """Runs the `fit` calls of `plan.segments`; returns the TrainingLog."""
-    from trainer import callbacks as cb
-    from trainer import data
-
+    chief = runtime.chief
     log = cb.TrainingLog(run_files, global_batch,
                          cb.read_history(run_files.history, start_step), chief=chief)
     callbacks = [
@@ -184,12 +206,12 @@ def _fit(config, strategy, trainer_model, masked_lm, plan, start_step, run_files
         cb.StateBackup(run_files, config.save_every, plan.total_steps, chief=chief),
         *extra_callbacks,
     ]
-    eval_batches = data.distribute(strategy, data.eval_dataset_fn(
-        eval_source, config.per_replica_batch_size, config.max_eval_batches))
+    batch_size = runtime.pipeline_batch_size(config.per_replica_batch_size)
+    eval_batches = runtime.distribute(data.eval_dataset_fn(
+        inputs.eval, batch_size, config.max_eval_batches))
     for first_step, intervals, length in plan.segments(start_step):
-        train_batches = data.distribute(strategy, data.train_dataset_fn(
-            train_source, config.per_replica_batch_size, config.seed, first_step,
-            config.shuffle_buffer_size))
+        train_batches = runtime.distribute(data.train_dataset_fn(
+            inputs.train, batch_size, config.seed, first_step, config.shuffle_buffer_size))
         trainer_model.fit(train_batches, epochs=intervals, steps_per_epoch=length,
                           validation_data=eval_batches,
                           validation_freq=plan.eval_epochs(first_step, intervals, length),
@@ -201,9 +223,6 @@ def _fit(config, strategy, trainer_model, masked_lm, plan, start_step, run_files
 def finished_metrics(run_files, global_batch: int, chief: bool) -> dict:
     """metrics.json of a finished run, rebuilt from history.json if a kill came between the
     last backup and its writing."""
-    from common import fs
-    from trainer import callbacks as cb
-
     if fs.exists(run_files.metrics):
         return fs.read_json(run_files.metrics)
     history = cb.read_history(run_files.history, 2**62)
@@ -237,7 +256,7 @@ def main(argv=None) -> int:
     def body():
         metrics = run(config)
         print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,8 @@
-"""Fixtures of the trainer tests; the data helpers live in tests/trainer/mlm_data.py."""
+"""Fixtures of the trainer tests; the data helpers live in tests/trainer/mlm_data.py.
+
+The same files run on both backends (`make test` runs them once per KERAS_BACKEND)."""
+
+import os
 
 import pytest
 
@@ -18,6 +22,15 @@ def corpus(tmp_path_factory):
             "train": str(root / "train"), "eval": str(root / "eval")}
 
 
+@pytest.fixture(scope="session")
+def prepared_run(tmp_path_factory, corpus_jsonl, bpe_tokenizer_dir):
+    """A real tiny run end to end: Beam prepare of the real-prose corpus (so the manifest
+    has real document, dedup and filter counts), 20 training steps, no export."""
+    from tests.trainer.mlm_data import prepared_tiny_run
+
+    return prepared_tiny_run(tmp_path_factory.mktemp("prepared_run"), corpus_jsonl,
+                             bpe_tokenizer_dir)
+
 
 @pytest.fixture(scope="session")
 def full_run(corpus, tmp_path_factory):
@@ -29,12 +42,18 @@ def full_run(corpus, tmp_path_factory):
     return output_dir
 
 
-def _split_cpu_for_mirrored_tests():
-    """Two logical CPUs for the MirroredStrategy tests: only possible before TensorFlow
-    initialises its devices, i.e. at collection time, before any test runs."""
+def _two_cpu_devices():
+    """Two CPU devices for the multi-replica tests (MirroredStrategy on TensorFlow,
+    DataParallel on JAX): only possible before the backend initialises its devices, i.e. at
+    collection time, before any test runs."""
+    if os.environ.get("KERAS_BACKEND") == "jax":
+        flags = os.environ.get("XLA_FLAGS", "")
+        if "xla_force_host_platform_device_count" not in flags:
+            os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count=2".strip()
+        return
     from trainer.strategy import split_cpu
 
     split_cpu(2)
 
 
-_split_cpu_for_mirrored_tests()
+_two_cpu_devices()

@@ -59,8 +59,8 @@ def arm(kill_point: str, nth: int) -> list:
         if path.endswith("/history.json") and _reached("history", kill_point, nth):
             _kill()
 
-    def watched_publish(model, path):
-        publish(model, path)
+    def watched_publish(model, path, upload=True):
+        publish(model, path, upload)
         if "/checkpoints/" in path and _reached("after_checkpoint", kill_point, nth):
             _kill()
 

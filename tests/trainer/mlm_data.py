@@ -100,3 +100,28 @@ def preempt_at(step):
             if int(self.model.optimizer.iterations.numpy()) >= step:
                 raise Preempted(step)
     return _Callback()
+
+
+CARD_RUN_STEPS = 20
+
+
+def prepared_tiny_run(root, corpus_jsonl, tokenizer_dir) -> dict:
+    """Prepare (Beam, FnApiRunner) -> train CARD_RUN_STEPS steps; returns the folders."""
+    import json
+
+    from beam_pipelines import prepare
+    from trainer import task
+
+    data, run = root / "prepared", root / "run"
+    assert prepare.run(["--runner=FnApiRunner", "--input", str(corpus_jsonl), "--tokenizer",
+                        tokenizer_dir, "--output_dir", str(data), "--max_length", "32",
+                        "--validation_fraction", "0.1"]) == 0
+    overrides = json.dumps({"num_layers": 1, "hidden_dim": 32, "num_heads": 2,
+                            "intermediate_dim": 64})
+    assert task.main(["--train_data", str(data / "train"), "--eval_data",
+                      str(data / "validation"), "--output_dir", str(run), "--model", "tiny",
+                      "--config", overrides, "--strategy", "cpu",
+                      "--per_replica_batch_size", "16", "--train_steps", str(CARD_RUN_STEPS),
+                      "--eval_every", "10", "--save_every", "10", "--learning_rate", "3e-3",
+                      "--max_eval_batches", "4", "--verbose", "0"]) == 0
+    return {"root": root, "data": data, "run": run}

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from common import fs, tokenizer_files
-from trainer import checkpoints
+from trainer import checkpoints, model_source
 from trainer.model import backbone_config, build_masked_lm
 from trainer.run_dir import RunDir
 
@@ -116,7 +116,7 @@ def test_latest_checkpoint_is_highest_step(runs, tmp_path):
 @pytest.mark.parametrize("family", ["roberta", "bert"])
 def test_load_output_dir_gives_latest_checkpoint(runs, family):
     output_dir, trained = runs[family]
-    masked_lm, run_config, tokenizer_dir = checkpoints.load_masked_lm(output_dir)
+    masked_lm, run_config, tokenizer_dir = model_source.load_masked_lm(output_dir)
     assert type(masked_lm) is type(trained)
     assert_same_weights(masked_lm, trained)
     assert run_config["family"] == family
@@ -126,11 +126,11 @@ def test_load_output_dir_gives_latest_checkpoint(runs, family):
 def test_load_one_checkpoint_file(runs):
     output_dir, trained = runs["roberta"]
     path = os.path.join(output_dir, "checkpoints", "ckpt-00000900.weights.h5")
-    masked_lm, run_config, _ = checkpoints.load_masked_lm(path)
+    masked_lm, run_config, _ = model_source.load_masked_lm(path)
     # The earlier step: weights differ from the latest ones by the last step's noise.
     first = masked_lm.weights[0].numpy()
     assert not np.array_equal(first, trained.weights[0].numpy())
-    assert checkpoints.resolve(path).path == path
+    assert model_source.resolve(path).path == path
     assert run_config["max_length"] == MAX_LENGTH
 
 
@@ -153,8 +153,8 @@ def test_errors_are_one_sentence(runs, tmp_path):
     shutil.copy(os.path.join(output_dir, "checkpoints", "ckpt-00000900.weights.h5"), inside)
     cases[str(inside)] = "is not inside a training output dir"
     for path, message in cases.items():
-        with pytest.raises(checkpoints.ModelNotFoundError, match=message) as error:
-            checkpoints.load_masked_lm(path)
+        with pytest.raises(model_source.ModelNotFoundError, match=message) as error:
+            model_source.load_masked_lm(path)
         assert "\n" not in str(error.value)
 
 
@@ -170,12 +170,12 @@ def test_torn_newest_checkpoint_is_skipped_then_one_line(runs, tmp_path, capsys)
     shutil.copytree(source_dir, output_dir)
     run = RunDir(output_dir)
     _truncate(run.checkpoint(1000))  # a torn file, as a non-atomic writer would leave
-    assert checkpoints.resolve(output_dir).path == run.checkpoint(900)
+    assert model_source.resolve(output_dir).path == run.checkpoint(900)
     assert "skipping unreadable" in capsys.readouterr().err
-    masked_lm, _, _ = checkpoints.load_masked_lm(output_dir)  # loads, no h5py traceback
+    masked_lm, _, _ = model_source.load_masked_lm(output_dir)  # loads, no h5py traceback
     _truncate(run.checkpoint(900))
-    with pytest.raises(checkpoints.ModelNotFoundError, match="2 found .* none readable"):
-        checkpoints.resolve(output_dir)
+    with pytest.raises(model_source.ModelNotFoundError, match="2 found .* none readable"):
+        model_source.resolve(output_dir)
     from trainer import export
 
     assert export.main(["--checkpoint", output_dir, "--output_dir", str(tmp_path / "x")]) == 2

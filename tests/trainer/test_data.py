@@ -100,9 +100,7 @@ def test_order_is_deterministic_reshuffled_per_epoch_and_resumable(split):
 def test_each_input_pipeline_reads_only_its_files(split):
     seen = []
     for pipeline in range(2):
-        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline,
-                                             num_replicas_in_sync=2)
-        dataset = data.train_dataset_fn(split, 4, seed=0)(context)
+        dataset = data.train_dataset_fn(split, 4, seed=0)(data.PipelineShare(pipeline, 2))
         seen.append({tuple(r) for b in _take(dataset, 25) for r in b})
     # Two shards of 50 rows each per pipeline: each reads its 100 rows, none of the other's.
     assert len(seen[0]) == len(seen[1]) == 100 and not seen[0] & seen[1]
@@ -120,8 +118,7 @@ def test_hosts_share_a_split_with_fewer_files_than_hosts(split):
     each host keeps every 8th record of the common file order; shares are disjoint."""
     train, evals = [], []
     for pipeline in range(8):
-        context = tf.distribute.InputContext(num_input_pipelines=8, input_pipeline_id=pipeline,
-                                             num_replicas_in_sync=8)
+        context = data.PipelineShare(pipeline, 8)
         first_epoch = _take(data.train_dataset_fn(split, 5, seed=0)(context), 5)
         train.append({tuple(r) for b in first_epoch for r in b})
         evals.append(_take(data.eval_dataset_fn(split, 4)(context), 100))
@@ -137,6 +134,20 @@ def test_two_local_replicas_see_the_examples_one_replica_sees(split):
     over are not a 25th batch of 8 for the pair), so a resume may change the replica count."""
     one = _take(data.train_dataset(split, 16, seed=5, start_step=7, shuffle_buffer=64), 20)
     two = _take(data.train_dataset(split, 8, seed=5, start_step=7, shuffle_buffer=64,
-                                   local_replicas=2), 40)
+                                   share=data.PipelineShare(batches_per_step=2)), 40)
     for step in range(20):  # across the epoch boundary at step 12
         assert (one[step] == np.concatenate(two[2 * step: 2 * step + 2])).all(), step
+
+
+def test_training_batches_carry_their_step_and_global_rows(split):
+    """The masking keys (trainer/masking.py): the same example has the same (step, row)
+    whether one replica takes 16 rows, two take 8, or the second of two hosts its 8."""
+    one = list(data.train_dataset(split, 16, seed=5, start_step=7).take(2))
+    assert [set(b[data.STEP].numpy()) for b in one] == [{7}, {8}]
+    np.testing.assert_array_equal(one[0][data.ROW].numpy(), np.arange(16))
+    two = list(data.train_dataset(split, 8, seed=5, start_step=7,
+                                  share=data.PipelineShare(0, 1, 2)).take(4))
+    assert [int(b[data.STEP][0]) for b in two] == [7, 7, 8, 8]
+    np.testing.assert_array_equal(two[1][data.ROW].numpy(), np.arange(8, 16))
+    host = next(iter(data.train_dataset(split, 8, seed=5, share=data.PipelineShare(1, 2))))
+    np.testing.assert_array_equal(host[data.ROW].numpy(), np.arange(8, 16))

@@ -13,7 +13,7 @@ import pytest
 
 from common import tokenizer_files
 from tests.trainer.test_checkpoints import MAX_LENGTH, make_training_dir
-from trainer import checkpoints, export, predict
+from trainer import export, model_source, predict
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -79,7 +79,7 @@ def test_keras_hub_preset_round_trip(exported, family):
     np.testing.assert_array_equal(np.asarray(reloaded(inputs, training=False)),
                                   np.asarray(case["keras"](inputs, training=False)))
     # Our loader takes the preset too, with the run config and tokenizer we put in it.
-    _, run_config, tokenizer_dir = checkpoints.load_masked_lm(preset)
+    _, run_config, tokenizer_dir = model_source.load_masked_lm(preset)
     assert run_config["family"] == family and run_config["max_length"] == MAX_LENGTH
     assert tokenizer_dir == os.path.join(preset, "tokenizer")
 
@@ -182,7 +182,7 @@ def test_weight_table_must_cover_the_model(exported, monkeypatch):
 def test_refuses_a_tokenizer_that_is_not_the_trained_one(exported):
     import dataclasses
 
-    source = checkpoints.resolve(exported["roberta"]["run"])
+    source = model_source.resolve(exported["roberta"]["run"])
     run_config = {**source.run_config, "tokenizer": {"fingerprint": "0" * 64}}
     with pytest.raises(export.ExportError, match="not the tokenizer the model was trained with"):
         export._tokenizer_info(dataclasses.replace(source, run_config=run_config))
@@ -197,5 +197,5 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 
 def test_hf_folder_is_not_taken_for_a_preset(exported):
-    with pytest.raises(checkpoints.ModelNotFoundError, match="Hugging Face"):
-        checkpoints.resolve(exported["roberta"]["paths"]["hf"])
+    with pytest.raises(model_source.ModelNotFoundError, match="Hugging Face"):
+        model_source.resolve(exported["roberta"]["paths"]["hf"])

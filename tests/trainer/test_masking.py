@@ -1,10 +1,33 @@
-"""Masking statistics on many sequences, and that it compiles with XLA."""
+"""Masking statistics on many sequences, compiled (XLA / jax.jit) and not, on the backend the
+tests run with (`make test` runs this file on TensorFlow and on JAX)."""
 
+import hashlib
+
+import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from trainer.masking import MaskingSpec, content_seed, mask_tokens, step_seed
+from trainer.masking import MaskingSpec, content_keys, mask_tokens, train_keys, uniforms
+
+
+def compiled(fn):
+    """`fn` compiled the way the train step is on this backend."""
+    if keras.backend.backend() == "jax":
+        import jax
+
+        return jax.jit(fn)
+    import tensorflow as tf
+
+    return tf.function(fn, jit_compile=True)
+
+
+def step_seed(seed, step, replica, batch=4096):
+    """Keys of a replica's rows at a step (replica r holds global rows r*batch...)."""
+    return train_keys(seed, step, np.arange(batch, dtype=np.int32) + replica * batch)
+
+
+def as_numpy(out):
+    return {k: keras.ops.convert_to_numpy(v) for k, v in out.items()}
 
 SPECIAL = (0, 1, 2, 3, 4)  # pad, unk, cls, sep, mask
 SPEC = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL)
@@ -26,9 +49,8 @@ def _batch(num=4096, length=64, seed=0):
 @pytest.fixture(scope="module")
 def masked():
     ids, mask = _batch()
-    run = tf.function(lambda i, m, s: mask_tokens(i, m, s, SPEC), jit_compile=True)
-    out = {k: v.numpy() for k, v in run(ids, mask, step_seed(7, 3, 0)).items()}
-    return ids, mask, out
+    run = compiled(lambda i, m, s: mask_tokens(i, m, s, SPEC))
+    return ids, mask, as_numpy(run(ids, mask, step_seed(7, 3, 0, len(ids))))
 
 
 def _selected(ids, out):
@@ -88,17 +110,18 @@ def test_80_10_10_split(masked):
 def test_seeds_differ_by_step_and_replica_and_repeat_exactly():
     ids, mask = _batch(64)
 
-    def positions(seed):
-        return mask_tokens(ids, mask, seed, SPEC)["mask_positions"].numpy()
+    def positions(keys):
+        return keras.ops.convert_to_numpy(mask_tokens(ids, mask, keys, SPEC)["mask_positions"])
 
-    base = positions(step_seed(1, 5, 0))
-    np.testing.assert_array_equal(base, positions(step_seed(1, 5, 0)))
-    assert (base != positions(step_seed(1, 6, 0))).any()
-    assert (base != positions(step_seed(1, 5, 1))).any()
-    assert (base != positions(step_seed(2, 5, 0))).any()
-    # Eval seeds depend on the tokens only.
-    np.testing.assert_array_equal(content_seed(9, ids).numpy(), content_seed(9, ids).numpy())
-    assert (content_seed(9, ids).numpy() != content_seed(9, ids[::-1]).numpy()).any()
+    base = positions(step_seed(1, 5, 0, 64))
+    np.testing.assert_array_equal(base, positions(step_seed(1, 5, 0, 64)))
+    assert (base != positions(step_seed(1, 6, 0, 64))).any()
+    assert (base != positions(step_seed(1, 5, 1, 64))).any()
+    assert (base != positions(step_seed(2, 5, 0, 64))).any()
+    # Eval keys depend on each row's tokens only: the same row, wherever it is in a batch.
+    keys = keras.ops.convert_to_numpy(content_keys(9, ids))
+    np.testing.assert_array_equal(keys[::-1], keras.ops.convert_to_numpy(content_keys(9, ids[::-1])))
+    assert len(set(keys.tolist())) == len(keys)
 
 
 def test_short_sequences_still_get_masked_at_the_expected_rate():
@@ -106,23 +129,45 @@ def test_short_sequences_still_get_masked_at_the_expected_rate():
     ids = np.zeros((4000, 8), np.int32)
     ids[:, 0], ids[:, 1:3], ids[:, 3] = 2, 50, 3
     mask = (ids != 0).astype(np.int32)
-    out = mask_tokens(ids, mask, step_seed(0, 0, 0), SPEC)
-    assert abs(out["mask_weights"].numpy().sum() / (2 * 4000) - 0.15) < 0.02
+    out = as_numpy(mask_tokens(ids, mask, step_seed(0, 0, 0, 4000), SPEC))
+    assert abs(out["mask_weights"].sum() / (2 * 4000) - 0.15) < 0.02
 
 
-def test_compiles_with_xla_and_is_deterministic():
-    """(XLA and TensorFlow kernels draw different Philox streams from one seed, so the
-    trainer always masks inside XLA; here: compiled twice gives the same masks.)"""
-    ids, mask = _batch(32, 128)
-    seed = step_seed(3, 11, 1)
-    compiled = tf.function(lambda i, m, s: mask_tokens(i, m, s, SPEC), jit_compile=True)
-    hlo = compiled.experimental_get_compiler_ir(ids, mask, seed)(stage="hlo")
-    assert "ENTRY" in hlo
-    first, second = compiled(ids, mask, seed), compiled(ids, mask, seed)
-    for key, value in first.items():
+@pytest.mark.parametrize("mode", ["token", "whole_word", "span"])
+def test_compiled_and_eager_masks_are_identical(mode):
+    """The random stream is integer arithmetic: the same masks with and without the
+    compiler (so a MirroredStrategy-on-CPU step, which cannot jit, masks as a TPU does)."""
+    spec = {"token": SPEC, "whole_word": WWM, "span": SPAN}[mode]
+    ids, mask = _words_batch(32, 128)
+    keys = step_seed(3, 11, 1, 32)
+    fast = as_numpy(compiled(lambda i, m, k: mask_tokens(i, m, k, spec))(ids, mask, keys))
+    slow = as_numpy(mask_tokens(ids, mask, keys, spec))
+    for key, value in fast.items():
         assert value.shape[0] == 32
-        np.testing.assert_array_equal(value.numpy(), second[key].numpy())
-    assert first["mask_positions"].shape[1] == SPEC.max_predictions(128) == 20
+        np.testing.assert_array_equal(value, slow[key])
+    assert fast["mask_positions"].shape[1] == spec.max_predictions(128)
+
+
+# Masks of one fixed batch, the same on TensorFlow and JAX (both runs of `make test` check
+# these digests): every op is integer or exact, so the backends agree bit for bit.
+GOLDEN = {"token": "f9ffd9fd26275859cccc7eda9c086c81",
+          "span": "99f2c8ec68ff61bf31300fde2285e7d5",
+          "whole_word": "82646113e25d1d8edb73c44d0c5170b2"}
+
+
+@pytest.mark.parametrize("mode", sorted(GOLDEN))
+def test_masks_are_identical_on_every_backend(mode):
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, 100, (64, 32)).astype("int32")
+    ids[:, 0] = 2
+    spec = MaskingSpec(100, 4, SPECIAL, masking=mode,
+                       word_starts=WORD_STARTS if mode == "whole_word" else ())
+    out = as_numpy(mask_tokens(ids, np.ones_like(ids), train_keys(1, 5, np.arange(64)), spec))
+    digest = hashlib.md5(b"".join(out[k].tobytes() for k in sorted(out))).hexdigest()
+    assert digest == GOLDEN[mode]
+    first = keras.ops.convert_to_numpy(uniforms(np.array([0, 1], np.int32), 4))[0, 0]
+    np.testing.assert_array_equal(first, np.array([0.9167772, 0.41964698, 0.94490606,
+                                                   0.9225967], np.float32))
 
 
 # --- whole_word and span --------------------------------------------------------------------
@@ -170,8 +215,8 @@ def _units(ids, mask, spec):
 def unit_masked(request):
     spec = WWM if request.param == "whole_word" else SPAN
     ids, mask = _words_batch()
-    run = tf.function(lambda i, m, s: mask_tokens(i, m, s, spec), jit_compile=True)
-    out = {k: v.numpy() for k, v in run(ids, mask, step_seed(5, 2, 0)).items()}
+    run = compiled(lambda i, m, s: mask_tokens(i, m, s, spec))
+    out = as_numpy(run(ids, mask, step_seed(5, 2, 0, len(ids))))
     return spec, ids, mask, out
 
 
@@ -199,7 +244,7 @@ def test_units_mask_15_percent_never_specials_labels_original(unit_masked):
 
 def test_whole_words_are_never_split():
     ids, mask = _words_batch(512)
-    out = {k: v.numpy() for k, v in mask_tokens(ids, mask, step_seed(1, 1, 0), WWM).items()}
+    out = as_numpy(mask_tokens(ids, mask, step_seed(1, 1, 0, len(ids)), WWM))
     grid = _selected_grid(ids, out)
     whole = partial = 0
     for row, start, end in _units(ids, mask, WWM):
@@ -216,9 +261,9 @@ def test_span_lengths_follow_the_truncated_geometric():
 
     length = 256
     ids = np.full((400, length), 50, np.int32)  # no specials: spans are cut only by the cap
-    candidates = tf.ones(ids.shape, tf.bool)
-    uniform = tf.random.stateless_uniform(ids.shape, seed=[3, 4], alg="philox")
-    starts = _unit_starts(ids, candidates, uniform, SPAN).numpy()
+    candidates = np.ones(ids.shape, bool)
+    uniform = np.random.default_rng(3).random(ids.shape, np.float32)
+    starts = keras.ops.convert_to_numpy(_unit_starts(ids, candidates, uniform, SPAN))
     lengths = np.concatenate([np.diff(np.flatnonzero(row)) for row in starts])
     assert lengths.min() >= 1 and lengths.max() <= 10
     k = np.arange(1, 11)
@@ -227,7 +272,7 @@ def test_span_lengths_follow_the_truncated_geometric():
     assert np.abs(observed - expected).max() < 0.01, observed
     assert abs(lengths.mean() - 3.80) < 0.05
     # Every position's unit starts at the last start at or before it.
-    start_of = _unit_start_of(tf.constant(starts)).numpy()
+    start_of = keras.ops.convert_to_numpy(_unit_start_of(starts))
     for row in range(3):
         expected_start = np.maximum.accumulate(np.where(starts[row], np.arange(length), 0))
         np.testing.assert_array_equal(start_of[row], expected_start)
@@ -235,8 +280,7 @@ def test_span_lengths_follow_the_truncated_geometric():
 
 def test_span_80_10_10_is_drawn_per_span_and_spans_are_contiguous():
     ids, mask = _words_batch(1024, 128)
-    out = mask_tokens(ids, mask, step_seed(2, 2, 0), SPAN)
-    out = {k: v.numpy() for k, v in out.items()}
+    out = as_numpy(mask_tokens(ids, mask, step_seed(2, 2, 0, len(ids)), SPAN))
     grid = _selected_grid(ids, out)
     runs = mixed = masked_runs = 0
     for row in range(len(ids)):
@@ -256,26 +300,6 @@ def test_span_80_10_10_is_drawn_per_span_and_spans_are_contiguous():
     assert mean_run > 3.0  # contiguous spans, not scattered tokens (token mode: ~1.2)
 
 
-def test_unit_selection_is_the_same_with_and_without_xla():
-    """Random streams differ between XLA and TF kernels, so compare the selection on the
-    same draws."""
-    from trainer.masking import _candidates, _select_units, _unit_start_of, _unit_starts
-
-    ids, mask = _words_batch(64, 128)
-    uniform = tf.random.stateless_uniform([2, *ids.shape], seed=[1, 2], alg="philox")
-    budget = tf.fill([64], 19.2)
-
-    def select(i, m, u, b):
-        candidates = _candidates(i, m, SPAN)
-        start_of = _unit_start_of(_unit_starts(i, candidates, u[0], SPAN))
-        return _select_units(candidates, start_of, u[0], u[1], b, SPAN.max_predictions(128))
-
-    eager = select(ids, mask, uniform, budget).numpy()
-    compiled = tf.function(select, jit_compile=True)(ids, mask, uniform, budget).numpy()
-    np.testing.assert_array_equal(eager, compiled)
-    assert eager.sum() > 64 * 15
-
-
 def test_whole_word_needs_a_table_and_modes_are_checked():
     with pytest.raises(ValueError, match="word_starts"):
         MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word")
@@ -288,5 +312,5 @@ def test_short_sequences_keep_the_rate_with_units(spec):
     ids = np.zeros((4000, 8), np.int32)
     ids[:, 0], ids[:, 1:3], ids[:, 3] = 2, 50, 3  # two one-piece words
     mask = (ids != 0).astype(np.int32)
-    out = mask_tokens(ids, mask, step_seed(0, 0, 0), spec)
-    assert abs(out["mask_weights"].numpy().sum() / (2 * 4000) - 0.15) < 0.02
+    out = as_numpy(mask_tokens(ids, mask, step_seed(0, 0, 0, 4000), spec))
+    assert abs(out["mask_weights"].sum() / (2 * 4000) - 0.15) < 0.02

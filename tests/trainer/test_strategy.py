@@ -1,9 +1,14 @@
-"""Strategy selection without accelerators: CPU default, one clear message for a missing TPU/GPU."""
+"""Strategy selection without accelerators: CPU default, one clear message for a missing TPU/GPU
+(TensorFlow's devices; the JAX backend's are in test_jax_backend.py)."""
 
+import keras
 import pytest
 import tensorflow as tf
 
 from trainer.strategy import StrategyError, runs_on_cpu_replicas, select_strategy
+
+pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                                reason="tf.distribute strategies")
 
 
 def test_cpu_and_auto_give_the_default_strategy_here():

@@ -6,7 +6,14 @@ import subprocess
 import sys
 import textwrap
 
+import keras
+import pytest
+
 from tests.trainer.mlm_data import task_args
+
+# gs:// goes through common.fs and tf.io.gfile on both backends: one pass is enough (CI time).
+pytestmark = pytest.mark.skipif(keras.backend.backend() == "jax",
+                                reason="backend-independent; run on the TensorFlow pass")
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

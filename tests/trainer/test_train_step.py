@@ -18,7 +18,8 @@ def test_bert_trains_from_raw_batches_with_jit_compile():
     ids = np.random.default_rng(0).integers(5, 100, (32, 16)).astype("int32")
     ids[:, 0], ids[:, -1] = 2, 3
     batch = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-    assert model(batch).shape == (32, 3, 100)  # raw batch: first max_predictions slots
+    out = model(batch)  # an evaluation batch (no step): masks keyed by content
+    assert out["logits"].shape == (32, 3, 100) and out["mask_weights"].shape == (32, 3)
     model.compile(optimizer=build_optimizer(1e-2, 20, 2), jit_compile=True)
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
     before = model.evaluate(dataset.take(1), verbose=0, return_dict=True)

@@ -16,43 +16,11 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Callable
-
-
-@dataclasses.dataclass(frozen=True)
-class Family:
-    name: str
-    backbone_class: str  # keras_hub.models.<name>
-    task_class: str  # the MaskedLM task in keras_hub.models
-    registered_name: str  # a preset's config.json "registered_name"
-    takes_segment_ids: bool
-    hf_config: Callable  # (backbone_config: dict, special_token_ids: dict) -> transformers config
-    weight_rows: tuple  # (keras-hub path, transformers name, transform): embeddings and head
-    hf_prefix: str  # the transformers base-model attribute ("roberta", "bert")
-
-    def backbone_cls(self):
-        import keras_hub
-
-        return getattr(keras_hub.models, self.backbone_class)
-
-    def task_cls(self):
-        import keras_hub
-
-        return getattr(keras_hub.models, self.task_class)
-
-    def inputs(self, token_ids, padding_mask, mask_positions, zeros_like) -> dict:
-        """The keras-hub MaskedLM input dict (one segment for MLM-only pretraining)."""
-        features = {"token_ids": token_ids, "padding_mask": padding_mask,
-                    "mask_positions": mask_positions}
-        if self.takes_segment_ids:
-            features["segment_ids"] = zeros_like(token_ids)
-        return features
+from trainer.families import bert, roberta
+from trainer.families.family import Family
 
 
 def _registry() -> dict[str, Family]:
-    from trainer.families import bert, roberta
-
     return {f.name: f for f in (roberta.FAMILY, bert.FAMILY)}
 
 

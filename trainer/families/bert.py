@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from trainer.families import Family
-from trainer.families import encoder_weights as w
+from trainer.families.family import Family
+from trainer.families.encoder_weights import copy, hf_common_config, transpose
 
 ROWS = (
-    ("token_embedding/embeddings", "bert.embeddings.word_embeddings.weight", w.copy),
-    ("position_embedding/embeddings", "bert.embeddings.position_embeddings.weight", w.copy),
-    ("segment_embedding/embeddings", "bert.embeddings.token_type_embeddings.weight", w.copy),
-    ("embeddings_layer_norm/gamma", "bert.embeddings.LayerNorm.weight", w.copy),
-    ("embeddings_layer_norm/beta", "bert.embeddings.LayerNorm.bias", w.copy),
+    ("token_embedding/embeddings", "bert.embeddings.word_embeddings.weight", copy),
+    ("position_embedding/embeddings", "bert.embeddings.position_embeddings.weight", copy),
+    ("segment_embedding/embeddings", "bert.embeddings.token_type_embeddings.weight", copy),
+    ("embeddings_layer_norm/gamma", "bert.embeddings.LayerNorm.weight", copy),
+    ("embeddings_layer_norm/beta", "bert.embeddings.LayerNorm.bias", copy),
     # BertForMaskedLM has no pooler (and the MLM loss never trains keras-hub's).
     ("pooled_dense/kernel", None, None),
     ("pooled_dense/bias", None, None),
-    ("mlm_head/intermediate_dense/kernel", "cls.predictions.transform.dense.weight", w.transpose),
-    ("mlm_head/intermediate_dense/bias", "cls.predictions.transform.dense.bias", w.copy),
+    ("mlm_head/intermediate_dense/kernel", "cls.predictions.transform.dense.weight", transpose),
+    ("mlm_head/intermediate_dense/bias", "cls.predictions.transform.dense.bias", copy),
     ("mlm_head/intermediate_layer_norm/gamma", "cls.predictions.transform.LayerNorm.weight",
-     w.copy),
-    ("mlm_head/intermediate_layer_norm/beta", "cls.predictions.transform.LayerNorm.bias", w.copy),
-    ("mlm_head/output_bias", "cls.predictions.bias", w.copy),
+     copy),
+    ("mlm_head/intermediate_layer_norm/beta", "cls.predictions.transform.LayerNorm.bias", copy),
+    ("mlm_head/output_bias", "cls.predictions.bias", copy),
 )
 
 
@@ -29,7 +29,7 @@ def hf_config(backbone_config: dict, ids: dict):
     from transformers import BertConfig
 
     return BertConfig(
-        **w.hf_common_config(backbone_config, ids), hidden_act="gelu_pytorch_tanh",
+        **hf_common_config(backbone_config, ids), hidden_act="gelu_pytorch_tanh",
         layer_norm_eps=1e-12, type_vocab_size=backbone_config.get("num_segments", 2),
         max_position_embeddings=backbone_config["max_sequence_length"],
         architectures=["BertForMaskedLM"])

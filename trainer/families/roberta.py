@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.families import Family
-from trainer.families import encoder_weights as w
+from trainer.families.family import Family
+from trainer.families.encoder_weights import copy, hf_common_config, transpose
 
 
 def _positions(weight, ctx):
@@ -20,17 +20,17 @@ def _zero_token_type(weight, ctx):
 
 
 ROWS = (
-    ("embeddings/token_embedding/embeddings", "roberta.embeddings.word_embeddings.weight", w.copy),
+    ("embeddings/token_embedding/embeddings", "roberta.embeddings.word_embeddings.weight", copy),
     ("embeddings/position_embedding/embeddings", "roberta.embeddings.position_embeddings.weight",
      _positions),
     (None, "roberta.embeddings.token_type_embeddings.weight", _zero_token_type),
-    ("embeddings_layer_norm/gamma", "roberta.embeddings.LayerNorm.weight", w.copy),
-    ("embeddings_layer_norm/beta", "roberta.embeddings.LayerNorm.bias", w.copy),
-    ("mlm_head/intermediate_dense/kernel", "lm_head.dense.weight", w.transpose),
-    ("mlm_head/intermediate_dense/bias", "lm_head.dense.bias", w.copy),
-    ("mlm_head/intermediate_layer_norm/gamma", "lm_head.layer_norm.weight", w.copy),
-    ("mlm_head/intermediate_layer_norm/beta", "lm_head.layer_norm.bias", w.copy),
-    ("mlm_head/output_bias", "lm_head.bias", w.copy),
+    ("embeddings_layer_norm/gamma", "roberta.embeddings.LayerNorm.weight", copy),
+    ("embeddings_layer_norm/beta", "roberta.embeddings.LayerNorm.bias", copy),
+    ("mlm_head/intermediate_dense/kernel", "lm_head.dense.weight", transpose),
+    ("mlm_head/intermediate_dense/bias", "lm_head.dense.bias", copy),
+    ("mlm_head/intermediate_layer_norm/gamma", "lm_head.layer_norm.weight", copy),
+    ("mlm_head/intermediate_layer_norm/beta", "lm_head.layer_norm.bias", copy),
+    ("mlm_head/output_bias", "lm_head.bias", copy),
 )
 
 
@@ -38,7 +38,7 @@ def hf_config(backbone_config: dict, ids: dict):
     from transformers import RobertaConfig
 
     return RobertaConfig(
-        **w.hf_common_config(backbone_config, ids), hidden_act="gelu", layer_norm_eps=1e-5,
+        **hf_common_config(backbone_config, ids), hidden_act="gelu", layer_norm_eps=1e-5,
         type_vocab_size=1,
         max_position_embeddings=backbone_config["max_sequence_length"] + ids["pad_token"] + 1,
         architectures=["RobertaForMaskedLM"])

@@ -1,0 +1,77 @@
+"""The JAX backend: `keras.distribution.DataParallel` over the devices, one process per host.
+
+On a pod slice every host runs the same command; `keras.distribution.initialize()` joins
+them (with no arguments JAX finds the slice's hosts itself; elsewhere the
+KERAS_DISTRIBUTION_JOB_ADDRESSES / _NUM_PROCESSES / _PROCESS_ID environment variables name
+them). Each process reads only its own share of the files and gives Keras its host batch
+(`auto_shard_dataset=False`: the data is already sharded, Keras must not shard it again);
+Keras assembles the global batch from the hosts' batches in process order. Process 0 alone
+writes the run folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import jax
+import keras
+
+from trainer import plan as plans
+from trainer.backends.runtime import Runtime, StrategyError, has_tpu
+from trainer.data import PipelineShare
+
+_CLUSTER_ENV = "KERAS_DISTRIBUTION_JOB_ADDRESSES"
+
+
+def _platform(kind: str, no_tpu: bool) -> str:
+    if kind == "auto":
+        return "tpu" if has_tpu() and not no_tpu else jax.default_backend()
+    return kind
+
+
+def _initialize(platform: str) -> None:
+    """Joins the hosts of a pod slice (or of the cluster the environment names)."""
+    if os.environ.get(_CLUSTER_ENV):
+        if platform == "cpu":  # CPU collectives between processes go over gloo
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        keras.distribution.initialize()
+    elif platform == "tpu":
+        keras.distribution.initialize()
+
+
+def _devices(platform: str, cpu_replicas: int) -> list:
+    try:
+        devices = jax.devices(platform)
+    except RuntimeError as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise StrategyError(f"--strategy {platform}: JAX sees no {platform.upper()} here "
+                            f"({first}); pass --strategy cpu, or run on a machine with one."
+                            ) from None
+    if platform == "cpu":  # as many CPU devices per process as asked for (1: the default)
+        mine = [d for d in devices if d.process_index == jax.process_index()][:cpu_replicas]
+        if len(mine) < cpu_replicas:
+            raise StrategyError(
+                f"--cpu_replicas {cpu_replicas}: JAX has {len(mine)} CPU device(s); set "
+                f"XLA_FLAGS=--xla_force_host_platform_device_count={cpu_replicas} at startup.")
+        devices = [d for d in devices if d.process_index != jax.process_index()
+                   or d in mine]
+    return devices
+
+
+def setup(config) -> Runtime:
+    platform = _platform(config.strategy, config.no_tpu)
+    _initialize(platform)
+    devices = _devices(platform, config.cpu_replicas)
+    # Set (or cleared) on every run: the distribution is Keras' process-wide state.
+    keras.distribution.set_distribution(keras.distribution.DataParallel(
+        devices=[f"{d.platform}:{d.id}" for d in devices], auto_shard_dataset=False)
+        if len(devices) > 1 else None)
+    local = sum(d.process_index == jax.process_index() for d in devices)
+    on_tpu = platform == "tpu"
+    device = plans.device_settings(config.precision, config.jit_compile,
+                                   config.steps_per_execution, on_tpu, False)
+    share = PipelineShare(jax.process_index(), jax.process_count(), 1)
+    return Runtime("jax", len(devices), jax.process_count(), jax.process_index(), 1, local,
+                   jax.process_index() == 0, on_tpu, device, contextlib.nullcontext,
+                   lambda dataset_fn: dataset_fn(share))

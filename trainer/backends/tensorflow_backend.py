@@ -1,0 +1,44 @@
+"""The TensorFlow backend: a `tf.distribute` strategy (TPUStrategy, MirroredStrategy over GPUs
+or logical CPUs, or the default one) and `distribute_datasets_from_function`."""
+
+from __future__ import annotations
+
+import functools
+
+import tensorflow as tf
+
+from trainer import plan as plans
+from trainer import strategy as strategies
+from trainer.backends.runtime import Runtime
+from trainer.data import PipelineShare
+
+
+def _share(context: tf.distribute.InputContext) -> PipelineShare:
+    return PipelineShare(context.input_pipeline_id, context.num_input_pipelines,
+                         context.num_replicas_in_sync // context.num_input_pipelines)
+
+
+def _distribute(strategy, dataset_fn):
+    """The dataset as `fit` wants it: distributed under a real strategy, plain otherwise."""
+    distributed = (tf.distribute.TPUStrategy, tf.distribute.MirroredStrategy,
+                   tf.distribute.MultiWorkerMirroredStrategy)
+    if not isinstance(strategy, distributed):  # the default strategy (one device)
+        return dataset_fn(PipelineShare())
+    return strategy.distribute_datasets_from_function(lambda c: dataset_fn(_share(c)))
+
+
+def setup(config) -> Runtime:
+    strategy = strategies.select_strategy(config.strategy, config.tpu, config.tpu_zone,
+                                          config.gcp_project, config.cpu_replicas,
+                                          config.no_tpu)
+    on_tpu = strategies.is_tpu(strategy)
+    device = plans.device_settings(
+        config.precision, config.jit_compile, config.steps_per_execution, on_tpu,
+        strategies.runs_on_cpu_replicas(strategy), strategies.cpu_without_xla(strategy))
+    replicas = strategy.num_replicas_in_sync
+    pipelines = strategies.num_input_pipelines(strategy)
+    # pipeline_id is per host and given to each dataset_fn by tf.distribute; this process
+    # (the one TPU client, or one device) is pipeline 0.
+    return Runtime("tensorflow", replicas, pipelines, 0, replicas // pipelines, 1,
+                   strategies.is_chief(strategy), on_tpu, device, strategy.scope,
+                   functools.partial(_distribute, strategy))
