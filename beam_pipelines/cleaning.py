@@ -90,7 +90,7 @@ class Clean(beam.PTransform):
                  validation_fraction: float = 0.0, test_fraction: float = 0.0,
                  sample_size: int = 20, near_config=None, exact_dedup=None):
         super().__init__()
-        # Local runs: local_dedup.ExactDedupByRereading (no text held in memory).
+        # Local runs: local.exact_dedup.ExactDedupByRereading (no text held in memory).
         self.exact_dedup = exact_dedup
         self.quality_config, self.dedup = quality_config, dedup
         self.fractions, self.sample_size = (validation_fraction, test_fraction), sample_size

@@ -16,7 +16,7 @@ holds before the shuffle, so a document in a million copies moves one accumulato
 worker, not a million documents; an accumulator is one document, counts, and at most
 `sample_size` excerpts, however many copies there are: no hot key).
 
-Local runs take beam_pipelines/local_dedup.py instead (Beam's local runners hold a grouping
+Local runs take beam_pipelines/local/exact_dedup.py instead (Beam's local runners hold a grouping
 in memory): the same decisions, from keys sorted on disk and a second read of the input.
 """
 

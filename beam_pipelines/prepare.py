@@ -24,9 +24,11 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   StandardOptions)
 
-from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, local_dedup,
-                            local_shuffle, memory_check, progress, run_lock, shard_writer,
+from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, progress, run_lock,
                             sources, tokenization)
+from beam_pipelines.execution import GroupingExecution
+from beam_pipelines.local import memory_check
+from beam_pipelines.local.execution import OnDiskExecution
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
 from common import fs, manifest, shards, tokenizer_files
@@ -51,11 +53,12 @@ def read_tasks(opts) -> list[tuple]:
 
 
 def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: dict,
-          tasks: list, progress_dir: str | None = None, spill_dir: str | None = None):
+          tasks: list, progress_dir: str | None = None, execution=None):
     """Adds the whole pipeline to `p`; returns the PCollection of the commit's run record.
-    DoFns write running totals to `progress_dir` (local runs) for the progress lines. With
-    `spill_dir` (local runs: a folder on the workers' shared disk) rows are shuffled
-    through files there (beam_pipelines/local_shuffle.py), else by a GroupByKey."""
+    DoFns write running totals to `progress_dir` (local runs) for the progress lines.
+    `execution` runs exact dedup and the shuffle (beam_pipelines/execution.py): Beam's
+    GroupByKey by default, files on disk for local runs (beam_pipelines/local/)."""
+    execution = execution or GroupingExecution()
     splits = opts_lib.split_names(opts)
     spread = (p
               | "ListInputs" >> beam.Create(tasks)
@@ -71,36 +74,17 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
             opts.hf_config)).with_outputs("dead", STATS, main="docs")
 
     read = read_docs("Read")
-    exact_dedup = None
-    if spill_dir:  # two reads of the input, no text held in memory (local_dedup.py); the
-        # second read's dead letters and counts are the first's again: only those are kept
-        exact_dedup = local_dedup.ExactDedupByRereading(
-            lambda after: read_docs("Reread", after).docs, spill_dir, splits,
-            opts.validation_fraction, opts.test_fraction, progress_dir)
+    exact_dedup = execution.exact_dedup(lambda after: read_docs("Reread", after).docs, splits,
+                                        opts, progress_dir)
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
         opts_lib.quality_config(opts), opts.dedup, opts.validation_fraction, opts.test_fraction,
         opts.removed_sample_size, opts_lib.near_config(opts), exact_dedup)
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
         opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars, progress_dir,
-        flatten=spill_dir is None)
-    shard_size, fixed_shards = opts_lib.shard_size(opts), opts.num_shards or 0
-    if spill_dir:  # a local runner: shuffle through files, not memory
-        written, shuffle_stats = blocks | "ShuffleOnDisk" >> local_shuffle.ShuffleOnDisk(
-            spill_dir, opts.output_dir, run_id, opts.seed, opts.max_length, shard_size,
-            fixed_shards, progress_dir)
-    else:
-        counts = (blocks
-                  | "RowsPerBlock" >> beam.Map(lambda block: (block[0], len(block[1])))
-                  | "RowsPerSplit" >> beam.CombinePerKey(sum))
-        assigned = blocks | "AssignShards" >> beam.ParDo(
-            shard_writer.AssignShards(opts.seed, opts.max_length, shard_size, fixed_shards),
-            counts=beam.pvalue.AsDict(counts)).with_outputs(STATS, main="rows")
-        written = (assigned.rows
-                   | "GroupShards" >> beam.GroupByKey()
-                   | "WriteShards" >> beam.ParDo(
-                       shard_writer.WriteShard(opts.output_dir, run_id, progress_dir)))
-        shuffle_stats = assigned[STATS]
+        flatten=execution.flat_blocks)
+    written, shuffle_stats = execution.shuffle(blocks, opts, run_id, progress_dir,
+                                               opts_lib.shard_size(opts), opts.num_shards or 0)
     stats = ((read[STATS], removal_stats, sequence_stats, shuffle_stats)
              | "AllStats" >> beam.Flatten()
              | "SumStats" >> beam.CombinePerKey(sum))
@@ -231,7 +215,7 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
                     progress.Reporter(folder, opts.progress_seconds), \
                     beam.Pipeline(options=options) as p:
                 build(p, opts, tokenizer_info, run_id, args, tasks, progress_dir=folder,
-                      spill_dir=spill_dir)
+                      execution=OnDiskExecution(spill_dir))
     except BaseException:
         if "Dataflow" not in runner:  # a local run is dead; a Dataflow job may go on
             run_lock.release(opts.output_dir, run_id)

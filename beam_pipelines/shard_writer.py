@@ -13,7 +13,7 @@ shards itself:
    its byte size and crc32c for the manifest (`write_shard`).
 
 That is the path on Dataflow. Beam's local runners hold a GroupByKey in memory, so local runs
-shuffle on disk instead (beam_pipelines/local_shuffle.py): the same keys, the same ranges,
+shuffle on disk instead (beam_pipelines/local/shuffle.py): the same keys, the same ranges,
 the same `write_shard`, byte-identical files.
 """
 

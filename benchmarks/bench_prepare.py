@@ -86,7 +86,8 @@ def versions(corpus: str, n: int) -> str:
 
 
 PEAK_CODE = """import sys, time
-from beam_pipelines import memory_check, prepare
+from beam_pipelines import prepare
+from beam_pipelines.local import memory_check
 start = time.perf_counter()
 code = prepare.run(sys.argv[1:])
 print("PEAK", memory_check.peak_rss_bytes(), time.perf_counter() - start)

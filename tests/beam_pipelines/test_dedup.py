@@ -11,7 +11,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 import pytest
 
-from beam_pipelines import accounting, dedup, local_dedup, sources, tokenization
+from beam_pipelines import accounting, dedup, sources, tokenization
+from beam_pipelines.local import exact_dedup as local_dedup
 from common import manifest
 from tests.beam_pipelines.test_prepare import (_shard_bytes, encode_all, run_prepare,
                                                write_jsonl)

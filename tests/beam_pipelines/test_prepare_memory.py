@@ -1,6 +1,6 @@
 """Prepare's peak memory on the local runner stays flat as the corpus grows: rows are
-shuffled through files (beam_pipelines/local_shuffle.py) and exact copies found from keys
-sorted on disk (beam_pipelines/local_dedup.py). Measured in child processes, default
+shuffled through files (beam_pipelines/local/shuffle.py) and exact copies found from keys
+sorted on disk (beam_pipelines/local/exact_dedup.py). Measured in child processes, default
 cleaning, on two generated corpora 4x apart; the spill runs and shards are made small so
 that both sizes are past the point where those buffers stop growing."""
 
@@ -18,7 +18,8 @@ MAX_BYTES_PER_TEXT_BYTE = 3.5
 
 def _peak(corpus, tokenizer_dir, out) -> int:
     code = ("import sys\n"
-            "from beam_pipelines import local_shuffle, memory_check, prepare\n"
+            "from beam_pipelines import prepare\n"
+            "from beam_pipelines.local import memory_check, shuffle as local_shuffle\n"
             "local_shuffle.RUN_BYTES = 256 << 10\n"
             f"status = prepare.run(['--runner=FnApiRunner', '--input', {str(corpus)!r}, "
             f"'--tokenizer', {tokenizer_dir!r}, '--output_dir', {str(out)!r}, "
@@ -49,7 +50,8 @@ def test_peak_memory_is_flat_in_corpus_size_on_the_local_runner(tmp_path, bpe_to
 
 def test_a_local_run_that_will_not_fit_is_announced_with_the_numbers(
         tmp_path, bpe_tokenizer_dir, capsys, monkeypatch):
-    from beam_pipelines import memory_check, prepare
+    from beam_pipelines import prepare
+    from beam_pipelines.local import memory_check
 
     corpus = tmp_path / "c.jsonl"
     demo_corpus.write_corpus(str(corpus), 700_000)

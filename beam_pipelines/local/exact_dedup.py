@@ -13,7 +13,7 @@ object per document (Beam's local runners keep whatever crosses a grouping in me
    (its key is computed again only for the documents not kept).
 
 The same copies are kept, counted and sampled as by `dedup.ExactDedup` (Dataflow's path),
-which tests/beam_pipelines/test_local_shuffle.py checks byte for byte.
+which tests/beam_pipelines/local/test_shuffle.py checks byte for byte.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import local_shuffle, progress, shard_writer
+from beam_pipelines import progress, shard_writer
+from beam_pipelines.local import shuffle as local_shuffle
 from beam_pipelines.accounting import STATS, removal_key
 from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, doc_position
 from beam_pipelines.dedup import copy_removed, exact_key

@@ -12,7 +12,9 @@ import tempfile
 import numpy as np
 import pytest
 
-from beam_pipelines import local_dedup, local_shuffle, prepare, shard_writer
+from beam_pipelines import prepare, shard_writer
+from beam_pipelines.local import exact_dedup as local_dedup
+from beam_pipelines.local import shuffle as local_shuffle
 from common import manifest
 from tests.beam_pipelines.test_dedup import _args, planted_corpus
 from tests.beam_pipelines.test_prepare import _shard_bytes, run_prepare
@@ -78,7 +80,7 @@ def test_the_disk_shuffle_writes_what_the_groupbykey_path_writes(tmp_path, corpu
 
     original = prepare.build
 
-    def beam_shuffle(*args, spill_dir=None, **kwargs):  # what Dataflow runs
+    def beam_shuffle(*args, execution=None, **kwargs):  # what Dataflow runs
         return original(*args, **kwargs)
 
     monkeypatch.setattr(prepare, "build", beam_shuffle)

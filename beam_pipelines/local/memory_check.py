@@ -1,8 +1,8 @@
 """A preflight estimate of what a local prepare needs (memory, and temporary disk for the
 shuffle), and a warning, with the numbers, when it will not fit.
 
-On the local runner rows are shuffled through files (beam_pipelines/local_shuffle.py) and
-exact copies are found from keys sorted on disk (local_dedup.py), so peak memory is a
+On the local runner rows are shuffled through files (beam_pipelines/local/shuffle.py) and
+exact copies are found from keys sorted on disk (local/exact_dedup.py), so peak memory is a
 constant (sorted runs, one key range and one shard at a time) plus ~120 bytes per document
 (the kept documents' place hashes and Beam's copies of them; measured with 250 k and 1 M
 documents of 97 bytes). Near dedup still holds every document's text and

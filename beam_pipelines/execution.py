@@ -1,0 +1,39 @@
+"""How the graph's two keyed steps run: exact dedup and the shuffle of rows into shards.
+
+`prepare.build` asks one execution object for both, chosen once by the launcher:
+`GroupingExecution` (here) uses Beam's GroupByKey, which Dataflow runs on its shuffle service;
+`local.execution.OnDiskExecution` runs the same steps through sorted files on disk, because
+Beam's local runners keep a GroupByKey's values in memory. Both write the same shards.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+from beam_pipelines import shard_writer
+from beam_pipelines.accounting import STATS
+
+
+class GroupingExecution:
+    """Any runner, Dataflow in practice: keys grouped by Beam."""
+
+    flat_blocks = True  # ToSequences hands over one PCollection of row blocks
+
+    def exact_dedup(self, read_again, splits, opts, progress_dir):
+        """None: `cleaning.Clean` uses dedup.ExactDedup, a GroupByKey on the text's key."""
+        del read_again, splits, opts, progress_dir
+        return None
+
+    def shuffle(self, blocks, opts, run_id, progress_dir, shard_size, fixed_shards):
+        """Row blocks -> (written shard records, shuffle stats), rows grouped by shard."""
+        counts = (blocks
+                  | "RowsPerBlock" >> beam.Map(lambda block: (block[0], len(block[1])))
+                  | "RowsPerSplit" >> beam.CombinePerKey(sum))
+        assigned = blocks | "AssignShards" >> beam.ParDo(
+            shard_writer.AssignShards(opts.seed, opts.max_length, shard_size, fixed_shards),
+            counts=beam.pvalue.AsDict(counts)).with_outputs(STATS, main="rows")
+        written = (assigned.rows
+                   | "GroupShards" >> beam.GroupByKey()
+                   | "WriteShards" >> beam.ParDo(
+                       shard_writer.WriteShard(opts.output_dir, run_id, progress_dir)))
+        return written, assigned[STATS]

@@ -1,0 +1,26 @@
+"""`OnDiskExecution`: prepare's keyed steps on a local runner, through files in `spill_dir`
+(a folder on the workers' shared disk), so that memory stays flat at corpus size. Same
+interface and same output as `beam_pipelines.execution.GroupingExecution`."""
+
+from __future__ import annotations
+
+from beam_pipelines.local import exact_dedup, shuffle
+
+
+class OnDiskExecution:
+    flat_blocks = False  # full rows and tails' rows stay apart: the on-disk shuffle sorts both
+
+    def __init__(self, spill_dir: str):
+        self.spill_dir = spill_dir
+
+    def exact_dedup(self, read_again, splits, opts, progress_dir):
+        """Two reads of the input, no text held in memory; the second read's dead letters and
+        counts are the first's again, so only the first's are kept."""
+        return exact_dedup.ExactDedupByRereading(
+            read_again, self.spill_dir, splits, opts.validation_fraction, opts.test_fraction,
+            progress_dir)
+
+    def shuffle(self, blocks, opts, run_id, progress_dir, shard_size, fixed_shards):
+        return blocks | "ShuffleOnDisk" >> shuffle.ShuffleOnDisk(
+            self.spill_dir, opts.output_dir, run_id, opts.seed, opts.max_length, shard_size,
+            fixed_shards, progress_dir)
