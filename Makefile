@@ -34,8 +34,11 @@ TPU ?= local
 MODEL ?= base
 BATCH ?= 128
 STEPS ?= 500000
+# Which Keras backend `make train` runs on: jax (the default: the stack Keras tests on TPUs and the
+# only one for TPU7x) or tensorflow (TPUStrategy). docs/tpu.md gives the evidence.
+BACKEND ?= jax
 
-# The TPU stack: tensorflow-tpu 2.20 + libtpu in its own venv (README "On a TPU VM").
+# The TensorFlow TPU stack: tensorflow-tpu 2.20 + libtpu in its own venv (README "On a TPU VM").
 TPU_VENV := .venv-tpu
 TPU_PY := $(TPU_VENV)/bin/python
 TPU_STAMP := $(TPU_VENV)/.installed
@@ -46,7 +49,28 @@ TPU_SMOKE := tests/trainer/test_strategy.py tests/trainer/test_plan.py \
   tests/trainer/test_preemption.py::test_torn_backups_fall_back_to_older_state_then_checkpoint \
   tests/trainer/test_export.py tests/trainer/test_tpu_stack.py
 
-.PHONY: venv venv-tpu test test-tpu demo prepare train bench bench-prepare bench-train clean
+# The JAX TPU stack: jax[tpu] with the libtpu it pins, keras, keras-hub, TensorFlow's CPU build
+# for tf.data (docs/tpu.md). Its smoke tests run with KERAS_BACKEND=jax.
+TPU_JAX_VENV := .venv-tpu-jax
+TPU_JAX_PY := $(TPU_JAX_VENV)/bin/python
+TPU_JAX_STAMP := $(TPU_JAX_VENV)/.installed
+TPU_JAX_SMOKE := tests/trainer/test_tpu_jax_stack.py tests/test_no_tensorflow_text.py \
+  tests/trainer/test_task.py::test_eval_loss_falls_clearly \
+  tests/trainer/test_task.py::test_interrupted_run_resumes_where_it_stopped \
+  tests/trainer/test_export.py
+
+# `make train` installs and runs the stack of its backend.
+ifeq ($(BACKEND),jax)
+TRAIN_PY := $(TPU_JAX_PY)
+TRAIN_STAMP := $(TPU_JAX_STAMP)
+TRAIN_WHERE := --strategy tpu
+else ifeq ($(BACKEND),tensorflow)
+TRAIN_PY := $(TPU_PY)
+TRAIN_STAMP := $(TPU_STAMP)
+TRAIN_WHERE := --strategy tpu --tpu $(TPU)
+endif
+
+.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo prepare train bench bench-prepare bench-train clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -64,6 +88,14 @@ $(TPU_STAMP): setup.py constraints-tpu.txt tpu/tensorflow-from-tpu/pyproject.tom
 	$(TPU_PY) -m pip check
 	touch $(TPU_STAMP)
 
+venv-tpu-jax: $(TPU_JAX_STAMP)
+$(TPU_JAX_STAMP): setup.py constraints.txt constraints-tpu-jax.txt
+	test -x $(TPU_JAX_PY) || $(PYTHON) -m venv $(TPU_JAX_VENV)
+	$(TPU_JAX_PY) -m pip install --quiet --upgrade pip
+	$(TPU_JAX_PY) -m pip install --quiet -c constraints-tpu-jax.txt -e ".[tpu-jax,test]"
+	$(TPU_JAX_PY) -m pip check
+	touch $(TPU_JAX_STAMP)
+
 # The trainer's tests run twice: on TensorFlow (with everything else), then on JAX.
 test: $(STAMP)
 	$(PY) -m pytest tests -q -p no:cacheprovider
@@ -71,9 +103,15 @@ test: $(STAMP)
 
 # Off a TPU VM libtpu would query the cloud metadata server at import: TPU_SKIP_MDS_QUERY
 # stops that, and the tests run without a network (unshare -n, loopback only) to prove it.
-test-tpu: $(TPU_STAMP)
+test-tpu: test-tpu-tf test-tpu-jax
+
+test-tpu-tf: $(TPU_STAMP)
 	TPU_SKIP_MDS_QUERY=1 bash tpu/offline.sh $(TPU_PY) -m pytest $(TPU_SMOKE) -q -p no:cacheprovider \
 	  --capture=sys
+
+test-tpu-jax: $(TPU_JAX_STAMP)
+	KERAS_BACKEND=jax TPU_SKIP_MDS_QUERY=1 bash tpu/offline.sh $(TPU_JAX_PY) -m pytest $(TPU_JAX_SMOKE) \
+	  -q -p no:cacheprovider --capture=sys
 
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
@@ -104,9 +142,11 @@ prepare: $(STAMP)
 	  --input '$(INPUT)' --tokenizer $(TOKENIZER) --output_dir $(DATA) --max_length $(MAX_LENGTH) \
 	  --validation_fraction 0.005 $(ARGS)
 
-train: $(TPU_STAMP)
-	@test -n "$(DATA)" -a -n "$(OUTPUT)" || { echo "usage: make train TPU=local DATA=gs://.../prepared OUTPUT=gs://.../runs/NAME [TOKENIZER=...] (or BUCKET=...)"; exit 2; }
-	$(TPU_PY) -m trainer.task --strategy tpu --tpu $(TPU) --train_data $(DATA)/train --eval_data $(DATA)/validation \
+# KERAS_BACKEND in the recipe's environment wins over the exported default above.
+train: $(TRAIN_STAMP)
+	@case "$(BACKEND)" in jax|tensorflow) ;; *) echo "make train: BACKEND must be jax or tensorflow, not '$(BACKEND)'"; exit 2;; esac
+	@test -n "$(DATA)" -a -n "$(OUTPUT)" || { echo "usage: make train [BACKEND=jax|tensorflow] [TPU=local] DATA=gs://.../prepared OUTPUT=gs://.../runs/NAME [TOKENIZER=...] (or BUCKET=...)"; exit 2; }
+	KERAS_BACKEND=$(BACKEND) $(TRAIN_PY) -m trainer.task --backend $(BACKEND) $(TRAIN_WHERE) --train_data $(DATA)/train --eval_data $(DATA)/validation \
 	  $(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --output_dir $(OUTPUT) --model $(MODEL) \
 	  --per_replica_batch_size $(BATCH) --train_steps $(STEPS) --precision bf16 $(ARGS)
 

@@ -30,9 +30,9 @@ setuptools.setup(
         "tokenizers==0.23.3",
         "datasets==5.2.0",
         "numpy>=1.26",
-        "orjson>=3.10",
+        "orjson>=3.10",  # fast JSONL parsing (already a dependency of apache-beam[gcp])
         # Model/tokenizer cards and --push_to (already a dependency of datasets).
-        "huggingface_hub==2.4.0",  # fast JSONL parsing (already a dependency of apache-beam[gcp])
+        "huggingface_hub==2.4.0",
         # Beam's launcher stages --setup_file with `python -m build` (else it prints "No
         # module named build" and falls back to the deprecated `setup.py sdist`).
         "build==1.6.1",
@@ -45,6 +45,16 @@ setuptools.setup(
             "tensorboard==2.21.0",
             # The JAX backend (--backend jax), on the CPU here; jax needs scipy.
             "jax[cpu]==0.10.2",
+            "scipy==1.17.1",
+        ],
+        # The JAX TPU stack (make venv-tpu-jax): JAX drives the TPU through the libtpu that
+        # jax[tpu] pins; TensorFlow's CPU build only feeds batches (tf.data). docs/tpu.md.
+        "tpu-jax": [
+            *_TRAINER,
+            "tensorflow==2.21.0",
+            "tensorflow-text==2.21.1",  # keras-hub 0.32 requires it (not imported by our code)
+            "tensorboard==2.21.0",
+            "jax[tpu]==0.10.2",
             "scipy==1.17.1",
         ],
         # Install tpu/tensorflow-from-tpu first (see `make venv-tpu`): tensorflow-text
