@@ -38,7 +38,7 @@ STEPS ?= 500000
 # only one for TPU7x) or tensorflow (TPUStrategy). docs/tpu.md gives the evidence.
 BACKEND ?= jax
 
-# The TensorFlow TPU stack: tensorflow-tpu 2.20 + libtpu in its own venv (README "On a TPU VM").
+# The TensorFlow TPU stack: tensorflow-tpu 2.20 + libtpu in its own venv (docs/tpu.md, docs/training.md "On a TPU VM").
 TPU_VENV := .venv-tpu
 TPU_PY := $(TPU_VENV)/bin/python
 TPU_STAMP := $(TPU_VENV)/.installed
