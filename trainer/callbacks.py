@@ -29,11 +29,12 @@ import numpy as np
 
 from common import fs
 from trainer import checkpoints
+from trainer.optimization import micro_batches_per_update, update_count
 from trainer.run_dir import RunDir
 
 
 def _step(model) -> int:
-    return int(model.optimizer.iterations.numpy())
+    return update_count(model.optimizer)
 
 
 def _due(step: int, every: int, last_step: int) -> bool:
@@ -93,7 +94,7 @@ class DeterministicDropout(keras.callbacks.Callback):
 
     Keras does not save SeedGenerator states with the weights, so without this a resumed run
     would draw other dropout masks than the uninterrupted one. Each generator advances its
-    counter by one per training step, so the state at a step does not depend on where the
+    counter by one per training step (micro-batch, under gradient accumulation), so the state at a step does not depend on where the
     intervals start: changing --eval_every between restarts keeps the masks.
     """
 
@@ -102,7 +103,8 @@ class DeterministicDropout(keras.callbacks.Callback):
         self.seed = seed
 
     def on_epoch_begin(self, epoch, logs=None):
-        step = _step(self.model)
+        # Generators advance once per micro-batch: count those, so no two steps share masks.
+        step = _step(self.model) * micro_batches_per_update(self.model.optimizer)
         for index, generator in enumerate(seed_generators(self.model)):
             state = generator.state
             value = np.array([(self.seed * 7919 + index) % 2**31, step % 2**31])

@@ -76,12 +76,18 @@ def _hardware(config: dict) -> str:
     return f"{where}, {_n(config.get('replicas'))} replica(s)"
 
 
+def _accumulation(config) -> str:
+    micro = config.get("grad_accum_steps") or 1
+    return f" x {micro} accumulated micro-batches" if micro > 1 else ""
+
+
 def recipe_section(facts) -> str:
     config = facts.run_config
     batch, step = config.get("global_batch_size"), facts.step
     rows = [("optimizer steps", f"{_n(step)} (of {_n(config.get('total_steps'))} planned)"),
             ("global batch", f"{_n(batch)} sequences ({config.get('per_replica_batch_size')} "
-                             f"per replica x {config.get('replicas')})"),
+                             f"per replica x {config.get('replicas')}"
+                             + _accumulation(config) + ")"),
             ("sequences seen", _n(step * batch if step is not None and batch else None)),
             ("peak learning rate", config.get("learning_rate")),
             ("schedule", f"linear warmup over {_n(config.get('warmup_steps'))} steps, then "

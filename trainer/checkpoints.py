@@ -20,7 +20,7 @@ import tempfile
 
 from common import fs
 from common.errors import UserError
-from trainer import run_dir
+from trainer import optimization, run_dir
 from trainer.run_dir import WEIGHTS_SUFFIX, RunDir
 
 # --- Writing -------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
         except (OSError, ValueError, KeyError) as err:
             _warn(f"skipping unreadable backup {path}: {str(err).splitlines()[0]}")
             continue
-        return int(trainer_model.optimizer.iterations.numpy())
+        return optimization.update_count(trainer_model.optimizer)
     if not backups:
         return 0
     checkpoint = newest_readable(run.checkpoints())
@@ -130,7 +130,7 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
     optimizer = trainer_model.optimizer
     for variable in optimizer.variables:
         variable.assign(variable.numpy() * 0)
-    optimizer.iterations.assign(step)
+    optimization.set_update_count(optimizer, step)
     _warn(f"no readable backup: resuming from {checkpoint} at step {step} with a fresh "
           "optimizer state (moments restart at zero).")
     return step

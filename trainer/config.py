@@ -78,7 +78,13 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
     steps_per_execution: int = flag("Train steps per compiled call (default: 100 on TPU, "
                                      "1 elsewhere).")
     # Batch, length of training.
-    per_replica_batch_size: int = flag("Examples per replica per step.", 8)
+    per_replica_batch_size: int = flag("Examples per replica per micro-batch (per step "
+                                        "without --grad_accum_steps).", 8)
+    grad_accum_steps: int = flag(
+        "Micro-batches per optimizer update (gradient accumulation): the global batch is "
+        "per_replica_batch_size x replicas x N. Steps (--train_steps, --save_every, "
+        "--eval_every, warmup, logs, the resume point) count updates.", 1,
+        aliases=["--gradient_accumulation_steps"])
     train_steps: int = flag("Optimizer steps (alternative to --epochs).")
     epochs: int = flag("Passes over the training data.", aliases=["--num_epochs"])
     # Optimisation.
@@ -124,7 +130,7 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
             raise ValueError("--no_tpu contradicts --strategy tpu")
         if (self.train_steps is None) == (self.epochs is None):
             raise ValueError("give exactly one of --train_steps and --epochs")
-        for name in ("per_replica_batch_size", "eval_every", "save_every"):
+        for name in ("per_replica_batch_size", "grad_accum_steps", "eval_every", "save_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be at least 1")
 

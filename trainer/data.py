@@ -164,45 +164,53 @@ def _one_epoch(source: SplitSource, epoch, batch_size: int, seed: int, shuffle_b
 
 
 def start_position(source: SplitSource, batch_size: int, start_step: int,
-                   local_replicas: int = 1) -> tuple[int, int, int]:
+                   local_replicas: int = 1, micro_batches: int = 1) -> tuple[int, int, int]:
     """(data epoch, batches to skip in it, batches per epoch) of a pipeline at `start_step`.
 
-    A data epoch is a whole number of steps of this pipeline (`local_replicas` batches each),
-    so the example at a step is the same whether one replica takes a batch of 16 or two
-    replicas take 8 each: a resume may change the replica count at the same global batch.
+    A data epoch is a whole number of steps of this pipeline (`local_replicas` batches of
+    each of `micro_batches` micro-batches), so the examples of a step are the same whether
+    one replica takes a batch of 16 or two replicas take 8 each, or one replica takes two
+    micro-batches of 8: a resume may change the split of the same global batch.
     """
-    steps_per_epoch = source.num_examples // (batch_size * local_replicas)
+    per_step = local_replicas * micro_batches
+    steps_per_epoch = source.num_examples // (batch_size * per_step)
     if steps_per_epoch < 1:
         raise DataError(
             f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
-            f"than one step of {local_replicas} batch(es) of {batch_size}.")
+            f"than one step of {per_step} batch(es) of {batch_size}.")
     epoch, step_in_epoch = divmod(start_step, steps_per_epoch)
-    return epoch, step_in_epoch * local_replicas, steps_per_epoch * local_replicas
+    return epoch, step_in_epoch * per_step, steps_per_epoch * per_step
 
 
-def _with_position(batch, index, start_step: int, batch_size: int, share: PipelineShare):
+def _with_position(batch, index, start_step: int, batch_size: int, share: PipelineShare,
+                   micro_batches: int = 1):
     """Adds the step of the `index`-th batch since `start_step` (one per row) and its rows'
-    places in the global batch (pipelines own consecutive replicas' rows, as TPU hosts do)."""
+    places in the global batch: a row's place is its record's place in the step's share of
+    the stream (pipelines own consecutive blocks, as TPU hosts do), so an example keeps its
+    place, hence its mask, however the step is split into replicas and micro-batches."""
     local = tf.cast(index, tf.int32)
-    replica = share.pipeline_id * share.batches_per_step + local % share.batches_per_step
+    micro, in_micro = local // share.batches_per_step, local % share.batches_per_step
+    batches_before = (share.pipeline_id * micro_batches + micro % micro_batches) \
+        * share.batches_per_step + in_micro
     # Per row, not a scalar: every input is split along the batch over the devices.
-    step = tf.fill([batch_size], start_step + local // share.batches_per_step)
-    return {**batch, STEP: step, ROW: replica * batch_size + tf.range(batch_size, dtype=tf.int32)}
+    step = tf.fill([batch_size], start_step + micro // micro_batches)
+    return {**batch, STEP: step,
+            ROW: batches_before * batch_size + tf.range(batch_size, dtype=tf.int32)}
 
 
 def train_dataset(source: SplitSource, batch_size: int, seed: int, start_step: int = 0,
-                  shuffle_buffer: int = 2**16,
-                  share: PipelineShare = PipelineShare()) -> tf.data.Dataset:
+                  shuffle_buffer: int = 2**16, share: PipelineShare = PipelineShare(),
+                  micro_batches: int = 1) -> tf.data.Dataset:
     """Endless batches of `{input_ids, attention_mask}` (int32) with their `step` and `row`,
-    starting at `start_step`."""
+    starting at `start_step` (`micro_batches` batches per replica per step)."""
     first_epoch, skip, per_epoch = start_position(source, batch_size, start_step,
-                                                  share.batches_per_step)
+                                                  share.batches_per_step, micro_batches)
     epochs = tf.data.Dataset.range(first_epoch, 2**62)
     batches = epochs.flat_map(
         lambda e: _one_epoch(source, e, batch_size, seed, shuffle_buffer, per_epoch)).skip(skip)
     return batches.enumerate().map(
         lambda i, b: _with_position(_parse(b, source.max_length), i, start_step, batch_size,
-                                    share),
+                                    share, micro_batches),
         num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
@@ -228,14 +236,15 @@ def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None =
 
 
 def train_dataset_fn(source: SplitSource, per_replica_batch_size: int, seed: int,
-                     start_step: int = 0, shuffle_buffer: int = 2**16):
+                     start_step: int = 0, shuffle_buffer: int = 2**16,
+                     micro_batches: int = 1):
     """A function of a `PipelineShare`: each host reads only its files (or its share of the
     records when there are fewer files than hosts). The seed is the same on every host, so
     record shares of a common file order stay disjoint."""
     def dataset_fn(share: PipelineShare):
         mine = source.for_pipeline(share.pipeline_id, share.num_pipelines)
         return train_dataset(mine, per_replica_batch_size, seed, start_step, shuffle_buffer,
-                             share)
+                             share, micro_batches)
     return dataset_fn
 
 

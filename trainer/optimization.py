@@ -1,8 +1,16 @@
-"""AdamW with linear warmup then linear decay to zero, as BERT/RoBERTa pretraining uses.
+"""AdamW with linear warmup then linear decay to zero, as BERT/RoBERTa pretraining uses,
+optionally accumulating gradients over several micro-batches per update.
+
+Gradient accumulation is Keras' own (`gradient_accumulation_steps`): the optimizer sums the
+gradients of N micro-batches and applies their mean on the N-th (clipping and weight decay
+then act on that mean, as for one batch of N times the size). Keras counts micro-batches
+in its private iteration variable and exposes updates as `optimizer.iterations`; every step
+count of the trainer (schedule, checkpoints, logs, the resume position) is in updates.
 
 Example:
     >>> optimizer = build_optimizer(peak_learning_rate=1e-4, total_steps=10_000,
-    ...                             warmup_steps=500, weight_decay=0.01, clip_norm=1.0)
+    ...                             warmup_steps=500, weight_decay=0.01, clip_norm=1.0,
+    ...                             grad_accum_steps=4)
 """
 
 from __future__ import annotations
@@ -20,14 +28,20 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     `total_steps`. Keras ships warmup only with cosine decay, hence this small class; the
     decay half is Keras' own `PolynomialDecay(power=1)`.
 
+    Keras calls a schedule with its count of micro-batches, also under gradient
+    accumulation; `micro_batches` (the accumulation steps) turns that into updates, so the
+    rate of update `s` is the same whatever the accumulation.
+
     Example:
         >>> schedule = WarmupLinearDecay(1e-3, total_steps=100, warmup_steps=10)
         >>> float(schedule(5)), float(schedule(10)), float(schedule(100))
         (0.0005, 0.001, 0.0)
     """
 
-    def __init__(self, peak: float, total_steps: int, warmup_steps: int):
+    def __init__(self, peak: float, total_steps: int, warmup_steps: int,
+                 micro_batches: int = 1):
         self.peak = peak
+        self.micro_batches = micro_batches
         self.total_steps = total_steps
         self.warmup_steps = warmup_steps
         self._decay = keras.optimizers.schedules.PolynomialDecay(
@@ -35,6 +49,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             power=1.0)
 
     def __call__(self, step):
+        if self.micro_batches > 1:
+            step = keras.ops.floor_divide(step, self.micro_batches)
         step = keras.ops.cast(step, "float32")
         warmup = self.peak * step / max(1, self.warmup_steps)
         decay = self._decay(step - self.warmup_steps)
@@ -42,16 +58,38 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def get_config(self):
         return dict(peak=self.peak, total_steps=self.total_steps,
-                    warmup_steps=self.warmup_steps)
+                    warmup_steps=self.warmup_steps, micro_batches=self.micro_batches)
 
 
 def build_optimizer(peak_learning_rate: float, total_steps: int, warmup_steps: int,
                     weight_decay: float = 0.01, beta_1: float = 0.9, beta_2: float = 0.98,
-                    epsilon: float = 1e-6, clip_norm: float | None = 1.0):
-    """Keras AdamW on the schedule, no decay on biases/LayerNorm, global-norm clipping."""
+                    epsilon: float = 1e-6, clip_norm: float | None = 1.0,
+                    grad_accum_steps: int = 1):
+    """Keras AdamW on the schedule, no decay on biases/LayerNorm, global-norm clipping,
+    one update per `grad_accum_steps` micro-batches."""
     optimizer = keras.optimizers.AdamW(
-        learning_rate=WarmupLinearDecay(peak_learning_rate, total_steps, warmup_steps),
+        learning_rate=WarmupLinearDecay(peak_learning_rate, total_steps, warmup_steps,
+                                        grad_accum_steps),
         weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
-        global_clipnorm=clip_norm or None)
+        global_clipnorm=clip_norm or None,
+        gradient_accumulation_steps=grad_accum_steps if grad_accum_steps > 1 else None)
     optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
     return optimizer
+
+
+def update_count(optimizer) -> int:
+    """Optimizer updates done (under accumulation Keras derives this from its micro-batch
+    count, a computed array on JAX rather than a variable)."""
+    return int(keras.ops.convert_to_numpy(optimizer.iterations))
+
+
+def micro_batches_per_update(optimizer) -> int:
+    return optimizer.gradient_accumulation_steps or 1
+
+
+def set_update_count(optimizer, updates: int) -> None:
+    """Sets the optimizer to `updates` completed updates (no accumulation under way).
+
+    `optimizer.iterations` is read-only under accumulation (Keras derives it from its
+    micro-batch counter, the private `_iterations`), so the counter is set directly."""
+    optimizer._iterations.assign(updates * micro_batches_per_update(optimizer))

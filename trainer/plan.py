@@ -26,7 +26,7 @@ FIXED = {
     "max_length": "--max_length",
     "tokenizer": "--tokenizer",
     "seed": "--seed",
-    "global_batch_size": "--per_replica_batch_size x replicas",
+    "global_batch_size": "--per_replica_batch_size x replicas x --grad_accum_steps",
     "train_data_digest": "--train_data (its manifest changed)",
     "input_pipelines": "number of hosts (input pipelines)",
     "backend": "--backend",
@@ -125,6 +125,17 @@ def check_continuation(saved: dict | None, now: dict, where: str) -> None:
             f"{where} holds a run with another {key} ({_short(saved[key])} there, "
             f"{_short(now.get(key))} now; flag: {flag}); use a new --output_dir or the same "
             "settings.")
+
+
+def check_accumulation(backend: str, replicas: int, grad_accum_steps: int) -> None:
+    """Keras' gradient accumulation applies the update inside a conditional, and
+    tf.distribute cannot synchronise replicas there (the step fails to build: a `merge_call`
+    inside a cond); on JAX, and on TensorFlow with one replica, it works."""
+    if grad_accum_steps > 1 and backend == "tensorflow" and replicas > 1:
+        raise PlanError(
+            f"--grad_accum_steps {grad_accum_steps} with {replicas} replicas needs the JAX "
+            "backend (--backend jax): Keras accumulates gradients on TensorFlow with one "
+            "replica only.")
 
 
 def check_start(start_step: int, total_steps: int, where: str) -> None:

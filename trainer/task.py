@@ -25,7 +25,7 @@ from trainer import callbacks as cb
 from trainer import plan as plans
 from trainer.config import TrainConfig, parse_args
 from trainer.masking import MaskingSpec
-from trainer.optimization import build_optimizer
+from trainer.optimization import build_optimizer, update_count
 from trainer.run_dir import RunDir
 from trainer.train_step import MaskedLMTrainer
 
@@ -102,9 +102,11 @@ def _build(config, runtime, spec, backbone, plan):
             trainer_model(dummy)  # build the weights (eagerly)
         optimizer = build_optimizer(
             config.learning_rate, plan.total_steps, plan.warmup_steps, config.weight_decay,
-            config.adam_beta1, config.adam_beta2, config.adam_epsilon, config.clip_norm)
+            config.adam_beta1, config.adam_beta2, config.adam_epsilon, config.clip_norm,
+            config.grad_accum_steps)
         trainer_model.compile(optimizer=optimizer, jit_compile=runtime.device.jit,
-                              steps_per_execution=plan.steps_per_execution)
+                              steps_per_execution=plan.steps_per_execution
+                              * config.grad_accum_steps)
         optimizer.build(trainer_model.trainable_variables)  # so a backup can load into it
     return trainer_model, masked_lm
 
@@ -126,6 +128,7 @@ def _run_config(config, runtime, inputs, plan, backbone, total_steps, global_bat
             "precision": runtime.device.precision,
             "total_steps": total_steps, "warmup_steps": plan.warmup_steps,
             "global_batch_size": global_batch, "replicas": runtime.replicas,
+            "grad_accum_steps": config.grad_accum_steps,
             "input_pipelines": runtime.num_pipelines,
             "train_data_digest": inputs.train.digest, "jit_compile": runtime.device.jit}
 
@@ -138,7 +141,9 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     _check_push(config)
     inputs = _inputs(config)
     runtime = backends.setup(config)
-    global_batch = config.per_replica_batch_size * runtime.replicas
+    plans.check_accumulation(runtime.backend, runtime.replicas, config.grad_accum_steps)
+    # Examples per optimizer update: Keras' own steps are micro-batches, ours are updates.
+    global_batch = config.per_replica_batch_size * runtime.replicas * config.grad_accum_steps
     total_steps = config.train_steps or config.epochs * (inputs.train.num_examples // global_batch)
     if total_steps < 1:
         raise data.DataError(f"{config.train_data} holds fewer examples than one global "
@@ -163,11 +168,11 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     execution = plan.steps_per_execution_from(start_step)
     if execution != plan.steps_per_execution:  # an earlier attempt used other intervals
         trainer_model.compile(optimizer=trainer_model.optimizer, jit_compile=runtime.device.jit,
-                              steps_per_execution=execution)
+                              steps_per_execution=execution * config.grad_accum_steps)
     log = _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
                inputs, global_batch, extra_callbacks)
     # The optimizer's own count, not the configured total: what the weights really saw.
-    steps_done = int(trainer_model.optimizer.iterations.numpy())
+    steps_done = update_count(trainer_model.optimizer)
     metrics = final_metrics(log.history, log.rates, steps_done, global_batch)
     if runtime.chief:
         fs.write_json(run_files.metrics, metrics)
@@ -209,10 +214,12 @@ def _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
     batch_size = runtime.pipeline_batch_size(config.per_replica_batch_size)
     eval_batches = runtime.distribute(data.eval_dataset_fn(
         inputs.eval, batch_size, config.max_eval_batches))
+    micro = config.grad_accum_steps
     for first_step, intervals, length in plan.segments(start_step):
         train_batches = runtime.distribute(data.train_dataset_fn(
-            inputs.train, batch_size, config.seed, first_step, config.shuffle_buffer_size))
-        trainer_model.fit(train_batches, epochs=intervals, steps_per_epoch=length,
+            inputs.train, batch_size, config.seed, first_step, config.shuffle_buffer_size,
+            micro))
+        trainer_model.fit(train_batches, epochs=intervals, steps_per_epoch=length * micro,
                           validation_data=eval_batches,
                           validation_freq=plan.eval_epochs(first_step, intervals, length),
                           callbacks=callbacks, verbose=config.verbose,

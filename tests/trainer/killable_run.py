@@ -4,6 +4,8 @@ SIGKILLs its own process at a named point, the way a preemption or an OOM kill w
 KILL_AT is `none` or `POINT:N` (the N-th time POINT is reached in this process):
 
 - `mid_interval:STEP`   after the train step that reaches STEP (no file being written);
+- `mid_accumulation:STEP` after the first micro-batch that follows update STEP (with
+                        --grad_accum_steps: gradients of the next update half accumulated);
 - `history:N`           right after the N-th history.json write (before the checkpoint);
 - `checkpoint_write:N`  half-way through writing the N-th checkpoint's bytes;
 - `after_checkpoint:N`  right after the N-th checkpoint is published (before the backup);
@@ -19,6 +21,7 @@ import sys
 
 from common import fs
 from trainer import checkpoints, task  # before keras: the package pins the backend
+from trainer.optimization import update_count
 
 import keras  # noqa: E402
 
@@ -66,13 +69,17 @@ def arm(kill_point: str, nth: int) -> list:
 
     fs.upload_stream, fs.write_json, checkpoints.publish = torn_upload, watched_json, \
         watched_publish
-    if kill_point != "mid_interval":
+    if kill_point not in ("mid_interval", "mid_accumulation"):
         return []
+    # Under accumulation the batch that completes update STEP is the first to see it.
+    batches_past = 1 if kill_point == "mid_interval" else 2
 
     class KillAtStep(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            if int(self.model.optimizer.iterations.numpy()) >= nth:
-                _kill()
+            if update_count(self.model.optimizer) >= nth:
+                _count["past"] = _count.get("past", 0) + 1
+                if _count["past"] == batches_past:
+                    _kill()
     return [KillAtStep()]
 
 

@@ -95,9 +95,11 @@ def preempt_at(step):
     as a preemption between two intervals would stop the process."""
     import keras
 
+    from trainer.optimization import update_count
+
     class _Callback(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
-            if int(self.model.optimizer.iterations.numpy()) >= step:
+            if update_count(self.model.optimizer) >= step:
                 raise Preempted(step)
     return _Callback()
 

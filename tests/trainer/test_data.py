@@ -151,3 +151,27 @@ def test_training_batches_carry_their_step_and_global_rows(split):
     np.testing.assert_array_equal(two[1][data.ROW].numpy(), np.arange(8, 16))
     host = next(iter(data.train_dataset(split, 8, seed=5, share=data.PipelineShare(1, 2))))
     np.testing.assert_array_equal(host[data.ROW].numpy(), np.arange(8, 16))
+
+
+def test_micro_batches_of_a_step_are_the_big_batch_of_that_step(split):
+    """Gradient accumulation: 4 micro-batches of 4 per step hold the rows, steps and global
+    row numbers of one batch of 16 (also across the epoch boundary at step 12), so the masks
+    and the update match; so do two replicas taking 4 micro-batches of 2 each."""
+    one = list(data.train_dataset(split, 16, seed=5, start_step=7, shuffle_buffer=64).take(8))
+    micro = list(data.train_dataset(split, 4, seed=5, start_step=7, shuffle_buffer=64,
+                                    micro_batches=4).take(32))
+    for step, big in enumerate(one):
+        parts = micro[4 * step: 4 * step + 4]
+        for key in (data.STEP, data.ROW, "input_ids"):
+            joined = np.concatenate([p[key].numpy() for p in parts])
+            np.testing.assert_array_equal(joined, big[key].numpy(), err_msg=f"{key} {step}")
+    two = list(data.train_dataset(split, 2, seed=5, start_step=7, shuffle_buffer=64,
+                                  share=data.PipelineShare(batches_per_step=2),
+                                  micro_batches=4).take(64))
+    for step, big in enumerate(one):
+        for key in (data.STEP, data.ROW, "input_ids"):
+            joined = np.concatenate([b[key].numpy() for b in two[8 * step: 8 * step + 8]])
+            np.testing.assert_array_equal(joined, big[key].numpy(), err_msg=f"{key} {step}")
+    host = next(iter(data.train_dataset(split, 4, seed=5, share=data.PipelineShare(1, 2),
+                                        micro_batches=2)))
+    np.testing.assert_array_equal(host[data.ROW].numpy(), np.arange(8, 12))  # 2nd host

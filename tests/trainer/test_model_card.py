@@ -143,3 +143,13 @@ def test_what_is_gone_is_not_recorded(prepared_run, tmp_path):
     assert "unigram baseline not computed" in card.text
     kinds = [r.metric_type for r in card.data.eval_results]
     assert kinds == ["loss", "accuracy", "perplexity"]  # no ratio without a baseline
+
+
+def test_an_accumulated_run_says_how_its_global_batch_is_made():
+    from trainer import card_facts, card_text
+
+    config = {"global_batch_size": 64, "per_replica_batch_size": 4, "replicas": 2,
+              "grad_accum_steps": 8, "total_steps": 10}
+    facts = card_facts.CardFacts(config, 1, {}, 10, None, None, None, None)
+    assert "| global batch | 64 sequences (4 per replica x 2 x 8 accumulated micro-batches) |" \
+        in card_text.recipe_section(facts)

@@ -33,3 +33,17 @@ def test_gradients_are_clipped_by_global_norm():
     optimizer = build_optimizer(1e-3, total_steps=10, warmup_steps=1, clip_norm=1.0)
     assert optimizer.global_clipnorm == pytest.approx(1.0)
     assert build_optimizer(1e-3, 10, 1, clip_norm=0).global_clipnorm is None
+
+
+def test_the_schedule_counts_updates_when_keras_counts_micro_batches():
+    """Keras calls the schedule with its micro-batch count under gradient accumulation."""
+    plain = WarmupLinearDecay(1e-3, total_steps=110, warmup_steps=10)
+    accumulated = WarmupLinearDecay(1e-3, total_steps=110, warmup_steps=10, micro_batches=4)
+    for update in (0, 3, 10, 57, 110):
+        for micro in range(4):
+            assert float(accumulated(4 * update + micro)) == float(plain(update))
+    assert WarmupLinearDecay(**accumulated.get_config()).get_config() == \
+        accumulated.get_config()
+    optimizer = build_optimizer(1e-3, 110, 10, grad_accum_steps=4)
+    assert optimizer.gradient_accumulation_steps == 4
+    assert build_optimizer(1e-3, 110, 10).gradient_accumulation_steps is None

@@ -1,0 +1,131 @@
+"""Gradient accumulation (--grad_accum_steps): N micro-batches of B make the update one batch
+of N x B makes, and a run killed half-way through an accumulation resumes exactly."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from tests.trainer.mlm_data import SEQ_LEN, TINY, make_tokenizer, write_split
+from trainer import task
+from trainer.run_dir import RunDir
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORDS = SEQ_LEN - 4  # [CLS] 28 words [SEP] [PAD] [PAD]
+# 0.25 x 28 maskable tokens = 7 exactly: every row masks 7 tokens, so each micro-batch's mean
+# loss has the same weight in the accumulated mean as its rows have in the big batch's mean.
+EQUAL_WEIGHTS = ["--mlm_probability", "0.25"]
+NO_DROPOUT = json.dumps({**json.loads(TINY), "dropout": 0.0})
+
+
+def _rows(num: int, seed: int):
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((num, SEQ_LEN), np.int64)
+    ids[:, 0], ids[:, WORDS + 1] = 2, 3
+    starts = rng.integers(0, 95, num)
+    ids[:, 1:WORDS + 1] = 5 + (starts[:, None] + np.arange(WORDS)) % 95
+    mask = (np.arange(SEQ_LEN) < WORDS + 2).astype(np.int64)[None].repeat(num, 0)
+    return ids, mask
+
+
+@pytest.fixture(scope="module")
+def full_rows(tmp_path_factory):
+    root = tmp_path_factory.mktemp("accum")
+    info = make_tokenizer(root / "tokenizer")
+    write_split(str(root / "train"), *_rows(512, 0), info)
+    write_split(str(root / "eval"), *_rows(64, 1), info, num_shards=1, split="validation")
+    return root
+
+
+def _args(root, out, batch: int, accum: int, *extra) -> list[str]:
+    return ["--train_data", str(root / "train"), "--eval_data", str(root / "eval"),
+            "--tokenizer", str(root / "tokenizer"), "--output_dir", str(out), "--model",
+            "tiny", "--config", NO_DROPOUT, "--strategy", "cpu", "--learning_rate", "1e-2",
+            "--per_replica_batch_size", str(batch), "--grad_accum_steps", str(accum),
+            "--train_steps", "6", "--eval_every", "3", "--save_every", "3", "--verbose", "0",
+            *EQUAL_WEIGHTS, *extra]
+
+
+def _weights(out):
+    from trainer import model_source
+
+    return model_source.load_masked_lm(str(out))[0].get_weights()
+
+
+def _worst(a, b) -> float:
+    return max(float(np.max(np.abs(x - y))) for x, y in zip(_weights(a), _weights(b)))
+
+
+@pytest.fixture(scope="module")
+def big_batch(full_rows, tmp_path_factory):
+    out = tmp_path_factory.mktemp("big")
+    assert task.main(_args(full_rows, out, 16, 1)) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def accumulated(full_rows, tmp_path_factory):
+    out = tmp_path_factory.mktemp("accumulated")
+    assert task.main(_args(full_rows, out, 4, 4)) == 0
+    return out
+
+
+def test_four_micro_batches_of_4_make_the_update_of_one_batch_of_16(big_batch, accumulated,
+                                                                  full_rows, tmp_path):
+    worst = _worst(accumulated, big_batch)
+    print(f"6 updates, 4 x 4 accumulated vs 16: max |weight difference| = {worst:.3g}")
+    assert worst < 1e-5, worst
+    config = json.loads((accumulated / "run_config.json").read_text())
+    assert config["global_batch_size"] == 16 and config["grad_accum_steps"] == 4
+    history = json.loads((accumulated / "history.json").read_text())
+    reference = json.loads((big_batch / "history.json").read_text())
+    assert [e["step"] for e in history] == [3, 6]
+    for got, want in zip(history, reference):  # the schedule and the metrics count updates
+        assert got["learning_rate"] == pytest.approx(want["learning_rate"], rel=1e-6)
+        assert got["eval_loss"] == pytest.approx(want["eval_loss"], rel=1e-4)
+    metrics = json.loads((accumulated / "metrics.json").read_text())
+    assert metrics["steps"] == 6 and metrics["examples"] == 96
+    # The same 6 updates on batches of 4 without accumulation land elsewhere.
+    small = tmp_path / "small"
+    assert task.main(_args(full_rows, small, 4, 1)) == 0
+    assert _worst(small, big_batch) > 100 * max(worst, 1e-7)
+
+
+def test_a_kill_half_way_through_an_accumulation_resumes_exactly(accumulated, full_rows,
+                                                                  tmp_path):
+    args = _args(full_rows, tmp_path, 4, 4)
+    killed = subprocess.run(
+        [sys.executable, "-m", "tests.trainer.killable_run", "mid_accumulation:4", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert [os.path.basename(p) for p in RunDir(str(tmp_path)).backups()] == [
+        "state-00000003.weights.h5"]  # update 4 done, 5 half accumulated, no backup since 3
+    assert task.main(args) == 0
+    worst = _worst(tmp_path, accumulated)
+    print(f"killed mid-accumulation, resumed: max |weight difference| = {worst:.3g}")
+    assert worst < 1e-6, worst
+
+
+def test_two_replicas_accumulating_match_one_batch_too(big_batch, full_rows, tmp_path,
+                                                       capsys):
+    """2 replicas x 2 rows x 4 micro-batches: the examples keep their rows, hence their
+    masks (trainer/data.py), so the update is again the batch of 16's (DataParallel over two
+    CPU devices on JAX). On TensorFlow, Keras' accumulation cannot run under tf.distribute:
+    one line, before any file is written."""
+    args = _args(full_rows, tmp_path, 2, 4, "--cpu_replicas", "2")
+    if keras.backend.backend() == "tensorflow":
+        assert task.main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--backend jax" in err[0], err
+        assert not os.listdir(tmp_path)
+        return
+    assert task.main(args) == 0
+    config = json.loads((tmp_path / "run_config.json").read_text())
+    assert config["replicas"] == 2 and config["global_batch_size"] == 16
+    worst = _worst(tmp_path, big_batch)
+    print(f"2 replicas x 2 x 4 micro-batches vs 16: max |weight difference| = {worst:.3g}")
+    assert worst < 1e-5, worst
