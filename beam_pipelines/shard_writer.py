@@ -19,17 +19,15 @@ the same `write_shard`, byte-identical files.
 
 from __future__ import annotations
 
-import io
 import math
 
 import apache_beam as beam
 import google_crc32c
 import numpy as np
-from apache_beam.io.tfrecordio import _TFRecordUtil
 
 from beam_pipelines import progress
 from beam_pipelines.accounting import STATS
-from common import fs, schema, shards
+from common import fs, schema, shards, tfrecord
 
 
 def num_shards_for(count: int, shard_size: int, fixed: int = 0) -> int:
@@ -110,14 +108,8 @@ def encode_rows(ids: np.ndarray, lengths: np.ndarray) -> list[bytes]:
 
 
 def tfrecord_bytes(records: list[bytes]) -> bytes:
-    """TFRecord framing (length, crc32c of length, data, crc32c of data) of `records`.
-
-    Uses Beam's `_TFRecordUtil` (private, but the only TensorFlow-free TFRecord writer that
-    is installed); tests/beam_pipelines/test_shard_writer.py fails loudly if it moves."""
-    out = io.BytesIO()
-    for record in records:
-        _TFRecordUtil.write_record(out, record)
-    return out.getvalue()
+    """TFRecord framing (length, crc32c of length, data, crc32c of data) of `records`."""
+    return tfrecord.frame(records)
 
 
 def write_shard(output_dir: str, run_id: str, split: str, shard: int, keys: np.ndarray,

@@ -15,9 +15,8 @@ import io
 import sys
 
 import google_crc32c
-from apache_beam.io.tfrecordio import _TFRecordUtil
 
-from common import fs, manifest
+from common import fs, manifest, tfrecord
 from common.errors import UserError, run_cli
 
 
@@ -27,14 +26,12 @@ class DamagedShardError(Exception):
 
 def count_records(data: bytes, path: str) -> int:
     """Records in TFRecord bytes, each framing checksum checked."""
-    reader = io.BytesIO(data)
     count = 0
     try:
-        while _TFRecordUtil.read_record(reader) is not None:
+        for _ in tfrecord.records(io.BytesIO(data)):
             count += 1
-    except ValueError as err:  # Beam raises ValueError on a bad length or data checksum
-        reason = str(err).split(":")[0]  # the rest is a hex dump of the record
-        raise DamagedShardError(f"{path}: record {count + 1} is corrupt ({reason})") from None
+    except tfrecord.RecordError as err:
+        raise DamagedShardError(f"{path}: record {count + 1} is corrupt ({err})") from None
     return count
 
 
