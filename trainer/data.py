@@ -19,6 +19,7 @@ Training batches also carry each batch's `step` and each example's `row` in the 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 
@@ -30,6 +31,11 @@ from common.manifest import ManifestError
 
 class DataError(UserError):
     """Data that is well-formed but does not fit the run (too few examples for a batch...)."""
+
+
+class SplitReplacedError(DataError):
+    """A split folder changed under a running trainer (a prepare rerun into the same folder
+    commits new shards and deletes the ones this run was reading)."""
 
 
 STEP, ROW = "step", "row"  # what a training batch carries besides schema.FEATURES
@@ -61,6 +67,7 @@ class SplitSource:
     max_length: int
     record_shard: tuple = ()
     digest: str = ""  # identifies the split's content; a resumed run must see the same
+    legacy_format: bool = False  # no manifest: the digest is of the file listing
 
     @property
     def num_examples(self) -> int:
@@ -102,7 +109,7 @@ def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None)
             vocab_size=tokenizer_info.vocab_size)
         return SplitSource(split_dir, tuple(found.shard_paths(split_dir)),
                            tuple(s.num_examples for s in found.shards), found.max_length,
-                           digest=hashlib.sha256(found.to_json().encode()).hexdigest())
+                           digest=_manifest_digest(found))
     if not files:
         raise ManifestError(
             f"{split_dir} holds no manifest.json and no *{shards.SHARD_SUFFIX} shards; "
@@ -131,9 +138,42 @@ def _legacy_format_split(split_dir, files, tokenizer_info, max_length) -> SplitS
         raise ManifestError(
             f"{split_dir} holds token id {max(ids)}, outside the tokenizer's vocabulary of "
             f"{tokenizer_info.vocab_size}; it was tokenized with another tokenizer.")
-    listing = "\n".join(fs.basename(f) for f in files).encode()
     return SplitSource(split_dir, tuple(files), tuple(counts), len(ids),
-                       digest=hashlib.sha256(listing).hexdigest())
+                       digest=_listing_digest(files), legacy_format=True)
+
+
+def _manifest_digest(found: manifest.Manifest) -> str:
+    return hashlib.sha256(found.to_json().encode()).hexdigest()
+
+
+def _listing_digest(files) -> str:
+    return hashlib.sha256("\n".join(fs.basename(f) for f in files).encode()).hexdigest()
+
+
+def digest_now(source: SplitSource) -> str | None:
+    """What `source.digest` would be if the split were resolved now (None: no manifest)."""
+    if source.legacy_format:
+        return _listing_digest(fs.glob_in(source.split_dir, "*" + shards.SHARD_SUFFIX))
+    found = manifest.try_read(source.split_dir)
+    return _manifest_digest(found) if found else None
+
+
+@contextlib.contextmanager
+def replaced_splits_named(*sources: SplitSource):
+    """Turns a read error caused by a split that changed since the run resolved it (a
+    prepare rerun into the folder deleted the shards being read) into one
+    `SplitReplacedError`; every other error passes unchanged."""
+    try:
+        yield
+    except tf.errors.OpError as err:
+        for source in sources:
+            if digest_now(source) != source.digest:
+                raise SplitReplacedError(
+                    f"{source.split_dir} changed while this run was reading it (a prepare run "
+                    "committed other shards there and deleted the ones being read). Prepare "
+                    "new data into a new folder; to go on, restore the old data there (a "
+                    "restart with other data is refused).") from err
+        raise
 
 
 def _parse(serialized, max_length: int) -> dict:

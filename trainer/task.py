@@ -169,8 +169,9 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     if execution != plan.steps_per_execution:  # an earlier attempt used other intervals
         trainer_model.compile(optimizer=trainer_model.optimizer, jit_compile=runtime.device.jit,
                               steps_per_execution=execution * config.grad_accum_steps)
-    log = _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
-               inputs, global_batch, extra_callbacks)
+    with data.replaced_splits_named(inputs.train, inputs.eval):
+        log = _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
+                   inputs, global_batch, extra_callbacks)
     # The optimizer's own count, not the configured total: what the weights really saw.
     steps_done = update_count(trainer_model.optimizer)
     metrics = final_metrics(log.history, log.rates, steps_done, global_batch)

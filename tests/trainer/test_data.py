@@ -1,5 +1,7 @@
 """Split validation (manifest and legacy format) and the deterministic, resumable tf.data input."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -175,3 +177,49 @@ def test_micro_batches_of_a_step_are_the_big_batch_of_that_step(split):
     host = next(iter(data.train_dataset(split, 4, seed=5, share=data.PipelineShare(1, 2),
                                         micro_batches=2)))
     np.testing.assert_array_equal(host[data.ROW].numpy(), np.arange(8, 12))  # 2nd host
+
+
+def _replace_split_at(step: int, split_dir: str, old_shards: list, info, keep_manifest=False):
+    """A callback that, after update `step`, deletes the split's shards and (unless
+    `keep_manifest`) commits other shards there, as a prepare rerun into the folder would."""
+    import keras
+
+    from trainer.optimization import update_count
+
+    class Replace(keras.callbacks.Callback):
+        done = False
+
+        def on_train_batch_end(self, batch, logs=None):
+            if update_count(self.model.optimizer) >= step and not self.done:
+                self.done = True
+                for path in old_shards:
+                    os.remove(path)
+                if not keep_manifest:
+                    write_split(split_dir, *_unique_rows(48), info)
+    return Replace()
+
+
+@pytest.mark.parametrize("keep_manifest", [False, True])
+def test_a_split_replaced_under_a_running_trainer_is_named(tmp_path, keep_manifest):
+    """docs/data-format.md: a prepare rerun into a folder deletes the shards a trainer
+    reads; the trainer then stops with one line saying so. Shards gone without a new
+    manifest are another problem: TensorFlow's own error passes unchanged."""
+    from tests.trainer.mlm_data import task_args
+    from trainer import task
+
+    corpus = {"tokenizer": str(tmp_path / "tok"), "train": str(tmp_path / "train"),
+              "eval": str(tmp_path / "eval")}
+    info = make_tokenizer(tmp_path / "tok")
+    old = write_split(corpus["train"], *_unique_rows(64), info)
+    write_split(corpus["eval"], *_unique_rows(32), info, num_shards=1, split="validation")
+    args = task_args(corpus, tmp_path / "run", "--train_steps", "40", "--eval_every", "40",
+                     "--save_every", "40", "--config", '{"num_layers": 1, "num_heads": 1, '
+                     '"hidden_dim": 16, "intermediate_dim": 16}')
+    replace = _replace_split_at(2, corpus["train"], old, info, keep_manifest)
+    expected = tf.errors.NotFoundError if keep_manifest else data.SplitReplacedError
+    with pytest.raises(expected) as caught:
+        task.run(task.parse_args(args), extra_callbacks=[replace])
+    if not keep_manifest:
+        message = str(caught.value)
+        assert message.startswith(f"{corpus['train']} changed while this run was reading it")
+        assert "\n" not in message
