@@ -1,0 +1,60 @@
+"""Real text in many languages that no one on this project wrote, from what a Linux machine
+ships: the translated message catalogs of its programs (`/usr/share/locale/LANG/LC_MESSAGES/
+*.mo`) and its translated manual pages (`/usr/share/man/LANG`). Benchmarks only: tests write
+their own texts (tests/support/multilingual.py), since a test machine may lack these.
+
+A document is a run of consecutive translated messages of one catalog of at least
+`min_chars` characters (a paragraph of help text), or one manual page as `man` renders it.
+"""
+
+from __future__ import annotations
+
+import gettext
+import glob
+import os
+import struct
+import subprocess
+
+LOCALES = {"zh": "zh_CN", "ja": "ja", "th": "th", "ko": "ko", "de": "de", "ru": "ru",
+           "nb": "nb", "fr": "fr"}
+
+
+def catalog_documents(lang: str, min_chars: int = 400) -> list[str]:
+    """Documents made of the translated messages of every catalog of `lang`."""
+    docs = []
+    for path in sorted(glob.glob(f"/usr/share/locale/{LOCALES.get(lang, lang)}/LC_MESSAGES/*.mo")):
+        try:
+            with open(path, "rb") as f:
+                catalog = gettext.GNUTranslations(f)._catalog  # the msgid -> msgstr table
+        except (OSError, ValueError, struct.error):  # not a readable catalog: skipped
+            continue
+        current = []
+        for key in sorted(catalog, key=str):
+            value = catalog[key]
+            if not isinstance(value, str) or not value.strip() or key == "":
+                continue
+            current.append(value.strip())
+            if sum(map(len, current)) >= min_chars:
+                docs.append("\n".join(current))
+                current = []
+    return docs
+
+
+def man_documents(lang: str) -> list[str]:
+    """Each translated manual page of `lang`, rendered as plain text (empty without `man`)."""
+    docs = []
+    env = dict(os.environ, MANWIDTH="100", LANG="C.UTF-8")
+    for path in sorted(glob.glob(f"/usr/share/man/{lang}/man*/*")):
+        try:
+            out = subprocess.run(["man", "-l", "-E", "UTF-8", path], capture_output=True,
+                                 env=env, timeout=30, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        text = out.decode("utf-8", "replace").replace("\b", "")
+        if text.strip():
+            docs.append(text)
+    return docs
+
+
+def documents(lang: str) -> list[str]:
+    return catalog_documents(lang) + man_documents(lang)
