@@ -7,8 +7,9 @@ output or the new one (see common/manifest.py), never a mix. How this step keeps
 2. `Commit` (one call per run, on a worker; Dataflow may retry it or run it twice) first
    confirms, by a conditional write, that the output's lock still names this run: a run
    whose lock was taken over never commits.
-3. It refuses a useless result (an asked-for split with no sequence, or more than
-   --max_rejected_fraction of the documents rejected): this run's files are deleted and
+3. It refuses a useless result (an asked-for split with no sequence, more than
+   --max_rejected_fraction of the documents rejected, or more than --max_filtered_fraction
+   removed by the quality rules): this run's files are deleted and
    the previous output is left exactly as it was.
 4. Otherwise it writes each split's manifest.json: one atomic write, the commit of that
    split. Only then are files that no committed manifest lists deleted (earlier runs',
@@ -27,7 +28,7 @@ import logging
 
 import apache_beam as beam
 
-from beam_pipelines import cleaning, run_lock
+from beam_pipelines import cleaning, quality, run_lock
 from beam_pipelines.accounting import accounting_for, check_accounting
 from common import fs, manifest, shards
 
@@ -79,8 +80,19 @@ def top_reasons(dead_letter_files: list, limit: int = 3, max_lines: int = 100_00
     return "; ".join(f"{reason!r} x {n}" for reason, n in counts.most_common(limit))
 
 
+def filtered_examples(sample_files: list, limit: int = 2) -> str:
+    """A few documents the quality rules removed, from the removed sample: `rule: "excerpt"`."""
+    found = {}  # one per rule
+    for path in sample_files:
+        for record in jsonl_records(path, 10_000):
+            rule = record.get("rule")
+            if rule in quality.RULES and rule not in found and len(found) < limit:
+                found[rule] = f"{record.get('reason', '?')}: {str(record.get('excerpt'))[:60]!r}"
+    return "; ".join(found.values()) or "(no removed sample: --removed_sample_size 0)"
+
+
 def refusal(stats: dict, written: list, splits: list, dead_letter_files: list,
-            max_rejected_fraction: float) -> str | None:
+            max_rejected_fraction: float, max_filtered_fraction: float = 1.0) -> str | None:
     """Why this run's result must not replace the previous output, or None."""
     run = accounting_for(stats, splits[0], splits)["run"]
     read, rejected = run["documents_read"], run["documents_rejected"]
@@ -89,6 +101,16 @@ def refusal(stats: dict, written: list, splits: list, dead_letter_files: list,
         return (f"{rejected:,} of {read:,} documents were rejected "
                 f"({100 * rejected / read:.1f} % > --max_rejected_fraction "
                 f"{max_rejected_fraction:g}); top reasons: {top_reasons(dead)}")
+    filtered = run["documents_filtered"]
+    if read and filtered / read > max_filtered_fraction:
+        rules = collections.Counter(run["filtered_by_rule"]).most_common(3)
+        samples = [path for path in dead_letter_files if cleaning.is_sample_file(path)]
+        return (f"{filtered:,} of {read:,} documents were removed by the quality filter "
+                f"({100 * filtered / read:.1f} % > --max_filtered_fraction "
+                f"{max_filtered_fraction:g}); top rules: "
+                f"{', '.join(f'{rule} x {n:,}' for rule, n in rules)}; e.g. "
+                f"{filtered_examples(samples)}. If the rules do not fit this corpus, loosen "
+                f"their flags or pass --quality_filter none (docs/languages.md)")
     empty = [s for s in splits if not any(w["split"] == s for w in written)]
     if empty:
         return (f"split(s) {', '.join(empty)} would hold no sequence ({read:,} documents "
@@ -102,10 +124,11 @@ class Commit(beam.DoFn):
     """Commits the run (see the module docstring); yields its run record."""
 
     def __init__(self, output_dir, run_id, splits, max_length, tokenizer_info, pipeline_args,
-                 max_rejected_fraction: float = 0.1):
+                 max_rejected_fraction: float = 0.1, max_filtered_fraction: float = 1.0):
         self.output_dir, self.run_id, self.splits = output_dir, run_id, splits
         self.max_length, self.tokenizer_info = max_length, tokenizer_info
         self.pipeline_args, self.max_rejected_fraction = pipeline_args, max_rejected_fraction
+        self.max_filtered_fraction = max_filtered_fraction
 
     def process(self, written: list, stats: dict, dead_letter_files: list):
         record = read_run_record(self.output_dir, self.run_id)
@@ -117,7 +140,7 @@ class Commit(beam.DoFn):
         stats = dict(stats)
         check_accounting(stats, written, self.splits)
         reason = refusal(stats, written, self.splits, dead_letter_files,
-                         self.max_rejected_fraction)
+                         self.max_rejected_fraction, self.max_filtered_fraction)
         if reason:
             logging.warning("prepare run %s refused to commit: %s", self.run_id, reason)
             # Its shards go; its dead letters stay for the user to read (no manifest lists

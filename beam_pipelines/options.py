@@ -61,6 +61,10 @@ class PrepareOptions(PipelineOptions):
         add("--max_rejected_fraction", type=float, default=0.1,
             help="refuse to commit when more than this share of the documents is rejected "
                  "(1.0 turns the check off)")
+        add("--max_filtered_fraction", type=float, default=0.1,
+            help="refuse to commit when the quality filter removes more than this share of "
+                 "the documents: rules that do not fit a corpus's language (1.0 turns the "
+                 "check off)")
         add("--takeover_lock", action="store_true",
             help="take the output folder over from a run that holds its lock (only when "
                  "that run is dead)")
@@ -120,8 +124,9 @@ def check(opts: PrepareOptions) -> None:
     if fractions and not opts.input:
         raise FlagError("--validation_fraction/--test_fraction split --input documents; "
                         "--splits and --hf_dataset already name their splits")
-    if not 0 <= opts.max_rejected_fraction <= 1:
-        raise FlagError("--max_rejected_fraction must be in [0, 1]")
+    for name in ("max_rejected_fraction", "max_filtered_fraction"):
+        if not 0 <= getattr(opts, name) <= 1:
+            raise FlagError(f"--{name} must be in [0, 1]")
     for name in _SHARES:
         if not 0 <= getattr(opts, name) <= 1:
             raise FlagError(f"--{name} must be in [0, 1] (got {getattr(opts, name)})")

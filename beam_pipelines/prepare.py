@@ -103,7 +103,8 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
             | "Commit" >> beam.ParDo(
                 commit.Commit(opts.output_dir, run_id, splits, opts.max_length,
                               tokenizer_info.to_dict() | {"path": opts.tokenizer},
-                              pipeline_args, opts.max_rejected_fraction),
+                              pipeline_args, opts.max_rejected_fraction,
+                              opts.max_filtered_fraction),
                 stats=beam.pvalue.AsDict(stats),
                 dead_letter_files=beam.pvalue.AsList(side_files)))
 

@@ -3,7 +3,7 @@ ships: the translated message catalogs of its programs (`/usr/share/locale/LANG/
 *.mo`) and its translated manual pages (`/usr/share/man/LANG`). Benchmarks only: tests write
 their own texts (tests/support/multilingual.py), since a test machine may lack these.
 
-A document is a run of consecutive translated messages of one catalog of at least
+A document is a run of translated messages of one catalog (in a fixed scattered order) of at least
 `min_chars` characters (a paragraph of help text), or one manual page as `man` renders it.
 """
 
@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import gettext
 import glob
+import hashlib
 import os
 import struct
 import subprocess
 
 LOCALES = {"zh": "zh_CN", "ja": "ja", "th": "th", "ko": "ko", "de": "de", "ru": "ru",
            "nb": "nb", "fr": "fr"}
+
+
+def _scattered(key) -> bytes:
+    """A fixed pseudo-random order: catalogs sort messages by their English text, which
+    puts twenty variants of one message side by side (a repetitive document no program's
+    help text is)."""
+    return hashlib.blake2b(str(key).encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 def catalog_documents(lang: str, min_chars: int = 400) -> list[str]:
@@ -29,7 +37,7 @@ def catalog_documents(lang: str, min_chars: int = 400) -> list[str]:
         except (OSError, ValueError, struct.error):  # not a readable catalog: skipped
             continue
         current = []
-        for key in sorted(catalog, key=str):
+        for key in sorted(catalog, key=_scattered):
             value = catalog[key]
             if not isinstance(value, str) or not value.strip() or key == "":
                 continue

@@ -10,6 +10,7 @@ import pytest
 
 from beam_pipelines import options, prepare, quality, tokenization
 from common import manifest
+from tests.support import multilingual
 from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
 
 PROSE = ("The quick brown fox jumps over the lazy dog while the farmer sleeps. Later that "
@@ -127,7 +128,7 @@ def test_prepare_drops_and_counts_each_rule(tmp_path, corpus_texts, bpe_tokenize
     src = write_jsonl(tmp_path / "c.jsonl", texts)
     out = tmp_path / "out"
     common = ["--input", src, "--tokenizer", bpe_tokenizer_dir, "--max_length", 32,
-              "--validation_fraction", 0.3]
+              "--validation_fraction", 0.3, "--max_filtered_fraction", 0.2]
     run_prepare(*common, "--output_dir", out)
     splits = {s: manifest.read_manifest(str(out / s)).accounting for s in ("train", "validation")}
     run = splits["train"]["run"]
@@ -158,9 +159,71 @@ def test_sample_is_bounded_per_rule(tmp_path, corpus_texts, bpe_tokenizer_dir):
     out = tmp_path / "out"
     run_prepare("--input", write_jsonl(tmp_path / "c.jsonl", texts), "--tokenizer",
                 bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32,
-                "--removed_sample_size", 5)
+                "--removed_sample_size", 5, "--max_filtered_fraction", 0.5)
     run = manifest.read_manifest(str(out / "train")).accounting["run"]
     assert run["filtered_by_rule"] == {"min_words": 12}
     sample = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*removed*"))
               for line in open(path)]
     assert [r["line"] for r in sample] == [31, 32, 33, 34, 35]  # the first five, in order
+
+
+# Degenerate documents in scripts written without spaces, and the rule that catches each.
+UNSPACED_DEGENERATE = {
+    "zh": {"top_2gram": "好" * 300, "duplicate_line_chars": "\n".join(["点击这里免费下载最新版本"] * 9),
+           "non_alnum_fraction": "。、「」【】《》" * 30, "min_words": "目录"},
+    "ja": {"top_2gram": "ああ" * 200, "duplicate_line_chars": "\n".join(["今すぐ無料でダウンロード"] * 9),
+           "non_alnum_fraction": "・・・！？（）「」" * 30, "min_words": "目次"},
+    "th": {"top_2gram": "ดีดีดี" * 100, "duplicate_line_chars": "\n".join(["คลิกที่นี่เพื่อดาวน์โหลดฟรี"] * 9),
+           "non_alnum_fraction": "๏ ๚ ๛ ฯ " * 40, "min_words": "ข่าว"},
+}
+
+
+@pytest.mark.parametrize("lang", sorted(multilingual.SENTENCES))
+def test_prose_of_every_script_passes(lang):
+    """Before word units, Chinese, Japanese and Thai prose was one "word" per sentence:
+    it failed min_words or mean_word_length."""
+    config = quality.QualityConfig()
+    docs = multilingual.documents(lang, 200)
+    assert [quality.first_failure(d, config) for d in docs] == [None] * len(docs)
+    mixed = "Python 3.12版のAPIを使うと、" + multilingual.documents("ja", 1)[0]
+    assert quality.first_failure(mixed, config) is None
+
+
+@pytest.mark.parametrize("lang", sorted(UNSPACED_DEGENERATE))
+def test_degenerate_documents_of_unspaced_scripts_fail_their_rule(lang):
+    config = quality.QualityConfig()
+    for rule, text in UNSPACED_DEGENERATE[lang].items():
+        assert quality.failing_rule(text, config) == rule, (lang, rule)
+
+
+def test_korean_words_measure_in_letters():
+    """Hangul syllables are blocks of 2-3 letters: counted as characters, real Korean prose
+    averaged 2.5 per word and failed the lower bound of 3."""
+    text = "이 도구는 원시 텍스트를 모델 학습에 필요한 데이터 파일로 변환합니다"
+    assert sum(map(len, text.split())) / len(text.split()) < 3
+    assert quality.first_failure(text, quality.QualityConfig()) is None
+    assert quality.word_letters(["한국", "ab", "가"]) == 3 + 3 + 2 + 2  # 한 = h+a+n, 가 = g+a
+
+
+def test_a_run_whose_filter_removes_too_much_is_refused(tmp_path, bpe_tokenizer_dir, capsys):
+    """--max_filtered_fraction: rules that do not fit a corpus refuse the run, exit 2, with
+    the top rules and an excerpt; the previous output stays as it was."""
+    texts = multilingual.documents("en", 30) + [f"Chapter {i}" for i in range(10)]
+    src = write_jsonl(tmp_path / "c.jsonl", texts)
+    out = tmp_path / "out"
+    common = ["--input", src, "--tokenizer", bpe_tokenizer_dir, "--output_dir", out,
+              "--max_length", 32]
+    assert prepare.run(["--runner=FnApiRunner", *map(str, common)]) == 2  # 10 of 40 > 0.1
+    assert "10 of 40 documents were removed by the quality filter (25.0 % > " \
+           "--max_filtered_fraction 0.1); top rules: min_words x 10; e.g. min_words: 2 < 5: " \
+           "'Chapter 0'" in capsys.readouterr().err
+    run_prepare(*common, "--max_filtered_fraction", 0.3)
+    before = (out / "train" / "manifest.json").read_bytes()
+    capsys.readouterr()
+    assert prepare.run(["--runner=FnApiRunner", *map(str, common), "--min_words", "1000",
+                        "--max_filtered_fraction", "0.3"]) == 2  # now every document
+    err = capsys.readouterr().err
+    assert "40 of 40 documents were removed by the quality filter (100.0 % > " \
+           "--max_filtered_fraction 0.3); top rules: min_words x 40" in err
+    assert "; e.g. min_words: " in err and " < 1000: '" in err
+    assert (out / "train" / "manifest.json").read_bytes() == before
