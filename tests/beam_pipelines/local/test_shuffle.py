@@ -123,6 +123,21 @@ def test_more_shards_than_rows_fill_the_same_shards_on_both_paths(tmp_path, corp
     assert all(counts) and len(entries) < min(8, sum(counts))  # no file for empty ranges
 
 
+def test_quality_filtered_variants_of_copied_texts_are_not_sampled_as_copies(
+        tmp_path, corpus_texts, bpe_tokenizer_dir, monkeypatch):
+    """Texts with exact copies, and variants of them that the quality filter drops but
+    whose normalised text is the same (soft hyphens after every character): both paths
+    count and sample them as filtered, never as duplicates."""
+    texts = corpus_texts[:12]
+    hyphenated = ["".join(c + "\u00ad\u00ad" for c in t) for t in texts[:4]]
+    path = write_jsonl(tmp_path / "c.jsonl", texts + texts[:4] + hyphenated)
+    disk, beam = _both_paths(tmp_path, monkeypatch, [path], bpe_tokenizer_dir)
+    assert disk[2] == beam[2] and disk[3] == beam[3]
+    copies = [r for r in disk[3] if r["rule"] == "duplicate_exact"]
+    assert sorted(r["line"] for r in copies) == [13, 14, 15, 16]
+    assert len(disk[3]) == 8  # and the 4 filtered ones, under their rules
+
+
 def test_a_crash_while_writing_shards_removes_the_spill_folder(tmp_path, corpus_texts,
                                                                bpe_tokenizer_dir, monkeypatch):
     paths, *_ = planted_corpus(tmp_path, corpus_texts)
