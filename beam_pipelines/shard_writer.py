@@ -119,7 +119,8 @@ def row_order(keys: np.ndarray, ids: np.ndarray, lengths: np.ndarray) -> np.ndar
     order, so the bytes do not depend on the order the rows arrive in (the GroupByKey's
     parts, the local runs' names), even when two different rows share a key."""
     order = np.argsort(keys, kind="stable")
-    same = keys[order][1:] == keys[order][:-1]
+    ordered = keys[order]
+    same = ordered[1:] == ordered[:-1]
     tied = np.zeros(len(keys), bool)
     tied[1:] |= same
     tied[:-1] |= same
