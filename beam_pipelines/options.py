@@ -49,7 +49,8 @@ class PrepareOptions(PipelineOptions):
         add("--shard_size", type=int, default=0,
             help="records per shard; 0 = sized for ~150 MB shards")
         add("--num_shards", type=int, default=None,
-            help="fixed number of shards per split (overrides --shard_size)")
+            help="number of shards per split (overrides --shard_size); fewer when some "
+                 "shards' key ranges hold no row: no empty shard is written")
         add("--pad_tail", action="store_true",
             help="pad the last partial sequence of each split instead of dropping it")
         add("--read_range_bytes", type=int, default=sources.DEFAULT_RANGE_BYTES,

@@ -8,9 +8,11 @@ shards itself:
    key picks the shard (`shard_of`: shards are equal ranges of the key space) and the order
    inside it. Rows of one document therefore scatter over all shards, and a rerun on the
    same data writes the same files.
-2. `WriteShard`: after a GroupByKey on (split, shard), sorts the rows by key and streams
-   one TFRecord file `{split}-{run_id}-{shard:05d}-{count}.tfrecord` in chunks of rows, with
-   its byte size and crc32c for the manifest (`write_shard`).
+2. `WriteShard`: after a GroupByKey on (split, shard), sorts the rows by key (equal keys by
+   their ids: `row_order`) and streams one TFRecord file
+   `{split}-{run_id}-{shard:05d}-{count}.tfrecord` in chunks of rows, with its byte size and
+   crc32c for the manifest (`write_shard`). A shard no row falls in is not written (no
+   reader is handed an empty shard), so indices may skip numbers.
 
 That is the path on Dataflow. Beam's local runners hold a GroupByKey in memory, so local runs
 shuffle on disk instead (beam_pipelines/local/shuffle.py): the same keys, the same ranges,
@@ -112,12 +114,28 @@ def tfrecord_bytes(records: list[bytes]) -> bytes:
     return tfrecord.frame(records)
 
 
+def row_order(keys: np.ndarray, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The order of a shard's rows: by key, rows with equal keys by (length, ids). A total
+    order, so the bytes do not depend on the order the rows arrive in (the GroupByKey's
+    parts, the local runs' names), even when two different rows share a key."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    same = ordered[1:] == ordered[:-1]
+    tied = np.zeros(len(keys), bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    if tied.any():  # equal keys are rare: sort only their rows, each group stays in place
+        rows = order[tied]
+        order[tied] = rows[np.lexsort((*ids[rows].T[::-1], lengths[rows], keys[rows]))]
+    return order
+
+
 def write_shard(output_dir: str, run_id: str, split: str, shard: int, keys: np.ndarray,
                 ids: np.ndarray, lengths: np.ndarray) -> dict:
     """Writes one shard's rows, in key order, straight to its final, run-unique name in the
     split folder (one atomic write; a retried bundle writes the same bytes to the same
     name); returns its entry for the manifest. No manifest lists it until the commit step."""
-    order = np.argsort(keys, kind="stable")
+    order = row_order(keys, ids, lengths)
     name = shards.shard_name(split, shard, len(ids), run_id)
     checksum, size = google_crc32c.Checksum(), 0
 
@@ -157,6 +175,8 @@ class WriteShard(beam.DoFn):
 
     def process(self, element):
         split, shard, (keys, ids, lengths) = self.rows(element)
+        if not len(ids):  # a key range no row fell in: no file, so no reader gets it
+            return
         yield write_shard(self.output_dir, self.run_id, split, shard, keys, ids, lengths)
         self.tally.add(shards=1)
         self.tally.flush()

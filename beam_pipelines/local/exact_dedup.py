@@ -10,7 +10,10 @@ object per document (Beam's local runners keep whatever crosses a grouping in me
    range), (key, kept place) for the texts that had copies, and the removed copies per split.
 3. `KeepFirstCopies` (second read): a document goes on if blank or if its place is among the
    kept ones (a sorted array, 8 bytes a document); a removed copy becomes a `Removed` record
-   (its key is computed again only for the documents not kept).
+   (its key is computed again only for the documents not kept). The second read is the raw
+   input, so a document not kept is first checked against the quality rules: one the first
+   read's filter dropped never reached the dedup, and is no copy even when its normalised
+   text is a kept one's (it was counted and sampled under its rule).
 
 The same copies are kept, counted and sampled as by `dedup.ExactDedup` (Dataflow's path),
 which tests/beam_pipelines/local/test_shuffle.py checks byte for byte.
@@ -28,7 +31,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import progress, shard_writer
+from beam_pipelines import progress, quality, shard_writer
 from beam_pipelines.local import shuffle as local_shuffle
 from beam_pipelines.accounting import STATS, removal_key
 from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, doc_position
@@ -169,8 +172,12 @@ def sorted_union(arrays) -> np.ndarray:
 
 class KeepFirstCopies(beam.DoFn):
     """Second read: Document -> itself if blank or the kept copy of its text (main), a
-    `Removed` if a removed copy (REMOVED); documents the quality filter removed in the first
-    read are dropped silently: they were counted and sampled there."""
+    `Removed` if a removed copy (REMOVED); documents the quality filter (`quality_config`,
+    None: none) removed in the first read are dropped silently: they were counted and
+    sampled there."""
+
+    def __init__(self, quality_config: quality.QualityConfig | None = None):
+        self.quality_config = quality_config
 
     def process(self, doc: Document, kept: np.ndarray, copied: dict):
         if not doc.text.strip():
@@ -182,6 +189,8 @@ class KeepFirstCopies(beam.DoFn):
         if i < len(kept) and kept[i] == h:
             yield doc
             return
+        if self.quality_config and quality.first_failure(doc.text, self.quality_config):
+            return  # filtered before the dedup, not a copy, whatever its text
         first = copied.get(exact_key(doc.text))  # only for the documents not kept
         if first is not None:
             yield beam.pvalue.TaggedOutput(REMOVED, copy_removed(
@@ -192,11 +201,13 @@ class ExactDedupByRereading(beam.PTransform):
     """`dedup.ExactDedup` for local runners (module docstring). `docs` are the first read's
     documents after the quality filter; `reread(after)` returns the input's documents again,
     read only once `after` is complete (else a local runner fuses both reads and holds the
-    second one's text until the first pass ends). Returns `(docs, removed, stats)`."""
+    second one's text until the first pass ends). `quality_config` is the filter the first
+    read went through (None: none). Returns `(docs, removed, stats)`."""
 
     def __init__(self, reread, folder, splits, validation_fraction=0.0, test_fraction=0.0,
-                 progress_dir=None):
+                 progress_dir=None, quality_config=None):
         super().__init__()
+        self.quality_config = quality_config
         self.reread, self.folder, self.splits = reread, folder, list(splits)
         self.fractions, self.progress_dir = (validation_fraction, test_fraction), progress_dir
 
@@ -211,6 +222,6 @@ class ExactDedupByRereading(beam.PTransform):
                        COPIED, STATS, main="kept"))
         kept = decided.kept | "KeptPositions" >> beam.CombineGlobally(sorted_union)
         second = self.reread(kept) | "KeepFirstCopies" >> beam.ParDo(
-            KeepFirstCopies(), kept=beam.pvalue.AsSingleton(kept),
+            KeepFirstCopies(self.quality_config), kept=beam.pvalue.AsSingleton(kept),
             copied=beam.pvalue.AsDict(decided[COPIED])).with_outputs(REMOVED, main="docs")
         return second.docs, second[REMOVED], decided[STATS]

@@ -4,6 +4,7 @@ interface and same output as `beam_pipelines.execution.GroupingExecution`."""
 
 from __future__ import annotations
 
+from beam_pipelines import options as opts_lib
 from beam_pipelines.local import exact_dedup, shuffle
 
 
@@ -15,10 +16,11 @@ class OnDiskExecution:
 
     def exact_dedup(self, read_again, splits, opts, progress_dir):
         """Two reads of the input, no text held in memory; the second read's dead letters and
-        counts are the first's again, so only the first's are kept."""
+        counts are the first's again, so only the first's are kept. The second read meets the
+        quality rules again: what they dropped before the dedup is no copy."""
         return exact_dedup.ExactDedupByRereading(
             read_again, self.spill_dir, splits, opts.validation_fraction, opts.test_fraction,
-            progress_dir)
+            progress_dir, opts_lib.quality_config(opts))
 
     def shuffle(self, blocks, opts, run_id, progress_dir, shard_size, fixed_shards):
         return blocks | "ShuffleOnDisk" >> shuffle.ShuffleOnDisk(

@@ -13,7 +13,8 @@ go to disk as they are made and only file names travel through Beam:
 3. `WriteSpilledShard`: shards are ranges of the key space (`shard_writer.shard_of`), so each
    file's part of a shard is one contiguous slice, found by binary search in the file's keys
    and read through a memory map; the slices are merged by key and written by
-   `shard_writer.write_shard`: the same bytes the GroupByKey path writes.
+   `shard_writer.write_shard`: the same bytes the GroupByKey path writes, and, as there, no
+   file for a shard whose key range holds no row.
 
 Peak memory: one run being sorted per tokenizing worker and one shard per writing worker.
 Disk: ~2 bytes per token (4 above a 65,536 vocabulary) in the system's temporary folder
