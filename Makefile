@@ -70,7 +70,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(TPU)
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo prepare train bench bench-prepare bench-train clean
+.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo prepare train bench bench-prepare bench-train bench-quality clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -150,7 +150,7 @@ train: $(TRAIN_STAMP)
 	  $(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --output_dir $(OUTPUT) --model $(MODEL) \
 	  --per_replica_batch_size $(BATCH) --train_steps $(STEPS) --precision bf16 $(ARGS)
 
-bench: bench-prepare bench-train
+bench: bench-prepare bench-train bench-quality
 
 bench-prepare: $(STAMP)
 	$(PY) -m benchmarks.bench_prepare --corpus_mb 60
@@ -158,6 +158,10 @@ bench-prepare: $(STAMP)
 # Both backends side by side (one child process each), figures in docs/jax.md.
 bench-train: $(STAMP)
 	$(PY) -m benchmarks.bench_train --backends tensorflow,jax
+
+# The quality filter per language on the translated text this machine ships (docs/languages.md).
+bench-quality: $(STAMP)
+	$(PY) -m benchmarks.bench_quality
 
 clean:
 	rm -rf runs bench_out

@@ -130,7 +130,8 @@ def planted_corpus(tmp_path, corpus_texts):
 
 def _args(paths, tok, out, *extra):
     return ["--input", ",".join(map(str, paths)), "--tokenizer", tok, "--output_dir", out,
-            "--max_length", 32, "--validation_fraction", VALIDATION, "--num_shards", 2, *extra]
+            "--max_length", 32, "--validation_fraction", VALIDATION, "--num_shards", 2,
+            "--max_filtered_fraction", 0.2, *extra]  # planted: 10 of 98 documents filtered
 
 
 def _accounting(out):
