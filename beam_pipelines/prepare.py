@@ -43,12 +43,14 @@ def read_tasks(opts) -> list[tuple]:
                 for n in [hf_datasets.hf_num_shards(opts.hf_dataset, opts.hf_config, split)]
                 for index in range(n)]
     patterns = opts_lib.parse_splits(opts.splits) if opts.splits else {None: opts.input}
-    files = {split: input_spec.expand_inputs(pattern) for split, pattern in patterns.items()}
+    files = {split: input_spec.expand_inputs(
+                 pattern, f"--splits ({split})" if split else "--input")
+             for split, pattern in patterns.items()}
     opts_lib.check_inputs(opts.output_dir, {s: list(f) for s, f in files.items()})
     return [("file", path, split, start, end)
             for split, found in files.items()
-            for path, size in found.items()
-            for start, end in input_spec.byte_ranges(path, size, opts.txt_unit,
+            for path, stamp in found.items()
+            for start, end in input_spec.byte_ranges(path, stamp.size, opts.txt_unit,
                                                   opts.read_range_bytes)]
 
 
