@@ -1,5 +1,19 @@
 # Two commands for a newcomer: `make demo` and `make test` (both create .venv if missing).
 SHELL := /bin/bash
+
+# Values a user gives (`make prepare INPUT='gs://b/my corpus/*.jsonl'`, or the environment) are
+# text, never code: make takes them literally (`$(value ...)`: a `$(shell ...)` in one is not
+# run) and recipes hand each to the shell single-quoted by `q` (a quote in it becomes '\''),
+# so a space, quote, `;`, `$(...)` or backtick is just a character of the value. ARGS is split
+# at spaces into words, each quoted the same way.
+USER_VARS := PYTHON DEMO DEMO_CORPUS_MB DEMO_STEPS DEMO_VOCAB DEMO_LENGTH DEMO_MASKING PUSH_TO \
+  PROJECT REGION BUCKET INPUT TOKENIZER DATA OUTPUT MAX_LENGTH MAX_WORKERS TPU MODEL BATCH STEPS \
+  BACKEND ARGS
+$(foreach v,$(USER_VARS),$(if $(filter command environment,$(firstword $(origin $(v)))),\
+  $(eval override $(v) := $$(value $(v)))))
+q = '$(subst ','\'',$(1))'
+qwords = $(foreach word,$(1),$(call q,$(word)))
+
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -15,6 +29,8 @@ DEMO_VOCAB ?= 3000
 DEMO_LENGTH ?= 64
 DEMO_MASKING ?= token
 DEMO_TOKENIZER = $(DEMO)/tokenizer-$(DEMO_VOCAB)
+D = $(call q,$(DEMO))
+DT = $(call q,$(DEMO_TOKENIZER))
 PUSH_TO ?=  # e.g. hf://ORG/NAME: `make demo` then publishes the export (docs/publishing.md)
 LOCAL_BEAM := --runner=FnApiRunner
 
@@ -67,21 +83,21 @@ TRAIN_WHERE := --strategy tpu
 else ifeq ($(BACKEND),tensorflow)
 TRAIN_PY := $(TPU_PY)
 TRAIN_STAMP := $(TPU_STAMP)
-TRAIN_WHERE := --strategy tpu --tpu $(TPU)
+TRAIN_WHERE := --strategy tpu --tpu $(call q,$(TPU))
 endif
 
 .PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo prepare train bench bench-prepare bench-train bench-quality clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(call q,$(PYTHON)) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[trainer,test]"
 	touch $(STAMP)
 
 venv-tpu: $(TPU_STAMP)
 $(TPU_STAMP): setup.py constraints-tpu.txt tpu/tensorflow-from-tpu/pyproject.toml
-	test -x $(TPU_PY) || $(PYTHON) -m venv $(TPU_VENV)
+	test -x $(TPU_PY) || $(call q,$(PYTHON)) -m venv $(TPU_VENV)
 	$(TPU_PY) -m pip install --quiet --upgrade pip
 	$(TPU_PY) -m pip install --quiet -c constraints-tpu.txt ./tpu/tensorflow-from-tpu
 	$(TPU_PY) -m pip install --quiet -c constraints-tpu.txt -e ".[tpu,test]"
@@ -90,7 +106,7 @@ $(TPU_STAMP): setup.py constraints-tpu.txt tpu/tensorflow-from-tpu/pyproject.tom
 
 venv-tpu-jax: $(TPU_JAX_STAMP)
 $(TPU_JAX_STAMP): setup.py constraints.txt constraints-tpu-jax.txt
-	test -x $(TPU_JAX_PY) || $(PYTHON) -m venv $(TPU_JAX_VENV)
+	test -x $(TPU_JAX_PY) || $(call q,$(PYTHON)) -m venv $(TPU_JAX_VENV)
 	$(TPU_JAX_PY) -m pip install --quiet --upgrade pip
 	$(TPU_JAX_PY) -m pip install --quiet -c constraints-tpu-jax.txt -e ".[tpu-jax,test]"
 	$(TPU_JAX_PY) -m pip check
@@ -114,41 +130,41 @@ test-tpu-jax: $(TPU_JAX_STAMP)
 	  -q -p no:cacheprovider --capture=sys
 
 demo: $(STAMP)
-	@mkdir -p $(DEMO)
-	test -s $(DEMO)/corpus.jsonl || $(PY) -m beam_pipelines.demo_corpus --output $(DEMO)/corpus.jsonl --max_mb $(DEMO_CORPUS_MB)
-	test -s $(DEMO_TOKENIZER)/tokenizer.json || $(PY) -m beam_pipelines.train_tokenizer --input $(DEMO)/corpus.jsonl --output_dir $(DEMO_TOKENIZER) --model unigram --vocab_size $(DEMO_VOCAB)
-	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(DEMO)/corpus.jsonl --tokenizer $(DEMO_TOKENIZER) --output_dir $(DEMO)/prepared --max_length $(DEMO_LENGTH) --validation_fraction 0.02
-	rm -rf $(DEMO)/train $(DEMO)/export
-	$(PY) -m trainer.task --train_data $(DEMO)/prepared/train --eval_data $(DEMO)/prepared/validation --tokenizer $(DEMO_TOKENIZER) --output_dir $(DEMO)/train --model tiny --config '{"dropout": 0.0}' --strategy cpu --per_replica_batch_size 32 --train_steps $(DEMO_STEPS) --learning_rate 3e-3 --warmup_ratio 0.1 --masking $(DEMO_MASKING) --eval_every 500 --save_every 500 --max_eval_batches 20 --verbose 2
-	$(PY) -m trainer.export --checkpoint $(DEMO)/train --output_dir $(DEMO)/export --format all --language en $(if $(PUSH_TO),--push_to $(PUSH_TO))
-	$(PY) -m trainer.plot --run_dir $(DEMO)/train --output $(DEMO)/train/curves.png
-	$(PY) -m trainer.fill_mask_demo --model $(DEMO)/export/keras-hub --corpus $(DEMO)/corpus.jsonl --validation_fraction 0.02 --num 10
-	$(PY) -m trainer.baseline --run_dir $(DEMO)/train
+	@mkdir -p $(D)
+	test -s $(D)/corpus.jsonl || $(PY) -m beam_pipelines.demo_corpus --output $(D)/corpus.jsonl --max_mb $(call q,$(DEMO_CORPUS_MB))
+	test -s $(DT)/tokenizer.json || $(PY) -m beam_pipelines.train_tokenizer --input $(D)/corpus.jsonl --output_dir $(DT) --model unigram --vocab_size $(call q,$(DEMO_VOCAB))
+	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(D)/corpus.jsonl --tokenizer $(DT) --output_dir $(D)/prepared --max_length $(call q,$(DEMO_LENGTH)) --validation_fraction 0.02
+	rm -rf $(D)/train $(D)/export
+	$(PY) -m trainer.task --train_data $(D)/prepared/train --eval_data $(D)/prepared/validation --tokenizer $(DT) --output_dir $(D)/train --model tiny --config '{"dropout": 0.0}' --strategy cpu --per_replica_batch_size 32 --train_steps $(call q,$(DEMO_STEPS)) --learning_rate 3e-3 --warmup_ratio 0.1 --masking $(call q,$(DEMO_MASKING)) --eval_every 500 --save_every 500 --max_eval_batches 20 --verbose 2
+	$(PY) -m trainer.export --checkpoint $(D)/train --output_dir $(D)/export --format all --language en $(if $(PUSH_TO),--push_to $(call q,$(PUSH_TO)))
+	$(PY) -m trainer.plot --run_dir $(D)/train --output $(D)/train/curves.png
+	$(PY) -m trainer.fill_mask_demo --model $(D)/export/keras-hub --corpus $(D)/corpus.jsonl --validation_fraction 0.02 --num 10
+	$(PY) -m trainer.baseline --run_dir $(D)/train
 	@echo; echo "Demo outputs (a second run reuses corpus and tokenizer, replaces the rest):"
-	@echo "  corpus            $(DEMO)/corpus.jsonl"
-	@echo "  tokenizer         $(DEMO_TOKENIZER)/"
-	@echo "  prepared shards   $(DEMO)/prepared/{train,validation}/ (manifest.json, dead_letter/)"
-	@echo "  training run      $(DEMO)/train/ (metrics.json, history.json, logs/ for TensorBoard, checkpoints/)"
-	@echo "  curves            $(DEMO)/train/curves.png"
-	@echo "  exports           $(DEMO)/export/keras-hub/ and $(DEMO)/export/hf/"
-	@echo "  model cards       $(DEMO)/export/keras-hub/README.md and $(DEMO)/export/hf/README.md"
-	@echo "  final metrics     $$(cat $(DEMO)/train/metrics.json | tr -d '\n ')"
+	@echo "  corpus            "$(D)"/corpus.jsonl"
+	@echo "  tokenizer         "$(DT)"/"
+	@echo "  prepared shards   "$(D)"/prepared/{train,validation}/ (manifest.json, dead_letter/)"
+	@echo "  training run      "$(D)"/train/ (metrics.json, history.json, logs/ for TensorBoard, checkpoints/)"
+	@echo "  curves            "$(D)"/train/curves.png"
+	@echo "  exports           "$(D)"/export/keras-hub/ and "$(D)"/export/hf/"
+	@echo "  model cards       "$(D)"/export/keras-hub/README.md and "$(D)"/export/hf/README.md"
+	@echo "  final metrics     $$(cat $(D)/train/metrics.json | tr -d '\n ')"
 
 prepare: $(STAMP)
-	@test -n "$(PROJECT)" -a -n "$(BUCKET)" || { echo "usage: make prepare PROJECT=... REGION=... BUCKET=... [INPUT=gs://... TOKENIZER=gs://... DATA=gs://...]"; exit 2; }
-	$(PY) -m beam_pipelines.prepare --runner DataflowRunner --project $(PROJECT) --region $(REGION) \
-	  --temp_location gs://$(BUCKET)/dataflow/tmp --staging_location gs://$(BUCKET)/dataflow/staging \
-	  --setup_file ./setup.py --max_num_workers $(MAX_WORKERS) --experiments=use_runner_v2 \
-	  --input '$(INPUT)' --tokenizer $(TOKENIZER) --output_dir $(DATA) --max_length $(MAX_LENGTH) \
-	  --validation_fraction 0.005 $(ARGS)
+	@test -n $(call q,$(PROJECT)) -a -n $(call q,$(BUCKET)) || { echo "usage: make prepare PROJECT=... REGION=... BUCKET=... [INPUT=gs://... TOKENIZER=gs://... DATA=gs://...]"; exit 2; }
+	$(PY) -m beam_pipelines.prepare --runner DataflowRunner --project $(call q,$(PROJECT)) --region $(call q,$(REGION)) \
+	  --temp_location $(call q,gs://$(BUCKET)/dataflow/tmp) --staging_location $(call q,gs://$(BUCKET)/dataflow/staging) \
+	  --setup_file ./setup.py --max_num_workers $(call q,$(MAX_WORKERS)) --experiments=use_runner_v2 \
+	  --input $(call q,$(INPUT)) --tokenizer $(call q,$(TOKENIZER)) --output_dir $(call q,$(DATA)) --max_length $(call q,$(MAX_LENGTH)) \
+	  --validation_fraction 0.005 $(call qwords,$(ARGS))
 
 # KERAS_BACKEND in the recipe's environment wins over the exported default above.
 train: $(TRAIN_STAMP)
-	@case "$(BACKEND)" in jax|tensorflow) ;; *) echo "make train: BACKEND must be jax or tensorflow, not '$(BACKEND)'"; exit 2;; esac
-	@test -n "$(DATA)" -a -n "$(OUTPUT)" || { echo "usage: make train [BACKEND=jax|tensorflow] [TPU=local] DATA=gs://.../prepared OUTPUT=gs://.../runs/NAME [TOKENIZER=...] (or BUCKET=...)"; exit 2; }
-	KERAS_BACKEND=$(BACKEND) $(TRAIN_PY) -m trainer.task --backend $(BACKEND) $(TRAIN_WHERE) --train_data $(DATA)/train --eval_data $(DATA)/validation \
-	  $(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --output_dir $(OUTPUT) --model $(MODEL) \
-	  --per_replica_batch_size $(BATCH) --train_steps $(STEPS) --precision bf16 $(ARGS)
+	@case $(call q,$(BACKEND)) in jax|tensorflow) ;; *) echo "make train: BACKEND must be jax or tensorflow, not "$(call q,'$(BACKEND)'); exit 2;; esac
+	@test -n $(call q,$(DATA)) -a -n $(call q,$(OUTPUT)) || { echo "usage: make train [BACKEND=jax|tensorflow] [TPU=local] DATA=gs://.../prepared OUTPUT=gs://.../runs/NAME [TOKENIZER=...] (or BUCKET=...)"; exit 2; }
+	KERAS_BACKEND=$(call q,$(BACKEND)) $(TRAIN_PY) -m trainer.task --backend $(call q,$(BACKEND)) $(TRAIN_WHERE) --train_data $(call q,$(DATA)/train) --eval_data $(call q,$(DATA)/validation) \
+	  $(if $(TOKENIZER),--tokenizer $(call q,$(TOKENIZER))) --output_dir $(call q,$(OUTPUT)) --model $(call q,$(MODEL)) \
+	  --per_replica_batch_size $(call q,$(BATCH)) --train_steps $(call q,$(STEPS)) --precision bf16 $(call qwords,$(ARGS))
 
 bench: bench-prepare bench-train bench-quality
 

@@ -7,10 +7,10 @@ output or the new one (see common/manifest.py), never a mix. How this step keeps
 2. `Commit` (one call per run, on a worker; Dataflow may retry it or run it twice) first
    confirms, by a conditional write, that the output's lock still names this run: a run
    whose lock was taken over never commits.
-3. It refuses a useless result (an asked-for split with no sequence, more than
-   --max_rejected_fraction of the documents rejected, or more than --max_filtered_fraction
-   removed by the quality rules): this run's files are deleted and
-   the previous output is left exactly as it was.
+3. It refuses a useless result (an input file that changed while the run read it, an
+   asked-for split with no sequence, more than --max_rejected_fraction of the documents
+   rejected, or more than --max_filtered_fraction removed by the quality rules): this run's
+   files are deleted and the previous output is left exactly as it was.
 4. Otherwise it writes each split's manifest.json: one atomic write, the commit of that
    split. Only then are files that no committed manifest lists deleted (earlier runs',
    crashed runs'), and splits an earlier run wrote and this one does not (only folders
@@ -120,6 +120,18 @@ def refusal(stats: dict, written: list, splits: list, dead_letter_files: list,
     return None
 
 
+def changed_refusal(changed_inputs: list) -> str | None:
+    """The refusal of a run whose input changed while it read it: what it read is not one
+    corpus. `changed_inputs`: (path, `sources.changed_input` line), one per read of a file
+    or of a byte range of it."""
+    first = dict(sorted(changed_inputs, reverse=True))  # path -> its first line
+    if not first:
+        return None
+    path = min(first)
+    more = f" (and {len(first) - 1} more file(s))" if len(first) > 1 else ""
+    return f"input {first[path]}{more}; rerun once the input stays as it is"
+
+
 class Commit(beam.DoFn):
     """Commits the run (see the module docstring); yields its run record."""
 
@@ -130,7 +142,8 @@ class Commit(beam.DoFn):
         self.pipeline_args, self.max_rejected_fraction = pipeline_args, max_rejected_fraction
         self.max_filtered_fraction = max_filtered_fraction
 
-    def process(self, written: list, stats: dict, dead_letter_files: list):
+    def process(self, written: list, stats: dict, dead_letter_files: list,
+                changed_inputs: list = ()):
         record = read_run_record(self.output_dir, self.run_id)
         if record and record.get("state") in ENDED:  # a retry after the end: nothing to do
             run_lock.release(self.output_dir, self.run_id)  # but what a fault left undone
@@ -138,9 +151,12 @@ class Commit(beam.DoFn):
             return
         run_lock.confirm(self.output_dir, self.run_id)  # LockLostError if taken over
         stats = dict(stats)
-        check_accounting(stats, written, self.splits)
-        reason = refusal(stats, written, self.splits, dead_letter_files,
-                         self.max_rejected_fraction, self.max_filtered_fraction)
+        # Counts of an input that changed under the run need not add up: not a bug.
+        reason = changed_refusal(changed_inputs)
+        if not reason:
+            check_accounting(stats, written, self.splits)
+            reason = refusal(stats, written, self.splits, dead_letter_files,
+                             self.max_rejected_fraction, self.max_filtered_fraction)
         if reason:
             logging.warning("prepare run %s refused to commit: %s", self.run_id, reason)
             # Its shards go; its dead letters stay for the user to read (no manifest lists

@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from beam_pipelines import sources
 from common import fs
@@ -67,18 +68,36 @@ class InputNotFoundError(UserError, FileNotFoundError):
     """An input glob that matches nothing."""
 
 
-def expand_inputs(patterns: str | list[str]) -> dict[str, int]:
-    """`{path: size}` of the files matching comma-separated globs, sorted by path; a clear
-    error when a glob matches nothing. Sizes come with the listing (one call per glob)."""
+class FolderInputError(UserError):
+    """An input that names a folder: its files are not read unless a glob names them."""
+
+
+def check_not_folder(pattern: str, flag: str = "--input") -> None:
+    """A folder given as an input would pass the listing as one 'file' (local) or as all
+    the objects under it (`gs://b/dir/`), and the run would refuse it only at its end: it
+    is refused here, with the glob to give instead."""
+    folder = not fs.has_glob(pattern) and (
+        pattern.endswith("/") or (not fs.is_remote(pattern) and os.path.isdir(pattern)))
+    if folder:
+        raise FolderInputError(f"{flag} {pattern!r} is a folder; name its files with a glob, "
+                               f"e.g. '{pattern.rstrip('/')}/*.jsonl'")
+
+
+def expand_inputs(patterns: str | list[str], flag: str = "--input") -> dict[str, fs.Stamp]:
+    """`{path: Stamp}` (size and last write) of the files matching comma-separated globs,
+    sorted by path; a clear error when a glob matches nothing or names a folder. The
+    stamps come with the listing (one call per glob); readers compare them with the file
+    they read (`sources.ReadDocuments`)."""
     if isinstance(patterns, str):
         patterns = [p for p in patterns.split(",") if p]
     found, names = {}, set()
     for pattern in patterns:
-        matched = fs.glob_sizes(pattern)
+        check_not_folder(pattern, flag)
+        matched = fs.glob_stamps(pattern)
         if not matched:
-            raise InputNotFoundError(f"--input {pattern!r} matches no file")
-        for path, size in matched.items():  # one file named two ways is read once
+            raise InputNotFoundError(f"{flag} {pattern!r} matches no file")
+        for path, stamp in matched.items():  # one file named two ways is read once
             if (same := fs.identity(path)) not in names:
                 names.add(same)
-                found[path] = size
+                found[path] = stamp
     return dict(sorted(found.items()))

@@ -43,12 +43,16 @@ def read_tasks(opts) -> list[tuple]:
                 for n in [hf_datasets.hf_num_shards(opts.hf_dataset, opts.hf_config, split)]
                 for index in range(n)]
     patterns = opts_lib.parse_splits(opts.splits) if opts.splits else {None: opts.input}
-    files = {split: input_spec.expand_inputs(pattern) for split, pattern in patterns.items()}
+    files = {split: input_spec.expand_inputs(
+                 pattern, f"--splits ({split})" if split else "--input")
+             for split, pattern in patterns.items()}
     opts_lib.check_inputs(opts.output_dir, {s: list(f) for s, f in files.items()})
-    return [("file", path, split, start, end)
+    # Each task carries its file's listed stamp: a reader that finds another file (rewritten
+    # since, or between the two reads of a local exact dedup) has the run refused.
+    return [("file", path, split, start, end, tuple(stamp))
             for split, found in files.items()
-            for path, size in found.items()
-            for start, end in input_spec.byte_ranges(path, size, opts.txt_unit,
+            for path, stamp in found.items()
+            for start, end in input_spec.byte_ranges(path, stamp.size, opts.txt_unit,
                                                   opts.read_range_bytes)]
 
 
@@ -63,15 +67,18 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
     spread = (p
               | "ListInputs" >> beam.Create(tasks)
               | "SpreadInputs" >> beam.Reshuffle())
+    changed = []  # every read's inputs that are no longer the files listed
 
     def read_docs(label, after=None):
         todo = spread
         if after is not None:  # a side input: not one task is read before `after` is done
             todo = spread | f"{label}Wait" >> beam.Map(lambda task, _: task,
                                                        beam.pvalue.AsList(after))
-        return todo | label >> beam.ParDo(sources.ReadDocuments(
+        read = todo | label >> beam.ParDo(sources.ReadDocuments(
             opts.text_field, opts.max_document_bytes, opts.txt_unit, opts.hf_dataset,
-            opts.hf_config)).with_outputs("dead", STATS, main="docs")
+            opts.hf_config)).with_outputs("dead", STATS, sources.CHANGED, main="docs")
+        changed.append(read[sources.CHANGED])
+        return read
 
     read = read_docs("Read")
     exact_dedup = execution.exact_dedup(lambda after: read_docs("Reread", after).docs, splits,
@@ -98,6 +105,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
         opts.removed_sample_size)
     # The sample goes with the dead letters: committed manifests list both, so both stay.
     side_files = (dead_files, sample_files) | "SideFiles" >> beam.Flatten()
+    changed_inputs = tuple(changed) | "ChangedInputs" >> beam.Flatten()
     return (written
             | "CollectShards" >> beam.combiners.ToList()
             | "Commit" >> beam.ParDo(
@@ -106,7 +114,8 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
                               pipeline_args, opts.max_rejected_fraction,
                               opts.max_filtered_fraction),
                 stats=beam.pvalue.AsDict(stats),
-                dead_letter_files=beam.pvalue.AsList(side_files)))
+                dead_letter_files=beam.pvalue.AsList(side_files),
+                changed_inputs=beam.pvalue.AsList(changed_inputs)))
 
 
 def pipeline_options(argv) -> PipelineOptions:

@@ -12,6 +12,7 @@ file or dataset shard per call) read through here, so they agree on what a docum
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import gzip
 import json
 import lzma
@@ -221,11 +222,36 @@ def is_format_error(err: BaseException) -> bool:
     return isinstance(err, ValueError)  # e.g. pyarrow.ArrowInvalid: not a parquet file
 
 
-class ReadDocuments(beam.DoFn):
-    """A read task -> Documents (main) and DeadLetters ('dead'); counts what it read.
+# ReadDocuments' output of (path, what changed) for the inputs that changed since listed.
+CHANGED = "changed"
 
-    A task is `("file", path, split, start, end)` (a byte range, see
-    `input_spec.byte_ranges`) or `("hf", split, index, num_shards)`.
+
+def changed_input(path: str, listed, now) -> str | None:
+    """How the file read differs from the one listed (a `fs.Stamp` each; None: gone), or
+    None when it is the same: same size and same last write."""
+    listed = fs.Stamp(*listed)
+    if now == listed:
+        return None
+    what = "is gone" if now is None else f"is now {now.size:,} bytes, {_when(now.updated)}"
+    return (f"{path} changed while the run read it (listed: {listed.size:,} bytes, "
+            f"{_when(listed.updated)}; {what})")
+
+
+def _when(seconds: float) -> str:
+    return "written " + datetime.datetime.fromtimestamp(
+        seconds, datetime.timezone.utc).isoformat(timespec="microseconds")
+
+
+class ReadDocuments(beam.DoFn):
+    """A read task -> Documents (main), DeadLetters ('dead') and, for a file that is no
+    longer the one listed, (path, one line saying so) (CHANGED); counts what it read.
+
+    A task is `("file", path, split, start, end, listed)` (a byte range, see
+    `input_spec.byte_ranges`; `listed`: the file's `fs.Stamp` at listing, or None to check
+    nothing) or `("hf", split, index, num_shards)`. The stamp is compared after the read,
+    so that a rewrite at any time before its end is seen: a local exact dedup reads the
+    input twice and keeps documents by their place in it (`local/exact_dedup.py`), and a
+    file grown or shrunk since its byte ranges were cut would lose or repeat lines.
     """
 
     def __init__(self, text_field, max_document_bytes, txt_unit="line", hf_name=None,
@@ -238,12 +264,14 @@ class ReadDocuments(beam.DoFn):
 
     def _records(self, task):
         if task[0] == "file":
-            _, path, split, start, end = task
+            _, path, split, start, end, listed = task
             for record in read_file(path, self.text_field, self.max_document_bytes,
                                             self.txt_unit, start, end):
                 if isinstance(record, Document) and split:
                     record = dataclasses.replace(record, split=split)
                 yield record
+            if listed is not None and (change := changed_input(path, listed, fs.stamp(path))):
+                yield beam.pvalue.TaggedOutput(CHANGED, (path, change))
         else:
             _, split, index, num_shards = task
             yield from hf_datasets.read_hf_shard(self.hf_name, self.hf_config, split,
@@ -252,7 +280,9 @@ class ReadDocuments(beam.DoFn):
 
     def process(self, task):
         for record in self._records(task):
-            if isinstance(record, DeadLetter):
+            if isinstance(record, beam.pvalue.TaggedOutput):
+                yield record
+            elif isinstance(record, DeadLetter):
                 self.stats["documents_read"] += record.documents
                 self.stats["documents_rejected"] += record.documents
                 yield beam.pvalue.TaggedOutput("dead", record)

@@ -164,8 +164,8 @@ def read_corpus(config: TokenizerConfig) -> Iterator[sources.Record]:
         return
     # Large uncompressed files come as 64 MB byte ranges, so sampling reaches all of them.
     pieces = [(path, start, end)
-              for path, size in input_spec.expand_inputs(config.input).items()
-              for start, end in input_spec.byte_ranges(path, size, config.txt_unit)]
+              for path, stamp in input_spec.expand_inputs(config.input).items()
+              for start, end in input_spec.byte_ranges(path, stamp.size, config.txt_unit)]
     shuffle(pieces)
     for path, start, end in pieces:
         yield from sources.read_file(path, config.text_field, config.max_document_bytes,

@@ -11,9 +11,11 @@ import glob as local_glob
 import json
 import os
 import posixpath
+import re
 import shutil
 import uuid
 import warnings
+from typing import NamedTuple
 
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -57,10 +59,39 @@ def _quiet_match(call, *args):
         return call(*args)
 
 
+class Stamp(NamedTuple):
+    """What tells one version of a file from another: its size and when it was last written
+    (local: the modification time; object stores: the object's update time, which every
+    rewrite, a new generation, changes)."""
+    size: int
+    updated: float
+
+
+def has_glob(pattern: str) -> bool:
+    return any(c in _GLOB_CHARS for c in pattern)
+
+
+def glob_stamps(pattern: str) -> dict[str, Stamp]:
+    """`{path: Stamp}` for a glob, from one listing (no call per file).
+
+    Beam lists the folder before a pattern's first glob character; for a local relative
+    pattern with none (`*.jsonl`, `part-?/x.txt`) that folder is '', which it finds empty,
+    so such a pattern is matched as `./PATTERN` and its paths given back without `./`."""
+    here = not is_remote(pattern) and has_glob(pattern) and \
+        "/" not in re.match(r"[^*?\[]*", pattern).group(0)
+    result = _quiet_match(FileSystems.match, ["./" + pattern if here else pattern])[0]
+    return {m.path[2:] if here else m.path: Stamp(m.size_in_bytes, m.last_updated_in_seconds)
+            for m in result.metadata_list}
+
+
 def glob_sizes(pattern: str) -> dict[str, int]:
     """`{path: size in bytes}` for a glob, from one listing (no call per file)."""
-    result = _quiet_match(FileSystems.match, [pattern])[0]
-    return {m.path: m.size_in_bytes for m in result.metadata_list}
+    return {path: stamp.size for path, stamp in glob_stamps(pattern).items()}
+
+
+def stamp(path: str) -> Stamp | None:
+    """The `Stamp` of one file (None when it is absent), its name taken literally."""
+    return glob_stamps(escape_glob(path)).get(path)
 
 
 def glob(pattern: str) -> list[str]:

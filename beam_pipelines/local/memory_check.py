@@ -39,7 +39,7 @@ def input_text_bytes(tasks) -> int | None:
     for task in tasks:
         if task[0] != "file":
             return None
-        _, path, _, start, end = task
+        _, path, _, start, end, _ = task
         if end is None:
             if path not in sizes:
                 sizes[path] = fs.size(path)

@@ -12,6 +12,7 @@ import shutil
 import pytest
 
 from beam_pipelines import commit, prepare, run_lock
+from beam_pipelines.local import exact_dedup
 from common import fs, manifest, verify
 from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
 
@@ -40,7 +41,7 @@ def staged(tmp_path_factory, corpus_texts, bpe_tokenizer_dir):
     run_a = _run_ids(out)["train"]
     captured = []
 
-    def capture(self, written, stats, dead_letter_files):
+    def capture(self, written, stats, dead_letter_files, changed_inputs=()):
         captured.append((self, written, dict(stats), list(dead_letter_files)))
         return iter(())
 
@@ -163,6 +164,36 @@ def test_mistakes_leave_the_previous_output_exactly_as_it_was(
     assert prepare.run(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+    assert _snapshot(out) == before and not (out / "_LOCK").exists()
+
+
+@pytest.mark.parametrize("rewrite", ["reordered", "appended"])
+def test_an_input_rewritten_between_the_two_reads_is_refused(
+        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch, rewrite):
+    """Local exact dedup reads the input twice and keeps documents by their place: a file
+    rewritten in between (here: lines in another order, same size; or lines appended) must
+    have the run refused, naming the file, the previous output untouched."""
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
+    out = tmp_path / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    before = _snapshot(out)
+    load_range, done = exact_dedup.load_range, []
+
+    def rewrite_then_load(*args):  # DecideRange: after the first read, before the second
+        if not done:
+            lines = src.read_text().splitlines(keepends=True)
+            src.write_text("".join(lines[::-1] if rewrite == "reordered"
+                                   else lines + lines[:5]))
+            stat = src.stat()
+            os.utime(src, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a coarse clock
+            done.append(1)
+        return load_range(*args)
+
+    monkeypatch.setattr(exact_dedup, "load_range", rewrite_then_load)
+    capsys.readouterr()
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", "1")) == 2 and done
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"input {src} changed while the run read it" in err[0], err
     assert _snapshot(out) == before and not (out / "_LOCK").exists()
 
 

@@ -234,7 +234,7 @@ def test_read_transform_routes_bad_records(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_bytes(b'{"text": "a"}\n{"text": null}\n\xff\n')
     with BeamTestPipeline(runner="FnApiRunner") as p:
-        out = (p | beam.Create([("file", str(path), "train", 0, None)])
+        out = (p | beam.Create([("file", str(path), "train", 0, None, None)])
                | beam.ParDo(sources.ReadDocuments("text", 1000)).with_outputs(
                    "dead", accounting.STATS, main="docs"))
         assert_that(out.docs | "texts" >> beam.Map(lambda d: (d.text, d.split, d.line)),

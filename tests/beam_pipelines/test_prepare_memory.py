@@ -55,10 +55,10 @@ def test_a_local_run_that_will_not_fit_is_announced_with_the_numbers(
 
     corpus = tmp_path / "c.jsonl"
     demo_corpus.write_corpus(str(corpus), 700_000)
-    tasks = [("file", str(corpus), None, 0, None)]
+    tasks = [("file", str(corpus), None, 0, None, None)]
     assert memory_check.input_text_bytes(tasks) == corpus.stat().st_size
     assert memory_check.warning(tasks, 128, 8000, available=64e9, free_disk=1e12) is None
-    gz = [("file", "x.jsonl.gz", None, 0, 1000), ("file", "y.txt", None, 0, 500)]
+    gz = [("file", "x.jsonl.gz", None, 0, 1000, None), ("file", "y.txt", None, 0, 500, None)]
     assert memory_check.input_text_bytes(gz) == 4 * 1000 + 500
     assert memory_check.input_text_bytes([("hf", "train", 0, 1)]) is None
     # Near dedup holds the texts: 0.7 MB of text needs ~0.8 GB + 35 x 0.7 MB = ~0.8 GB.

@@ -119,7 +119,7 @@ def test_the_pipeline_fails_rather_than_dropping_the_rest_of_a_file(tmp_path, mo
                         lambda p, compressed=False: _ResetAfter(real_open(p, compressed), 1 << 20))
     with pytest.raises(Exception, match="Connection reset"):
         with TestPipeline(runner="FnApiRunner") as p:
-            (p | beam.Create([("file", str(path), "train", 0, None)])
+            (p | beam.Create([("file", str(path), "train", 0, None, None)])
              | beam.ParDo(sources.ReadDocuments("text", 1 << 20)))
 
 
@@ -179,7 +179,7 @@ def test_a_runner_that_retries_bundles_reads_every_document(tmp_path, monkeypatc
 
     monkeypatch.setattr(sources.fs, "open_read", flaky_open)
     with beam.Pipeline("BundleBasedDirectRunner") as p:
-        read = (p | beam.Create([("file", str(path), None, 0, None)])
+        read = (p | beam.Create([("file", str(path), None, 0, None, None)])
                 | beam.ParDo(sources.ReadDocuments("text", 1 << 20)).with_outputs(
                     "dead", STATS, main="docs"))
         assert_that(read.docs | beam.combiners.Count.Globally(), equal_to([40_000]))

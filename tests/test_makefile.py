@@ -1,0 +1,81 @@
+"""The Makefile hands every value a user gives to the commands intact, as text (issue 22 item
+17): a space, a quote, `;`, `$(...)`, backticks or make's own `$(shell ...)` in a value never
+runs anything. Each target runs for real with a stand-in Python that records its arguments."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EVIL = ("a b'\"; touch PWNED1; $(touch PWNED2) `touch PWNED3` $(shell touch PWNED4) "
+        "$$HOME ${HOME} \\ #x")
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+
+
+@pytest.fixture
+def make(tmp_path):
+    """Runs a target of a copy of the Makefile in `tmp_path`; returns (exit code, the
+    stand-in Python's argument lists, stderr)."""
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    log, fake = tmp_path / "argv.jsonl", tmp_path / "fakepy"
+    fake.write_text(f"#!{sys.executable}\nimport json, sys\n"
+                    f"open({str(log)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n")
+    fake.chmod(0o755)
+
+    def run(target, **values):
+        env = {k: v for k, v in os.environ.items() if k not in values}
+        done = subprocess.run(
+            ["make", "-s", "-C", str(tmp_path), target, f"PY={fake}", "STAMP=",
+             f"TRAIN_PY={fake}", "TRAIN_STAMP=", *(f"{k}={v}" for k, v in values.items())],
+            capture_output=True, text=True, env=env, timeout=60)
+        calls = [json.loads(line) for line in log.read_text().splitlines()] \
+            if log.exists() else []
+        log.unlink(missing_ok=True)
+        assert not [p for p in tmp_path.rglob("PWNED*")], "a value ran as a command"
+        return done.returncode, calls, done.stderr
+
+    return run
+
+
+def _after(argv, flag):
+    return argv[argv.index(flag) + 1]
+
+
+def test_prepare_gets_every_value_intact(make):
+    code, calls, err = make("prepare", PROJECT=EVIL, BUCKET=EVIL, INPUT=EVIL + "/*.jsonl",
+                            TOKENIZER=EVIL, DATA=EVIL, REGION=EVIL, ARGS="--dedup 'near'")
+    assert code == 0, err
+    (argv,) = calls
+    assert _after(argv, "--project") == EVIL and _after(argv, "--region") == EVIL
+    assert _after(argv, "--input") == EVIL + "/*.jsonl"
+    assert _after(argv, "--tokenizer") == EVIL and _after(argv, "--output_dir") == EVIL
+    assert _after(argv, "--temp_location") == f"gs://{EVIL}/dataflow/tmp"
+    assert argv[-2:] == ["--dedup", "'near'"]  # ARGS: words split at spaces, nothing else
+
+
+def test_train_gets_every_value_intact(make):
+    code, calls, err = make("train", BACKEND="tensorflow", DATA=EVIL, OUTPUT=EVIL, TPU=EVIL,
+                            TOKENIZER=EVIL, MODEL=EVIL)
+    assert code == 0, err
+    (argv,) = calls
+    assert _after(argv, "--train_data") == EVIL + "/train"
+    assert _after(argv, "--tpu") == EVIL and _after(argv, "--tokenizer") == EVIL
+    assert _after(argv, "--output_dir") == EVIL and _after(argv, "--model") == EVIL
+    code, calls, err = make("train", BACKEND=EVIL, DATA="d", OUTPUT="o")
+    assert code != 0 and not calls
+
+
+def test_demo_gets_its_folder_intact(make, tmp_path):
+    code, calls, err = make("demo", DEMO=EVIL, DEMO_STEPS="7", PUSH_TO=EVIL)
+    assert code == 0, err
+    assert _after(calls[4], "--push_to") == EVIL
+    assert _after(calls[0], "--output") == EVIL + "/corpus.jsonl"
+    assert _after(calls[1], "--output_dir") == EVIL + "/tokenizer-3000"
+    assert _after(calls[3], "--train_steps") == "7"
+    assert (tmp_path / EVIL).is_dir()
