@@ -17,6 +17,12 @@ DEMO_MASKING ?= token
 DEMO_TOKENIZER = $(DEMO)/tokenizer-$(DEMO_VOCAB)
 PUSH_TO ?=  # e.g. hf://ORG/NAME: `make demo` then publishes the export (docs/publishing.md)
 LOCAL_BEAM := --runner=FnApiRunner
+# `make demo-multilingual`: Chinese, Japanese, Thai and English, whole-word masking (docs/languages.md)
+DEMO_ML ?= runs/demo-multilingual
+DEMO_ML_CHARS ?= 250000
+DEMO_ML_STEPS ?= 60
+DEMO_ML_VOCAB ?= 6000
+DEMO_ML_MODEL ?= unigram
 
 # --- Dataflow (make prepare) and TPU VM (make train) --------------------------------------
 PROJECT ?=
@@ -70,7 +76,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(TPU)
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo prepare train bench bench-prepare bench-train clean
+.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-train bench-languages clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -134,6 +140,17 @@ demo: $(STAMP)
 	@echo "  model cards       $(DEMO)/export/keras-hub/README.md and $(DEMO)/export/hf/README.md"
 	@echo "  final metrics     $$(cat $(DEMO)/train/metrics.json | tr -d '\n ')"
 
+# A few minutes on 2 cores: corpus, tokenizer, prepare, a tiny model a few dozen steps with
+# whole-word masking, then per language the tokenizer's figures and the run's metrics.
+demo-multilingual: $(STAMP)
+	@mkdir -p $(DEMO_ML)
+	$(PY) -m benchmarks.demo_multilingual corpus --output $(DEMO_ML)/corpus.jsonl --chars $(DEMO_ML_CHARS)
+	$(PY) -m beam_pipelines.train_tokenizer --input $(DEMO_ML)/corpus.jsonl --output_dir $(DEMO_ML)/tokenizer --model $(DEMO_ML_MODEL) --vocab_size $(DEMO_ML_VOCAB) --progress_seconds 0
+	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(DEMO_ML)/corpus.jsonl --tokenizer $(DEMO_ML)/tokenizer --output_dir $(DEMO_ML)/prepared --max_length $(DEMO_LENGTH) --validation_fraction 0.05
+	rm -rf $(DEMO_ML)/train
+	$(PY) -m trainer.task --train_data $(DEMO_ML)/prepared/train --eval_data $(DEMO_ML)/prepared/validation --tokenizer $(DEMO_ML)/tokenizer --output_dir $(DEMO_ML)/train --model tiny --config '{"dropout": 0.0}' --strategy cpu --per_replica_batch_size 32 --train_steps $(DEMO_ML_STEPS) --learning_rate 3e-3 --warmup_ratio 0.1 --masking whole_word --eval_every $(DEMO_ML_STEPS) --save_every $(DEMO_ML_STEPS) --max_eval_batches 20 --verbose 2
+	$(PY) -m benchmarks.demo_multilingual report --corpus $(DEMO_ML)/corpus.jsonl --tokenizer $(DEMO_ML)/tokenizer --run_dir $(DEMO_ML)/train
+
 prepare: $(STAMP)
 	@test -n "$(PROJECT)" -a -n "$(BUCKET)" || { echo "usage: make prepare PROJECT=... REGION=... BUCKET=... [INPUT=gs://... TOKENIZER=gs://... DATA=gs://...]"; exit 2; }
 	$(PY) -m beam_pipelines.prepare --runner DataflowRunner --project $(PROJECT) --region $(REGION) \
@@ -150,7 +167,7 @@ train: $(TRAIN_STAMP)
 	  $(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --output_dir $(OUTPUT) --model $(MODEL) \
 	  --per_replica_batch_size $(BATCH) --train_steps $(STEPS) --precision bf16 $(ARGS)
 
-bench: bench-prepare bench-train
+bench: bench-prepare bench-train bench-languages
 
 bench-prepare: $(STAMP)
 	$(PY) -m benchmarks.bench_prepare --corpus_mb 60
@@ -158,6 +175,10 @@ bench-prepare: $(STAMP)
 # Both backends side by side (one child process each), figures in docs/jax.md.
 bench-train: $(STAMP)
 	$(PY) -m benchmarks.bench_train --backends tensorflow,jax
+
+# Tokenizers and whole-word masking per script, figures in docs/languages.md.
+bench-languages: $(STAMP)
+	$(PY) -m benchmarks.bench_languages
 
 clean:
 	rm -rf runs bench_out
