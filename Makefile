@@ -8,7 +8,7 @@ SHELL := /bin/bash
 # at spaces into words, each quoted the same way.
 USER_VARS := PYTHON DEMO DEMO_CORPUS_MB DEMO_STEPS DEMO_VOCAB DEMO_LENGTH DEMO_MASKING PUSH_TO \
   PROJECT REGION BUCKET INPUT TOKENIZER DATA OUTPUT MAX_LENGTH MAX_WORKERS TPU MODEL BATCH STEPS \
-  BACKEND ARGS
+  BACKEND ARGS DEMO_ML DEMO_ML_CHARS DEMO_ML_STEPS DEMO_ML_VOCAB DEMO_ML_MODEL
 $(foreach v,$(USER_VARS),$(if $(filter command environment,$(firstword $(origin $(v)))),\
   $(eval override $(v) := $$(value $(v)))))
 q = '$(subst ','\'',$(1))'
@@ -33,6 +33,13 @@ D = $(call q,$(DEMO))
 DT = $(call q,$(DEMO_TOKENIZER))
 PUSH_TO ?=  # e.g. hf://ORG/NAME: `make demo` then publishes the export (docs/publishing.md)
 LOCAL_BEAM := --runner=FnApiRunner
+# `make demo-multilingual`: Chinese, Japanese, Thai and English, whole-word masking (docs/languages.md)
+DEMO_ML ?= runs/demo-multilingual
+DEMO_ML_CHARS ?= 250000
+DEMO_ML_STEPS ?= 60
+DEMO_ML_VOCAB ?= 6000
+DEMO_ML_MODEL ?= unigram
+M = $(call q,$(DEMO_ML))
 
 # --- Dataflow (make prepare) and TPU VM (make train) --------------------------------------
 PROJECT ?=
@@ -86,7 +93,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(call q,$(TPU))
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo prepare train bench bench-prepare bench-train bench-quality clean
+.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-train bench-quality bench-languages clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -150,6 +157,17 @@ demo: $(STAMP)
 	@echo "  model cards       "$(D)"/export/keras-hub/README.md and "$(D)"/export/hf/README.md"
 	@echo "  final metrics     $$(cat $(D)/train/metrics.json | tr -d '\n ')"
 
+# A few minutes on 2 cores: corpus, tokenizer, prepare, a tiny model a few dozen steps with
+# whole-word masking, then per language the tokenizer's figures and the run's metrics.
+demo-multilingual: $(STAMP)
+	@mkdir -p $(M)
+	$(PY) -m benchmarks.demo_multilingual corpus --output $(M)/corpus.jsonl --chars $(call q,$(DEMO_ML_CHARS))
+	$(PY) -m beam_pipelines.train_tokenizer --input $(M)/corpus.jsonl --output_dir $(M)/tokenizer --model $(call q,$(DEMO_ML_MODEL)) --vocab_size $(call q,$(DEMO_ML_VOCAB)) --progress_seconds 0
+	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(M)/corpus.jsonl --tokenizer $(M)/tokenizer --output_dir $(M)/prepared --max_length $(call q,$(DEMO_LENGTH)) --validation_fraction 0.05
+	rm -rf $(M)/train
+	$(PY) -m trainer.task --train_data $(M)/prepared/train --eval_data $(M)/prepared/validation --tokenizer $(M)/tokenizer --output_dir $(M)/train --model tiny --config '{"dropout": 0.0}' --strategy cpu --per_replica_batch_size 32 --train_steps $(call q,$(DEMO_ML_STEPS)) --learning_rate 3e-3 --warmup_ratio 0.1 --masking whole_word --eval_every $(call q,$(DEMO_ML_STEPS)) --save_every $(call q,$(DEMO_ML_STEPS)) --max_eval_batches 20 --verbose 2
+	$(PY) -m benchmarks.demo_multilingual report --corpus $(M)/corpus.jsonl --tokenizer $(M)/tokenizer --run_dir $(M)/train
+
 prepare: $(STAMP)
 	@test -n $(call q,$(PROJECT)) -a -n $(call q,$(BUCKET)) || { echo "usage: make prepare PROJECT=... REGION=... BUCKET=... [INPUT=gs://... TOKENIZER=gs://... DATA=gs://...]"; exit 2; }
 	$(PY) -m beam_pipelines.prepare --runner DataflowRunner --project $(call q,$(PROJECT)) --region $(call q,$(REGION)) \
@@ -166,7 +184,7 @@ train: $(TRAIN_STAMP)
 	  $(if $(TOKENIZER),--tokenizer $(call q,$(TOKENIZER))) --output_dir $(call q,$(OUTPUT)) --model $(call q,$(MODEL)) \
 	  --per_replica_batch_size $(call q,$(BATCH)) --train_steps $(call q,$(STEPS)) --precision bf16 $(call qwords,$(ARGS))
 
-bench: bench-prepare bench-train bench-quality
+bench: bench-prepare bench-train bench-quality bench-languages
 
 bench-prepare: $(STAMP)
 	$(PY) -m benchmarks.bench_prepare --corpus_mb 60
@@ -178,6 +196,10 @@ bench-train: $(STAMP)
 # The quality filter per language on the translated text this machine ships (docs/languages.md).
 bench-quality: $(STAMP)
 	$(PY) -m benchmarks.bench_quality
+
+# Tokenizers and whole-word masking per script, figures in docs/languages.md.
+bench-languages: $(STAMP)
+	$(PY) -m benchmarks.bench_languages
 
 clean:
 	rm -rf runs bench_out

@@ -13,6 +13,7 @@ taken from the files in a seeded random order, so a huge corpus is neither held 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 import json
@@ -93,7 +94,12 @@ def build(model: str, vocab_size: int, min_frequency: int = 2):
             show_progress=True)
     elif model == "wordpiece":
         tokenizer = Tokenizer(models.WordPiece(unk_token=special["unk_token"]))
-        tokenizer.normalizer = normalizers.Sequence([normalizers.NFKC(), whitespace])
+        # BERT's rule for Han: every character a word of its own (BertPreTokenizer splits
+        # only at spaces and punctuation, so a Chinese clause would be one word, and
+        # WordPiece makes a whole word the unknown token for one character it lacks).
+        han = normalizers.BertNormalizer(clean_text=False, handle_chinese_chars=True,
+                                         strip_accents=False, lowercase=False)
+        tokenizer.normalizer = normalizers.Sequence([normalizers.NFKC(), han, whitespace])
         tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tokenizer.decoder = decoders.WordPiece()
         trainer = trainers.WordPieceTrainer(
@@ -102,6 +108,34 @@ def build(model: str, vocab_size: int, min_frequency: int = 2):
     else:
         raise UserError(f"--model {model!r} is not one of {MODELS}")
     return tokenizer, trainer
+
+
+def keep_common_characters(texts: list[str], tokenizer: Tokenizer,
+                           limit: int) -> tuple[list[str], int]:
+    """The texts, normalized, with all but the `limit` most frequent characters replaced by
+    a space, and how many were left out.
+
+    Unigram and WordPiece keep every character of their training text in the vocabulary:
+    a corpus with more characters than the vocabulary holds (Chinese or Japanese: thousands
+    of Han characters) stops unigram training ("not large enough to contain all chars") and
+    makes WordPiece exceed `--vocab_size`. The rarest ones become the unknown token instead,
+    as SentencePiece's character coverage does. Normalizing first counts what the model sees
+    (the recipes' normalizers give the same text when applied twice)."""
+    texts = [tokenizer.normalizer.normalize_str(text) for text in texts]
+    counts = collections.Counter()
+    for text in texts:
+        counts.update(text)
+    chars = sorted((c for c in counts if not c.isspace()), key=lambda c: (-counts[c], c))
+    if len(chars) <= limit:
+        return texts, 0
+    rare = dict.fromkeys(map(ord, chars[limit:]), " ")
+    return [text.translate(rare) for text in texts], len(chars) - limit
+
+
+def alphabet_limit(model: str, vocab_size: int) -> int | None:
+    """At most half the vocabulary for single characters (unigram, WordPiece; byte-level BPE
+    has 256 bytes), so that pieces of several characters keep the other half."""
+    return None if model == "bpe" else vocab_size // 2
 
 
 def add_post_processor(tokenizer: Tokenizer, model: str) -> None:
@@ -219,11 +253,24 @@ def train(config: TokenizerConfig) -> dict:
     budget = read_budget(config)
     if budget:
         texts = itertools.islice(texts, budget)
+    left_out = 0
     if config.max_documents:
         texts = reservoir_sample(texts, config.max_documents, config.seed)
         print(f"sampled {len(texts):,} of {report.documents:,} documents; training "
               f"{config.model} (vocab {config.vocab_size})", flush=True)
-    tokenizer.train_from_iterator(texts, trainer=trainer)
+        if limit := alphabet_limit(config.model, config.vocab_size):
+            texts, left_out = keep_common_characters(texts, tokenizer, limit)
+        if left_out:
+            print(f"{left_out:,} rare characters left out of the vocabulary (it keeps the "
+                  f"{limit:,} most frequent); they encode as the unknown token", flush=True)
+    try:
+        tokenizer.train_from_iterator(texts, trainer=trainer)
+    except Exception as err:  # tokenizers raises a bare Exception
+        if "contain all chars" not in str(err):
+            raise
+        raise UserError(f"--vocab_size {config.vocab_size} cannot hold every character of the "
+                        "corpus; sample it (--max_documents, which leaves out the rarest "
+                        "characters) or raise --vocab_size") from None
     if tokenizer.get_vocab_size() == 0 or report.documents == 0:
         raise UserError("no usable document was read: nothing to train on")
     add_post_processor(tokenizer, config.model)
@@ -235,7 +282,7 @@ def train(config: TokenizerConfig) -> dict:
         "vocab_size": tokenizer.get_vocab_size(), "documents_read": report.documents,
         "documents_used": len(texts) if config.max_documents else report.documents,
         "chars_read": report.chars, "documents_rejected": report.rejected,
-        "read_budget": read_budget(config),
+        "read_budget": read_budget(config), "characters_left_out": left_out,
         "seconds": round(time.monotonic() - start, 1),
     }
     fs.write_json(fs.join(config.output_dir, "training_info.json"), info)

@@ -8,10 +8,11 @@ A folder holds `tokenizer.json` (the `tokenizers` model, the source of truth),
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 
-from common import fs
+from common import fs, word_units
 from common.errors import UserError
 
 TOKENIZER_JSON = "tokenizer.json"
@@ -115,22 +116,33 @@ def check_ids(tokenizer, where: str) -> None:
             "without gaps or train a tokenizer with `python -m beam_pipelines.train_tokenizer`.")
 
 
-def word_starts(tokenizer) -> list[bool]:
+def word_starts(tokenizer, unspaced_units: bool = True) -> list[bool]:
     """Per token id, whether the token begins a word: the table whole-word masking needs.
 
     A word is what the tokenizer's pre-tokenizer splits on: a continuation piece is, for
-    WordPiece, one with the `##` prefix (a WordLevel token is always a whole word); for byte-level BPE one without the leading-space
-    mark `Ġ`; for Metaspace (unigram) one without `▁`. Special tokens count as starts.
+    WordPiece, one with the `##` prefix (a WordLevel token is always a whole word); for
+    byte-level BPE one without the leading-space mark `Ġ`; for Metaspace (unigram) one
+    without `▁`. Special tokens count as starts.
+
+    Scripts written without spaces (Chinese, Japanese, Thai, ...) have no such marks inside
+    a sentence, so a "word" would be a whole clause. With `unspaced_units` a piece whose text
+    (mark removed; byte-level pieces decoded to bytes) begins a unit of such a script
+    (`word_units.starts_unit`: a Han or Kana character, a Thai consonant, not a combining
+    mark) also starts a word, so their words are the units `word_units.units` defines. A
+    byte-level piece that holds only the first bytes of a character starts a word when every
+    character those bytes can begin starts a unit; one that begins mid-character continues.
+    Pieces of spaced scripts are untouched: an English vocabulary's table is the same.
     """
     spec = json.loads(tokenizer.to_str())
     model = spec.get("model") or {}
     kinds = _component_types(spec.get("pre_tokenizer")) | _component_types(spec.get("decoder"))
+    byte_level = False
     if model.get("type") == "WordLevel":
         prefix, is_start_when_prefixed = "", True  # every token is a whole word
     elif model.get("type") == "WordPiece":  # a word's later pieces carry the prefix
         prefix, is_start_when_prefixed = model.get("continuing_subword_prefix") or "##", False
     elif "ByteLevel" in kinds:  # a word's first piece carries the space mark
-        prefix, is_start_when_prefixed = "\u0120", True
+        prefix, is_start_when_prefixed, byte_level = "\u0120", True, True
     elif "Metaspace" in kinds:
         prefix, is_start_when_prefixed = "\u2581", True
     else:
@@ -143,8 +155,61 @@ def word_starts(tokenizer) -> list[bool]:
     for token, token_id in tokenizer.get_vocab(with_added_tokens=True).items():
         if token_id < len(table):
             table[token_id] = (token in special
-                               or token.startswith(prefix) == is_start_when_prefixed)
+                               or token.startswith(prefix) == is_start_when_prefixed
+                               or unspaced_units and _starts_unit(token, prefix, byte_level))
     return table
+
+
+def _starts_unit(token: str, prefix: str, byte_level: bool) -> bool:
+    """Whether a piece's text (its mark removed) begins a unit of an unspaced script."""
+    text = token[len(prefix):] if prefix and token.startswith(prefix) else token
+    if not byte_level:
+        return word_units.starts_unit(text)
+    data = _byte_level_bytes(text)
+    return word_units.starts_unit(text) if data is None else _bytes_start_unit(data)
+
+
+@functools.lru_cache(maxsize=1)
+def _byte_level_decoding() -> dict:
+    """The byte-level alphabet (GPT-2's: printable bytes stand for themselves, the other
+    bytes for the characters from U+0100 on, in order) back to bytes."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    others = [b for b in range(256) if b not in printable]
+    alphabet = {chr(b): b for b in printable}
+    alphabet.update({chr(0x100 + i): b for i, b in enumerate(others)})
+    return alphabet
+
+
+def _byte_level_bytes(text: str) -> bytes | None:
+    """A byte-level piece's bytes, or None for a token outside the alphabet (an added one)."""
+    alphabet = _byte_level_decoding()
+    if not text or any(c not in alphabet for c in text):
+        return None
+    return bytes(alphabet[c] for c in text)
+
+
+def _bytes_start_unit(data: bytes) -> bool:
+    """Whether UTF-8 bytes begin a unit: their first character does, or, cut short, every
+    character its first bytes can begin does. Bytes that begin mid-character (a
+    continuation byte) or with ASCII do not."""
+    lead = data[0]
+    if lead < 0xC0 or lead >= 0xF8:
+        return False  # ASCII, a continuation byte, or no UTF-8 lead byte
+    size = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    return _prefix_starts_unit(data[:size], size)
+
+
+@functools.lru_cache(maxsize=None)
+def _prefix_starts_unit(head: bytes, size: int) -> bool:
+    """Every character whose UTF-8 form begins with `head` starts a unit (the characters
+    with a given prefix are a contiguous range of code points)."""
+    missing = size - len(head)
+    try:
+        low = ord((head + b"\x80" * missing).decode("utf-8"))
+        high = ord((head + b"\xbf" * missing).decode("utf-8"))
+    except UnicodeDecodeError:  # not valid UTF-8 (overlong, a surrogate, past U+10FFFF)
+        return False
+    return all(word_units.starts_unit(chr(c)) for c in range(low, high + 1))
 
 
 def _component_types(node) -> set:

@@ -20,7 +20,10 @@ Three modes (`MaskingSpec.masking`), all with fixed shapes and the same 15 % bud
 * `whole_word`: all sub-tokens of a chosen word together (BERT-wwm); a word starts at a
   token the tokenizer marks as a word start (`common.tokenizer_files.word_starts`), so words
   are whitespace-delimited for Metaspace/byte-level tokenizers and BERT-pre-tokenized for
-  WordPiece. 80/10/10 is drawn per token, as BERT's whole-word masking does.
+  WordPiece, and in scripts written without spaces (Chinese, Japanese, Thai, ...) every
+  token that begins a character (cluster) starts one (`common.word_units`): all decided
+  per token id, one table lookup here. 80/10/10 is drawn per token, as BERT's whole-word
+  masking does.
 * `span`: contiguous spans whose lengths follow SpanBERT's geometric distribution
   (p = 0.2, truncated to 1..10 tokens, mean 3.8); 80/10/10 is drawn per span.
 

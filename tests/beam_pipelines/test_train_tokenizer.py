@@ -9,11 +9,12 @@ from transformers import AutoTokenizer
 
 from beam_pipelines import train_tokenizer
 from common import tokenizer_files
+from tests.support import multilingual
 
 
 def _train(tmp_path, **kwargs):
     out = tmp_path / "tok"
-    config = train_tokenizer.TokenizerConfig(output_dir=str(out), vocab_size=400, **kwargs)
+    config = train_tokenizer.TokenizerConfig(output_dir=str(out), **{"vocab_size": 400, **kwargs})
     info = train_tokenizer.train(config)
     return str(out), info
 
@@ -150,3 +151,62 @@ def test_bad_flags_are_one_line_and_write_nothing(tmp_path, corpus_jsonl, capsys
                                  value])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == [f"error: {message} (got {value})"] and not out.exists()
+
+
+# --- scripts written without spaces (Chinese, Japanese, Thai) -------------------------------
+
+def _unspaced_corpus(tmp_path, count=30):
+    path = tmp_path / "unspaced.jsonl"
+    docs = [d for lang in multilingual.UNSPACED + ("en",)
+            for d in multilingual.documents(lang, count)]
+    path.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs),
+                    encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("model", train_tokenizer.MODELS)
+def test_unspaced_scripts_get_short_whole_words_and_few_unknowns(tmp_path, model):
+    """Each recipe on a small zh/ja/th/en corpus: every character of the held-out text is in
+    the vocabulary and the units whole-word masking takes are a few tokens long."""
+    tok_dir, _ = _train(tmp_path, input=_unspaced_corpus(tmp_path), model=model, vocab_size=1000)
+    tokenizer, info = tokenizer_files.load(tok_dir)
+    table = tokenizer_files.word_starts(tokenizer)
+    for lang in multilingual.UNSPACED:
+        held_out = multilingual.documents(lang, 5, seed=1)
+        for encoding in tokenizer.encode_batch(held_out):
+            assert info.special_token_ids["unk_token"] not in encoding.ids, (model, lang)
+            starts = [i for i, token_id in enumerate(encoding.ids) if table[token_id]]
+            longest = max(b - a for a, b in zip(starts, starts[1:]))
+            assert longest <= 4, (model, lang, encoding.tokens)
+
+
+def test_wordpiece_makes_only_an_unseen_han_character_unknown(tmp_path):
+    """BERT's rule: a Han character is a word of its own, so a character missing from the
+    vocabulary costs one unknown token, not the whole clause around it."""
+    tok_dir, _ = _train(tmp_path, input=_unspaced_corpus(tmp_path), model="wordpiece",
+                        vocab_size=1000)
+    tokenizer = Tokenizer.from_file(f"{tok_dir}/tokenizer.json")
+    text = "我们先训练一个龘分词器"  # 龘 is in no training text
+    tokens = tokenizer.encode(text, add_special_tokens=False).tokens
+    assert tokens.count("[UNK]") == 1 and "".join(tokens).replace("[UNK]", "龘") == text
+
+
+@pytest.mark.parametrize("model", ["unigram", "wordpiece"])
+def test_an_alphabet_larger_than_the_vocabulary_keeps_its_frequent_characters(tmp_path, model):
+    """Unigram stopped ("not large enough to contain all chars") and WordPiece outgrew
+    --vocab_size when a corpus has more characters than the vocabulary: the rarest ones
+    are left out (the unknown token) and the vocabulary keeps its size."""
+    tok_dir, info = _train(tmp_path, input=_unspaced_corpus(tmp_path), model=model,
+                           vocab_size=300)
+    assert info["vocab_size"] <= 300 and info["characters_left_out"] > 100
+    tokenizer, _ = tokenizer_files.load(tok_dir)
+    assert "的" in "".join(tokenizer.get_vocab())  # the most frequent characters are kept
+
+
+def test_a_streamed_corpus_with_too_many_characters_is_one_line(tmp_path, capsys):
+    code = train_tokenizer.main(["--input", _unspaced_corpus(tmp_path), "--output_dir",
+                                 str(tmp_path / "tok"), "--vocab_size", "300",
+                                 "--max_documents", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--vocab_size 300 cannot hold every character" in err
+    assert "Traceback" not in err

@@ -4,7 +4,8 @@ import pytest
 from tokenizers import Tokenizer, models
 
 from beam_pipelines import train_tokenizer
-from common import tokenizer_files
+from common import tokenizer_files, word_units
+from tests.support import multilingual
 
 TEXTS = ["Return a list of the values in the dictionary, unbelievably quickly.",
          "The quick brown foxes jumped over the lazy dogs repeatedly."] * 50
@@ -39,3 +40,96 @@ def test_word_level_tokens_are_words_and_an_unknown_convention_is_a_clear_error(
     tokenizer = Tokenizer(models.BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")]))
     with pytest.raises(tokenizer_files.TokenizerFilesError, match="--masking token or span"):
         tokenizer_files.word_starts(tokenizer)
+
+
+# --- scripts written without spaces --------------------------------------------------------
+
+def _train(model, texts, vocab_size):
+    tokenizer, trainer = train_tokenizer.build(model, vocab_size)
+    trainer.show_progress = False
+    tokenizer.train_from_iterator(texts, trainer)
+    return tokenizer
+
+
+def _unit_lengths(tokenizer, table, texts):
+    """Lengths in tokens of what whole-word masking takes together."""
+    lengths = []
+    for encoding in tokenizer.encode_batch(texts):
+        for token_id in encoding.ids:
+            if table[token_id] or not lengths:
+                lengths.append(0)
+            lengths[-1] += 1
+    return lengths
+
+
+@pytest.fixture(scope="module", params=["unigram", "bpe", "wordpiece"])
+def cjk_thai(request):
+    """A tokenizer of each model trained on Chinese, Japanese and Thai (and its table)."""
+    texts = [d for lang in multilingual.UNSPACED for d in multilingual.documents(lang, 40)]
+    tokenizer = _train(request.param, texts, 800)
+    return request.param, tokenizer, tokenizer_files.word_starts(tokenizer)
+
+
+@pytest.mark.parametrize("lang", multilingual.UNSPACED)
+def test_words_of_unspaced_scripts_are_a_few_tokens(cjk_thai, lang):
+    model, tokenizer, table = cjk_thai
+    held_out = multilingual.SENTENCES[lang]
+    lengths = _unit_lengths(tokenizer, table, held_out)
+    # Without the character rule a unit is a whole sentence: 10 to 40 tokens.
+    assert max(lengths) <= 4, (model, lang, max(lengths))
+    units = sum(len(word_units.units(s)) for s in held_out)
+    assert len(lengths) >= 0.3 * units  # most tokens hold one or two characters
+
+
+def _piece_text(model, token):
+    """A piece's text, its mark removed; "" for a byte-level piece cut inside a character."""
+    if model != "bpe":
+        return token.removeprefix("\u2581").removeprefix("##")
+    alphabet = tokenizer_files._byte_level_decoding()
+    try:
+        return bytes(alphabet[c] for c in token.removeprefix("\u0120")).decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+
+
+def test_a_piece_starts_a_word_where_its_text_starts_a_unit(cjk_thai):
+    model, tokenizer, table = cjk_thai
+    starts = marks = 0
+    for token, token_id in tokenizer.get_vocab().items():
+        text = _piece_text(model, token)
+        marked = token.startswith(("\u2581", "\u0120")) or (model == "wordpiece"
+                                                       and not token.startswith("##"))
+        if word_units.starts_unit(text):
+            assert table[token_id], (model, token)
+            starts += 1
+        elif text[:1] in "\u0e31\u0e34\u0e35\u0e48\u0e49" and text and not marked:
+            assert not table[token_id], (model, token)  # a Thai mark continues its consonant
+            marks += 1
+    assert starts > 100 and marks > 3
+
+
+def test_byte_level_pieces_cut_inside_a_character():
+    han, mark = "\u9f8d".encode(), "\u0e48".encode()  # a Han character; a Thai tone mark
+    for head in (han[:1], han[:2], han):  # E9 ..: U+9000..U+9FFF, all Han
+        assert tokenizer_files._bytes_start_unit(head)
+    assert not tokenizer_files._bytes_start_unit(han[1:])  # begins mid-character: continues
+    assert not tokenizer_files._bytes_start_unit("\u4e2d".encode()[:1])  # E4: U+4DC0.. is no unit
+    assert not tokenizer_files._bytes_start_unit(mark)
+    assert not tokenizer_files._bytes_start_unit(mark[:2])  # a Thai consonant or a mark
+    assert not tokenizer_files._bytes_start_unit("\u00e9".encode()[:1])
+
+
+@pytest.mark.parametrize("model", ["unigram", "bpe", "wordpiece"])
+def test_an_english_table_is_unchanged(model):
+    """Only space marks decide for spaced scripts, as before the character rule."""
+    tokenizer = _train(model, TEXTS + multilingual.SENTENCES["en"] * 20, 500)
+    prefix, prefixed_starts = {"unigram": ("\u2581", True), "bpe": ("\u0120", True),
+                               "wordpiece": ("##", False)}[model]
+    special = set(tokenizer_files.SPECIAL_TOKENS[model].values())
+    table = tokenizer_files.word_starts(tokenizer)
+    changed = [token for token, token_id in tokenizer.get_vocab().items()
+               if table[token_id] != (token in special
+                                      or token.startswith(prefix) == prefixed_starts)]
+    # Byte-level BPE's alphabet holds every byte: the lead bytes E5..E9 alone can only begin
+    # a Han character (U+5000..U+9FFF), so they start words; English text never holds them.
+    assert sorted(changed) == (["å", "æ", "ç", "è", "é"] if model == "bpe" else [])
