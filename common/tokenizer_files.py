@@ -121,8 +121,9 @@ def word_starts(tokenizer, unspaced_units: bool = True) -> list[bool]:
 
     A word is what the tokenizer's pre-tokenizer splits on: a continuation piece is, for
     WordPiece, one with the `##` prefix (a WordLevel token is always a whole word); for
-    byte-level BPE one without the leading-space mark `Ġ`; for Metaspace (unigram) one
-    without `▁`. Special tokens count as starts.
+    byte-level BPE one without the leading-space mark `Ġ` and not a line break (`Ċ`, which
+    has no mark on the word after it, starts a word); for Metaspace (unigram) one without
+    `▁`. Special tokens count as starts.
 
     Scripts written without spaces (Chinese, Japanese, Thai, ...) have no such marks inside
     a sentence, so a "word" would be a whole clause. With `unspaced_units` a piece whose text
@@ -156,8 +157,15 @@ def word_starts(tokenizer, unspaced_units: bool = True) -> list[bool]:
         if token_id < len(table):
             table[token_id] = (token in special
                                or token.startswith(prefix) == is_start_when_prefixed
+                               or byte_level and token[:1] in _BYTE_LEVEL_BREAKS
                                or unspaced_units and _starts_unit(token, prefix, byte_level))
     return table
+
+
+# Byte-level BPE marks a space before a word (`Ġ`) but keeps a newline, tab or carriage return
+# as its own piece (`Ċ`, `ĉ`, `č`) with no mark on the word after it: such a piece starts a
+# word, or the line's first word would continue the previous line's last one.
+_BYTE_LEVEL_BREAKS = frozenset("\u010a\u0109\u010d\u010b\u010c")
 
 
 def _starts_unit(token: str, prefix: str, byte_level: bool) -> bool:
