@@ -165,8 +165,9 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     if runtime.chief:  # only once every check passed: a refused command changes no file
         remove_orphans(run_files)
         write_run_files(run_files, run_config, config.tokenizer)
-    if plans.warmup_change(trained, plan):
-        print(plans.warmup_change(trained, plan))
+    replanned = plans.warmup_change(trained, plan)
+    if replanned:
+        print(replanned)
     if start_step == total_steps:
         return finished_metrics(run_files, total_steps, global_batch, runtime.chief,
                                 lambda: _evaluate(config, runtime, trainer_model, inputs))
