@@ -98,6 +98,12 @@ def newest_readable(paths_newest_first: list[str]) -> str | None:
     return None
 
 
+def has_trained(run: RunDir) -> bool:
+    """Whether the run folder holds weights of a trained step (a backup or a checkpoint; none
+    is written at step 0). Without one, a saved run_config only records a start."""
+    return bool(run.backups() or run.checkpoints())
+
+
 class UnreadableRunError(UserError):
     """A run folder whose saved state exists but cannot be read; one line for the user."""
 

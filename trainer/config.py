@@ -130,8 +130,9 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
             raise ValueError("--no_tpu contradicts --strategy tpu")
         if (self.train_steps is None) == (self.epochs is None):
             raise ValueError("give exactly one of --train_steps and --epochs")
-        for name in ("per_replica_batch_size", "grad_accum_steps", "eval_every", "save_every"):
-            if getattr(self, name) < 1:
+        for name in ("per_replica_batch_size", "grad_accum_steps", "eval_every", "save_every",
+                     "train_steps", "epochs"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be at least 1")
 
     def to_dict(self) -> dict:

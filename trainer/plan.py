@@ -30,6 +30,12 @@ FIXED = {
     "train_data_digest": "--train_data (its manifest changed)",
     "input_pipelines": "number of hosts (input pipelines)",
     "backend": "--backend",
+    # The data order and the objective from the resume step on: a changed shuffle buffer
+    # would draw another permutation, so the examples before the resume position would no
+    # longer be the ones already seen.
+    "shuffle_buffer_size": "--shuffle_buffer_size",
+    "masking": "--masking",
+    "mlm_probability": "--mlm_probability",
 }
 
 
@@ -106,14 +112,31 @@ def device_settings(precision: str | None, jit_compile: str, steps_per_execution
 
 def make_plan(total_steps: int, save_every: int, eval_every: int, steps_per_execution: int,
               warmup_ratio: float, saved: dict | None = None) -> TrainPlan:
-    """The plan of this attempt. The warmup length is the first attempt's (`saved` run
-    config), so extending --train_steps re-plans only the decay, with no second warmup."""
-    warmup = (saved or {}).get("warmup_steps")
-    if warmup is None:
-        warmup = int(warmup_ratio * total_steps)
+    """The plan of this attempt; `saved` is the run config of a run that has trained (None
+    for a new run, or one killed before its first backup: that one is planned afresh)."""
     interval = math.gcd(save_every, eval_every, total_steps)
-    return TrainPlan(total_steps, interval, min(steps_per_execution, interval), warmup,
-                     eval_every)
+    return TrainPlan(total_steps, interval, min(steps_per_execution, interval),
+                     warmup_steps(total_steps, warmup_ratio, saved), eval_every)
+
+
+def warmup_steps(total_steps: int, warmup_ratio: float, saved: dict | None) -> int:
+    """The first attempt's warmup, so extending --train_steps re-plans only the decay, with
+    no second warmup; unless the new total ends inside it, where the rate would still be
+    rising at the last step: then the warmup of a run planned for the new total."""
+    warmup = (saved or {}).get("warmup_steps")
+    if warmup is None or warmup >= total_steps:
+        return int(warmup_ratio * total_steps)
+    return warmup
+
+
+def warmup_change(saved: dict | None, plan: TrainPlan) -> str | None:
+    """The line that says a trained run's warmup was re-planned, or None."""
+    old = (saved or {}).get("warmup_steps")
+    if old is None or old == plan.warmup_steps:
+        return None
+    return (f"--train_steps {plan.total_steps} ends inside this run's warmup of {old} steps: "
+            f"warmup re-planned to {plan.warmup_steps} steps, so that the learning rate "
+            f"decays to zero at step {plan.total_steps}.")
 
 
 def check_continuation(saved: dict | None, now: dict, where: str) -> None:

@@ -137,7 +137,10 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     """Trains (or resumes) as `config` says; returns the final metrics."""
     run_files = RunDir(config.output_dir)
     saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
-    config = resolve(config, saved)
+    # The saved plan binds only a run that has trained: a start killed before its first
+    # backup is planned afresh from today's flags (warmup, default learning rate).
+    trained = saved if checkpoints.has_trained(run_files) else None
+    config = resolve(config, trained)
     _check_push(config)
     inputs = _inputs(config)
     runtime = backends.setup(config)
@@ -149,7 +152,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
         raise data.DataError(f"{config.train_data} holds fewer examples than one global "
                              f"batch of {global_batch}.")
     plan = plans.make_plan(total_steps, config.save_every, config.eval_every,
-                           runtime.device.steps_per_execution, config.warmup_ratio, saved)
+                           runtime.device.steps_per_execution, config.warmup_ratio, trained)
     backbone = model.backbone_config(config.family, config.model, inputs.info.vocab_size,
                                      inputs.train.max_length, config.config)
     run_config = _run_config(config, runtime, inputs, plan, backbone, total_steps,
@@ -162,9 +165,12 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     if runtime.chief:  # only once every check passed: a refused command changes no file
         remove_orphans(run_files)
         write_run_files(run_files, run_config, config.tokenizer)
+    replanned = plans.warmup_change(trained, plan)
+    if replanned:
+        print(replanned)
     if start_step == total_steps:
-        print(f"{run_files.root} already finished {total_steps} steps; nothing to do.")
-        return finished_metrics(run_files, global_batch, runtime.chief)
+        return finished_metrics(run_files, total_steps, global_batch, runtime.chief,
+                                lambda: _evaluate(config, runtime, trainer_model, inputs))
     execution = plan.steps_per_execution_from(start_step)
     if execution != plan.steps_per_execution:  # an earlier attempt used other intervals
         trainer_model.compile(optimizer=trainer_model.optimizer, jit_compile=runtime.device.jit,
@@ -228,18 +234,41 @@ def _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
     return log
 
 
-def finished_metrics(run_files, global_batch: int, chief: bool) -> dict:
-    """metrics.json of a finished run, rebuilt from history.json if a kill came between the
-    last backup and its writing."""
+def finished_metrics(run_files, total_steps: int, global_batch: int, chief: bool,
+                     evaluate) -> dict:
+    """metrics.json of a run whose backup is at the total. Rebuilt from history.json if a kill
+    came between the last backup and its writing, or if the total was lowered to the backed-up
+    step: then that step may never have been evaluated, and `evaluate()` is run first."""
     if fs.exists(run_files.metrics):
+        print(f"{run_files.root} already finished {total_steps} steps; nothing to do.")
         return fs.read_json(run_files.metrics)
-    history = cb.read_history(run_files.history, 2**62)
-    steps = history[-1]["step"]
-    metrics = final_metrics(history, [e["examples_per_second"] for e in history], steps,
-                            global_batch)
+    history = cb.read_history(run_files.history, total_steps)
+    if not history or history[-1]["step"] != total_steps:
+        raise RunConfigError(f"{run_files.history} has no entry for step {total_steps}, the "
+                             "backed-up step; pass a larger --train_steps to go on training.")
+    if "eval_loss" in history[-1]:
+        print(f"{run_files.root} already finished {total_steps} steps; nothing to do.")
+    else:
+        print(f"{run_files.root} already trained {total_steps} steps, the new --train_steps; "
+              "evaluating the last step to finish the run.")
+        history[-1].update(evaluate())
+        if chief:
+            fs.write_json(run_files.history, history)
+    metrics = final_metrics(history, [e["examples_per_second"] for e in history],
+                            total_steps, global_batch)
     if chief:
         fs.write_json(run_files.metrics, metrics)
     return metrics
+
+
+def _evaluate(config, runtime, trainer_model, inputs) -> dict:
+    """The restored model on the evaluation split, as `fit` evaluates it (eval_* names)."""
+    batches = runtime.distribute(data.eval_dataset_fn(
+        inputs.eval, runtime.pipeline_batch_size(config.per_replica_batch_size),
+        config.max_eval_batches))
+    with data.replaced_splits_named(inputs.train, inputs.eval):
+        logs = trainer_model.evaluate(batches, verbose=0, return_dict=True)
+    return {"eval_" + name: float(value) for name, value in logs.items()}
 
 
 def final_metrics(history: list, rates: list, steps: int, global_batch: int) -> dict:

@@ -4,7 +4,7 @@ import pytest
 
 from trainer.plan import (DEFAULT_LEARNING_RATES, DeviceSettings, PlanError, TrainPlan,
                           check_continuation, check_start, device_settings, learning_rate,
-                          make_plan)
+                          make_plan, warmup_change)
 
 
 def test_device_settings():
@@ -49,6 +49,25 @@ def test_the_last_segment_ends_at_the_total_and_a_finished_run_has_none():
 def test_warmup_is_kept_from_the_first_plan():
     assert make_plan(200, 40, 40, 1, 0.05, saved={"warmup_steps": 6}).warmup_steps == 6
     assert make_plan(200, 40, 40, 1, 0.05, saved={}).warmup_steps == 10
+
+
+def test_a_total_inside_the_saved_warmup_replans_it_so_the_rate_reaches_zero():
+    saved = {"warmup_steps": 50_000}  # planned for 1,000,000 steps
+    plan = make_plan(40, 20, 20, 1, 0.05, saved=saved)
+    assert plan.warmup_steps == 2
+    assert "warmup of 50000 steps: warmup re-planned to 2 steps" in warmup_change(saved, plan)
+    assert make_plan(50_000, 1000, 1000, 1, 0.05, saved=saved).warmup_steps == 2500
+    kept = make_plan(50_001, 1, 1, 1, 0.05, saved=saved)
+    assert kept.warmup_steps == 50_000 and warmup_change(saved, kept) is None
+    assert warmup_change(None, plan) is None  # a new run (or one that never trained)
+
+
+def test_data_order_and_objective_are_fixed():
+    saved = {"shuffle_buffer_size": 65536, "masking": "token", "mlm_probability": 0.15}
+    for key, value in (("shuffle_buffer_size", 100), ("masking", "span"),
+                       ("mlm_probability", 0.2)):
+        with pytest.raises(PlanError, match=f"flag: --{key}"):
+            check_continuation(saved, dict(saved, **{key: value}), "out")
 
 
 def test_fixed_settings_are_refused_naming_the_flag():

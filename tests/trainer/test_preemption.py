@@ -130,6 +130,10 @@ def test_extending_train_steps_replans_the_decay_without_a_second_warmup(
     (["--train_steps", "80"], "already trained 120 steps"),
     (["--train_steps", "120", "--seed", "7"], "flag: --seed"),
     (["--train_steps", "120", "--per_replica_batch_size", "8"], "global_batch_size"),
+    # The data order and the objective from the resume step on (issue 22 item 10).
+    (["--train_steps", "160", "--shuffle_buffer_size", "100"], "flag: --shuffle_buffer_size"),
+    (["--train_steps", "160", "--masking", "span"], "flag: --masking"),
+    (["--train_steps", "160", "--mlm_probability", "0.2"], "flag: --mlm_probability"),
 ])
 def test_changes_that_cannot_continue_are_one_line(corpus, full_run, tmp_path, capsys, change,
                                                    expected):
