@@ -180,21 +180,21 @@ class KeepFirstCopies(beam.DoFn):
         self.quality_config = quality_config
 
     def process(self, doc: Document, kept: np.ndarray, copied: dict):
-        if not doc.text.strip():
+        # One if-chain, no bare `return`: Beam warns about `return` inside a generator DoFn.
+        if not doc.text.strip() or self._is_kept(doc, kept):
             yield doc
-            return
-        place = doc_position(doc)
-        h = np.uint64(position_hash(place))
+        elif not (self.quality_config and quality.first_failure(doc.text, self.quality_config)):
+            # (a document the filter drops was filtered before the dedup: not a copy)
+            first = copied.get(exact_key(doc.text))  # only for the documents not kept
+            if first is not None:
+                yield beam.pvalue.TaggedOutput(REMOVED, copy_removed(
+                    doc_position(doc), doc.text[:EXCERPT_CHARS], first))
+
+    @staticmethod
+    def _is_kept(doc: Document, kept: np.ndarray) -> bool:
+        h = np.uint64(position_hash(doc_position(doc)))
         i = int(np.searchsorted(kept, h))
-        if i < len(kept) and kept[i] == h:
-            yield doc
-            return
-        if self.quality_config and quality.first_failure(doc.text, self.quality_config):
-            return  # filtered before the dedup, not a copy, whatever its text
-        first = copied.get(exact_key(doc.text))  # only for the documents not kept
-        if first is not None:
-            yield beam.pvalue.TaggedOutput(REMOVED, copy_removed(
-                place, doc.text[:EXCERPT_CHARS], first))
+        return i < len(kept) and kept[i] == h
 
 
 class ExactDedupByRereading(beam.PTransform):
