@@ -70,7 +70,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(TPU)
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo prepare train bench bench-prepare bench-train clean
+.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo prepare train bench bench-prepare bench-near-dedup bench-train clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -150,10 +150,14 @@ train: $(TRAIN_STAMP)
 	  $(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --output_dir $(OUTPUT) --model $(MODEL) \
 	  --per_replica_batch_size $(BATCH) --train_steps $(STEPS) --precision bf16 $(ARGS)
 
-bench: bench-prepare bench-train
+bench: bench-prepare bench-near-dedup bench-train
 
 bench-prepare: $(STAMP)
 	$(PY) -m benchmarks.bench_prepare --corpus_mb 60
+
+# Near dedup per language, old and new shingles side by side (figures in docs/languages.md).
+bench-near-dedup: $(STAMP)
+	$(PY) -m benchmarks.bench_near_dedup
 
 # Both backends side by side (one child process each), figures in docs/jax.md.
 bench-train: $(STAMP)

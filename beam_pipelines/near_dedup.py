@@ -29,7 +29,7 @@ from beam_pipelines import minhash
 from beam_pipelines.accounting import RUN_PREFIX, STATS, removal_key
 from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, Removed, doc_position, ref
 from beam_pipelines.stats import emit_stats
-from beam_pipelines.dedup import BLANK, normalise, to_tuple
+from beam_pipelines.dedup import BLANK, to_tuple
 from beam_pipelines.tokenization import split_of
 
 BY_POSITION = "by_position"
@@ -47,7 +47,7 @@ class MinHashBands(beam.DoFn):
             yield beam.pvalue.TaggedOutput(BLANK, doc)
             return
         position = doc_position(doc)
-        sig = minhash.signature(normalise(doc.text).split(), self.config)
+        sig = minhash.signature(minhash.units_of(doc.text), self.config)
         member = (position, sig.tobytes())
         for key in minhash.band_keys(sig, self.config):
             yield key, member
