@@ -3,6 +3,7 @@ different documents, shingles over whitespace words (the old way) and over word 
 (`minhash.units_of`, common/word_units.py), side by side, at the default settings.
 
     python -m benchmarks.bench_near_dedup [--pairs 200] [--change 0.01] [--near_ngram 5]
+    python -m benchmarks.bench_near_dedup --memory_mb 4   # peak memory at 1x, 4x, 16x
 
 Documents are real translated text the machine ships (benchmarks/system_texts.py: gettext
 catalogs and man pages) for zh, ja, th, ko, de, ru; English is the catalogs' msgids (the
@@ -16,6 +17,10 @@ inserts one or deletes one. A negative pair is two different documents of simila
 (neighbours by length; real catalogs hold some genuine near copies, so a few "false"
 positives may be true ones). Each pair is judged alone, as prepare judges a later document
 against an earlier one: same LSH bucket and estimated Jaccard >= --near_threshold.
+
+`--memory_mb M` instead runs `prepare --dedup near` on the local runner in a child process on
+M, 4M and 16M bytes of the demo corpus (different docstrings, beam_pipelines/demo_corpus.py)
+and prints each run's peak memory (RSS) and the growth per byte of text between them.
 """
 
 from __future__ import annotations
@@ -24,15 +29,19 @@ import argparse
 import dataclasses
 import glob
 import gettext
+import os
+import subprocess
 import random
 import statistics
 import struct
 import sys
 import time
 
-from beam_pipelines import minhash
+from beam_pipelines import demo_corpus, minhash, train_tokenizer
 from beam_pipelines.dedup import normalise
 from benchmarks import system_texts
+from benchmarks.bench_prepare import PEAK_CODE
+from common import manifest
 from common import word_units
 
 LANGS = ("zh", "ja", "th", "ko", "de", "ru", "en")
@@ -117,6 +126,44 @@ def found(pair, units, config) -> bool:
     return bool(minhash.near_duplicates(docs, config))
 
 
+def peak_memory(megabytes: float, out: str) -> tuple[int, int, float, dict]:
+    """`prepare --dedup near` of `megabytes` of the demo corpus in a child process: (bytes
+    of text, peak RSS, wall seconds, the run's accounting)."""
+    corpus = os.path.join(out, f"corpus-{megabytes:g}mb.jsonl")
+    if not os.path.exists(corpus):
+        demo_corpus.write_corpus(corpus, int(megabytes * 1e6))
+    tok_dir = os.path.join(out, "tokenizer")
+    if not os.path.exists(os.path.join(tok_dir, "tokenizer.json")):
+        train_tokenizer.train(train_tokenizer.TokenizerConfig(
+            output_dir=tok_dir, input=corpus, model="unigram", vocab_size=3000,
+            max_documents=5000))
+    prepared = os.path.join(out, f"prepared-{megabytes:g}mb")
+    proc = subprocess.run([sys.executable, "-c", PEAK_CODE, "--runner=FnApiRunner", "--input",
+                           corpus, "--tokenizer", tok_dir, "--output_dir", prepared,
+                           "--max_length", "128", "--validation_fraction", "0.01",
+                           "--dedup", "near", "--progress_seconds", "0"],
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(proc.stderr[-3000:])
+    peak, wall = proc.stdout.split("PEAK")[-1].split()
+    run = manifest.read_manifest(os.path.join(prepared, "train")).accounting["run"]
+    return os.path.getsize(corpus), int(peak), float(wall), run
+
+
+def report_memory(megabytes: float, out: str) -> None:
+    os.makedirs(out, exist_ok=True)
+    print("| text | peak RSS | wall | near copies removed | growth per byte of text since "
+          "the previous row |")
+    print("|---|---|---|---|---|")
+    previous = None
+    for factor in (1, 4, 16):
+        size, peak, wall, run = peak_memory(megabytes * factor, out)
+        slope = "" if previous is None else f"{(peak - previous[1]) / (size - previous[0]):.2f}"
+        print(f"| {size / 1e6:.0f} MB | {peak / 1e9:.2f} GB | {wall:.0f} s | "
+              f"{run['duplicates_by_kind'].get('near', 0):,} | {slope} |", flush=True)
+        previous = (size, peak)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=200)
@@ -126,7 +173,13 @@ def main(argv=None) -> int:
                         help="characters of catalog messages per document (a man page is one)")
     parser.add_argument("--near_ngram", type=int, default=minhash.MinHashConfig.near_ngram)
     parser.add_argument("--langs", default=",".join(LANGS))
+    parser.add_argument("--memory_mb", type=float, default=0,
+                        help="instead: peak memory of prepare --dedup near at 1x, 4x, 16x")
+    parser.add_argument("--out", default="bench_out/near_dedup")
     args = parser.parse_args(argv)
+    if args.memory_mb:
+        report_memory(args.memory_mb, args.out)
+        return 0
     config = dataclasses.replace(minhash.MinHashConfig(), near_ngram=args.near_ngram)
     print(f"{args.pairs} pairs per language, documents of >= {args.min_chars} characters, "
           f"{100 * args.change:g} % of units changed, "
