@@ -93,7 +93,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(call q,$(TPU))
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-train bench-quality bench-languages clean
+.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -184,10 +184,14 @@ train: $(TRAIN_STAMP)
 	  $(if $(TOKENIZER),--tokenizer $(call q,$(TOKENIZER))) --output_dir $(call q,$(OUTPUT)) --model $(call q,$(MODEL)) \
 	  --per_replica_batch_size $(call q,$(BATCH)) --train_steps $(call q,$(STEPS)) --precision bf16 $(call qwords,$(ARGS))
 
-bench: bench-prepare bench-train bench-quality bench-languages
+bench: bench-prepare bench-near-dedup bench-train bench-quality bench-languages
 
 bench-prepare: $(STAMP)
 	$(PY) -m benchmarks.bench_prepare --corpus_mb 60
+
+# Near dedup per language, old and new shingles side by side (figures in docs/languages.md).
+bench-near-dedup: $(STAMP)
+	$(PY) -m benchmarks.bench_near_dedup
 
 # Both backends side by side (one child process each), figures in docs/jax.md.
 bench-train: $(STAMP)

@@ -88,10 +88,11 @@ class Clean(beam.PTransform):
 
     def __init__(self, quality_config: quality.QualityConfig | None, dedup: str = "none",
                  validation_fraction: float = 0.0, test_fraction: float = 0.0,
-                 sample_size: int = 20, near_config=None, exact_dedup=None):
+                 sample_size: int = 20, near_config=None, exact_dedup=None, near_dedup=None):
         super().__init__()
-        # Local runs: local.exact_dedup.ExactDedupByRereading (no text held in memory).
-        self.exact_dedup = exact_dedup
+        # Local runs: local.exact_dedup.ExactDedupByRereading and
+        # local.near_dedup.NearDedupByRereading (no text held in memory).
+        self.exact_dedup, self.near_dedup = exact_dedup, near_dedup
         self.quality_config, self.dedup = quality_config, dedup
         self.fractions, self.sample_size = (validation_fraction, test_fraction), sample_size
         self.near_config = near_config  # a minhash.MinHashConfig, for dedup="near"
@@ -114,8 +115,8 @@ class Clean(beam.PTransform):
             removed.append(copies)
             stats.append(counts)
         if self.dedup == "near":
-            docs, copies, counts = docs | "NearDedup" >> near_dedup.NearDedup(
-                self.near_config, *self.fractions)
+            docs, copies, counts = docs | "NearDedup" >> (
+                self.near_dedup or near_dedup.NearDedup(self.near_config, *self.fractions))
             removed.append(copies)
             stats.append(counts)
         if not removed:

@@ -1,6 +1,6 @@
-"""How the graph's two keyed steps run: exact dedup and the shuffle of rows into shards.
+"""How the graph's keyed steps run: exact and near dedup, and the shuffle of rows into shards.
 
-`prepare.build` asks one execution object for both, chosen once by the launcher:
+`prepare.build` asks one execution object for all three, chosen once by the launcher:
 `GroupingExecution` (here) uses Beam's GroupByKey, which Dataflow runs on its shuffle service;
 `local.execution.OnDiskExecution` runs the same steps through sorted files on disk, because
 Beam's local runners keep a GroupByKey's values in memory. Both write the same shards.
@@ -22,6 +22,12 @@ class GroupingExecution:
     def exact_dedup(self, read_again, splits, opts, progress_dir):
         """None: `cleaning.Clean` uses dedup.ExactDedup, a GroupByKey on the text's key."""
         del read_again, splits, opts, progress_dir
+        return None
+
+    def near_dedup(self, read_again, opts, config):
+        """None: `cleaning.Clean` uses near_dedup.NearDedup, GroupByKeys on band keys and
+        on places."""
+        del read_again, opts, config
         return None
 
     def shuffle(self, blocks, opts, run_id, progress_dir, shard_size, fixed_shards):

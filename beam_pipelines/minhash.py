@@ -1,7 +1,15 @@
 """MinHash signatures and LSH banding for near-duplicate detection: pure functions (numpy).
 
-A document is the set of its word `ngram`-grams (shingles) of the normalised text
-(`dedup.normalise`); a document shorter than that is one shingle of all its words. Two
+A document is the set of its `ngram`-grams (shingles) of word units of the normalised text
+(`units_of`: `common/word_units.py` over `dedup.normalise`): words in scripts written with
+spaces, one character (cluster) each in Chinese, Japanese, Thai and the other scripts written
+without them, so a Chinese shingle is 5 characters where an English one is 5 words. (Split at
+spaces, a whole Chinese sentence was one word: 1 % of its characters changed left almost no
+shingle in common.) Text without such characters gives `str.split()`, the shingles it always
+had. A document shorter than `ngram` units is one shingle of all its units. One `ngram` serves
+every script: changing 1 % of the units costs the same share of shingles whatever a unit is,
+and 5 characters are specific enough that unrelated documents do not meet (docs/languages.md,
+"Near dedup", has recall and false positives per language from benchmarks/bench_near_dedup.py). Two
 documents' Jaccard similarity J is the share of shingles they have in common; the share of
 equal MinHash values estimates it (standard error sqrt(J(1-J)/num_perm): 0.028 at J=0.9
 with 112 permutations).
@@ -32,7 +40,9 @@ import zlib
 
 import numpy as np
 
+from beam_pipelines.dedup import normalise
 from beam_pipelines.shard_writer import mix64  # splitmix64's finaliser
+from common import word_units
 from common.flags import flag
 
 _SEED = 0x5EED_D0C5  # fixed: every worker and rerun draws the same permutations
@@ -43,7 +53,8 @@ _CHUNK = 4096  # shingles per step: bounds memory to num_perm * _CHUNK * 8 bytes
 class MinHashConfig:
     """The settings of `--dedup near` (each one a prepare flag)."""
 
-    near_ngram: int = flag("near dedup: words per shingle", 5)
+    near_ngram: int = flag("near dedup: word units per shingle (a word, or one character of "
+                           "Chinese, Japanese, Thai...: common/word_units.py)", 5)
     near_bands: int = flag("near dedup: LSH bands (permutations = bands x rows)", 14)
     near_rows: int = flag("near dedup: signature values per band", 8)
     near_threshold: float = flag("near dedup: estimated Jaccard at which a later document is "
@@ -54,6 +65,11 @@ class MinHashConfig:
     @property
     def num_perm(self) -> int:
         return self.near_bands * self.near_rows
+
+
+def units_of(text: str) -> list[str]:
+    """The word units a document's shingles are made of (see the module docstring)."""
+    return word_units.units(normalise(text))
 
 
 def shingle_hashes(words: list[str], ngram: int) -> np.ndarray:
@@ -119,7 +135,7 @@ def earlier_matches(members: list, threshold: float):
 
 
 def near_duplicates(docs: dict, config: MinHashConfig) -> dict:
-    """In one process, what the Beam transform computes: {position: words} -> {removed
+    """In one process, what the Beam transform computes: {position: units (`units_of`)} -> {removed
     position: (earlier position, estimated Jaccard)}, each removed document matched to the
     earliest candidate (in input order) that clears the threshold. For tests and small runs."""
     buckets: dict[bytes, list] = {}

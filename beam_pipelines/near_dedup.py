@@ -17,6 +17,8 @@ is no hot key, and what it did not compare is counted (`near_buckets_capped`,
 
 Cost: each document's signature (448 bytes at 112 permutations) travels once per band to
 its buckets, and the documents are grouped by position once more to drop the matched ones.
+Local runs take beam_pipelines/local/near_dedup.py instead (Beam's local runners hold a
+grouping in memory): the same decisions, from band keys sorted on disk and a third read.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from beam_pipelines import minhash
 from beam_pipelines.accounting import RUN_PREFIX, STATS, removal_key
 from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, Removed, doc_position, ref
 from beam_pipelines.stats import emit_stats
-from beam_pipelines.dedup import BLANK, normalise, to_tuple
+from beam_pipelines.dedup import BLANK, to_tuple
 from beam_pipelines.tokenization import split_of
 
 BY_POSITION = "by_position"
@@ -47,7 +49,7 @@ class MinHashBands(beam.DoFn):
             yield beam.pvalue.TaggedOutput(BLANK, doc)
             return
         position = doc_position(doc)
-        sig = minhash.signature(normalise(doc.text).split(), self.config)
+        sig = minhash.signature(minhash.units_of(doc.text), self.config)
         member = (position, sig.tobytes())
         for key in minhash.band_keys(sig, self.config):
             yield key, member
@@ -106,6 +108,15 @@ class MatchInBuckets(beam.DoFn):
         yield from emit_stats(self.stats)
 
 
+def near_removed(position: tuple, earlier: tuple, jaccard: float, text: str) -> Removed:
+    place = ref(earlier)
+    return Removed(
+        "duplicate_near", position,
+        f"estimated Jaccard {jaccard:.2f} with the earlier {place['source']}:{place['line']}"
+        + ("" if place["offset"] is None else f" (byte {place['offset']})"),
+        text[:EXCERPT_CHARS], kept=earlier)
+
+
 class DropMatched(beam.DoFn):
     """(position, {"doc": [document], "match": [(earlier, jaccard)]}) -> the document if it
     matched nothing earlier (main), else a `Removed` (REMOVED) and a count (STATS)."""
@@ -126,13 +137,8 @@ class DropMatched(beam.DoFn):
         earlier, jaccard = min(matches)
         self.stats[removal_key(split_of(doc, *self.fractions), "documents_duplicate",
                                "near")] += 1
-        place = ref(earlier)
-        yield beam.pvalue.TaggedOutput(REMOVED, Removed(
-            "duplicate_near", position,
-            f"estimated Jaccard {jaccard:.2f} with the earlier {place['source']}:"
-            f"{place['line']}" + ("" if place["offset"] is None else
-                                  f" (byte {place['offset']})"),
-            doc.text[:EXCERPT_CHARS], kept=earlier))
+        yield beam.pvalue.TaggedOutput(REMOVED, near_removed(position, earlier, jaccard,
+                                                             doc.text))
 
     def finish_bundle(self):
         yield from emit_stats(self.stats)

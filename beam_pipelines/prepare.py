@@ -60,7 +60,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
           tasks: list, progress_dir: str | None = None, execution=None):
     """Adds the whole pipeline to `p`; returns the PCollection of the commit's run record.
     DoFns write running totals to `progress_dir` (local runs) for the progress lines.
-    `execution` runs exact dedup and the shuffle (beam_pipelines/execution.py): Beam's
+    `execution` runs the dedups and the shuffle (beam_pipelines/execution.py): Beam's
     GroupByKey by default, files on disk for local runs (beam_pipelines/local/)."""
     execution = execution or GroupingExecution()
     splits = opts_lib.split_names(opts)
@@ -80,12 +80,16 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
         changed.append(read[sources.CHANGED])
         return read
 
+    def read_again(after, label="Reread"):
+        return read_docs(label, after).docs
+
     read = read_docs("Read")
-    exact_dedup = execution.exact_dedup(lambda after: read_docs("Reread", after).docs, splits,
-                                        opts, progress_dir)
+    exact_dedup = execution.exact_dedup(read_again, splits, opts, progress_dir)
+    near_dedup = (execution.near_dedup(read_again, opts, opts_lib.near_config(opts))
+                  if opts.dedup == "near" else None)
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
         opts_lib.quality_config(opts), opts.dedup, opts.validation_fraction, opts.test_fraction,
-        opts.removed_sample_size, opts_lib.near_config(opts), exact_dedup)
+        opts.removed_sample_size, opts_lib.near_config(opts), exact_dedup, near_dedup)
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
         opts.validation_fraction, opts.test_fraction, opts.tokenize_batch_chars, progress_dir,

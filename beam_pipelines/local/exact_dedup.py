@@ -105,18 +105,20 @@ class SpillPositions(beam.DoFn):
         self.tally.flush()
 
 
-def range_tasks(runs: list):
+def range_tasks(runs: list, range_records: int | None = None):
     """All runs -> (range, number of ranges, run paths) per key range to decide."""
     total = sum(size for _, size in runs)
-    n = max(1, -(-total // RANGE_RECORDS))
+    n = max(1, -(-total // (range_records or RANGE_RECORDS)))
     paths = sorted(path for path, _ in runs)
     for index in range(n):
         yield index, n, paths
 
 
-def load_range(paths: list[str], index: int, n: int) -> tuple[np.ndarray, list[str]]:
-    """The records of every run whose key's top 64 bits fall in range `index` of `n`, with
-    their sources as indexes into one sorted list of all the runs' sources."""
+def load_range(paths: list[str], index: int, n: int,
+               dtype=RECORD) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The records (of `dtype`, keyed by "hi" then "lo") of every run whose key's top 64 bits
+    fall in range `index` of `n`, with their sources as indexes into one sorted list of all
+    the runs' sources, and for each record the index of its run in `paths`."""
     low, high = shard_writer.key_range(index, n)
     tables = []
     for path in paths:
@@ -124,8 +126,8 @@ def load_range(paths: list[str], index: int, n: int) -> tuple[np.ndarray, list[s
             tables.append(json.load(f))
     names = sorted(set().union(*tables))
     rank_of = {name: i for i, name in enumerate(names)}
-    parts = []
-    for path, table in zip(paths, tables):
+    parts, runs = [], []
+    for run, (path, table) in enumerate(zip(paths, tables)):
         records = np.load(f"{path}.npy", mmap_mode="r")
         start, stop = local_shuffle.key_slice(records["hi"], low, high)
         part = np.array(records[start:stop])
@@ -133,7 +135,10 @@ def load_range(paths: list[str], index: int, n: int) -> tuple[np.ndarray, list[s
         if len(part):
             part["source"] = rank[part["source"]]
         parts.append(part)
-    return np.concatenate(parts) if parts else np.zeros(0, RECORD), names
+        runs.append(np.full(len(part), run, np.uint32))
+    if not parts:
+        return np.zeros(0, dtype), names, np.zeros(0, np.uint32)
+    return np.concatenate(parts), names, np.concatenate(runs)
 
 
 class DecideRange(beam.DoFn):
@@ -145,7 +150,7 @@ class DecideRange(beam.DoFn):
 
     def process(self, task):
         index, n, paths = task
-        records, names = load_range(paths, index, n)
+        records, names, _ = load_range(paths, index, n)
         records = records[np.lexsort((records["line"], records["offset"], records["source"],
                                       records["lo"], records["hi"]))]
         first = np.ones(len(records), bool)
@@ -170,6 +175,12 @@ def sorted_union(arrays) -> np.ndarray:
     return np.unique(np.concatenate([np.zeros(0, np.uint64), *arrays]))
 
 
+def is_kept(place: tuple, kept: np.ndarray) -> bool:
+    h = np.uint64(position_hash(place))
+    i = int(np.searchsorted(kept, h))
+    return i < len(kept) and kept[i] == h
+
+
 class KeepFirstCopies(beam.DoFn):
     """Second read: Document -> itself if blank or the kept copy of its text (main), a
     `Removed` if a removed copy (REMOVED); documents the quality filter (`quality_config`,
@@ -181,7 +192,7 @@ class KeepFirstCopies(beam.DoFn):
 
     def process(self, doc: Document, kept: np.ndarray, copied: dict):
         # One if-chain, no bare `return`: Beam warns about `return` inside a generator DoFn.
-        if not doc.text.strip() or self._is_kept(doc, kept):
+        if not doc.text.strip() or is_kept(doc_position(doc), kept):
             yield doc
         elif not (self.quality_config and quality.first_failure(doc.text, self.quality_config)):
             # (a document the filter drops was filtered before the dedup: not a copy)
@@ -190,11 +201,14 @@ class KeepFirstCopies(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(REMOVED, copy_removed(
                     doc_position(doc), doc.text[:EXCERPT_CHARS], first))
 
-    @staticmethod
-    def _is_kept(doc: Document, kept: np.ndarray) -> bool:
-        h = np.uint64(position_hash(doc_position(doc)))
-        i = int(np.searchsorted(kept, h))
-        return i < len(kept) and kept[i] == h
+
+class KeptOnly(beam.DoFn):
+    """A later read (near dedup's): Document -> itself if blank or kept; what the quality
+    filter and exact dedup removed is dropped silently (counted and sampled by them)."""
+
+    def process(self, doc: Document, kept: np.ndarray):
+        if not doc.text.strip() or is_kept(doc_position(doc), kept):
+            yield doc
 
 
 class ExactDedupByRereading(beam.PTransform):
@@ -221,7 +235,13 @@ class ExactDedupByRereading(beam.PTransform):
                    | "DecideRange" >> beam.ParDo(DecideRange(self.splits)).with_outputs(
                        COPIED, STATS, main="kept"))
         kept = decided.kept | "KeptPositions" >> beam.CombineGlobally(sorted_union)
+        self.kept = kept  # for `survivors`
         second = self.reread(kept) | "KeepFirstCopies" >> beam.ParDo(
             KeepFirstCopies(self.quality_config), kept=beam.pvalue.AsSingleton(kept),
             copied=beam.pvalue.AsDict(decided[COPIED])).with_outputs(REMOVED, main="docs")
         return second.docs, second[REMOVED], decided[STATS]
+
+    def survivors(self, docs):
+        """Another read's documents -> those this dedup's output holds (after `expand`)."""
+        return docs | "KeptByExactDedup" >> beam.ParDo(
+            KeptOnly(), kept=beam.pvalue.AsSingleton(self.kept))

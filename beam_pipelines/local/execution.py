@@ -1,11 +1,11 @@
-"""`OnDiskExecution`: prepare's keyed steps on a local runner, through files in `spill_dir`
+"""`OnDiskExecution`: prepare's keyed steps (exact and near dedup, the shuffle) on a local runner, through files in `spill_dir`
 (a folder on the workers' shared disk), so that memory stays flat at corpus size. Same
 interface and same output as `beam_pipelines.execution.GroupingExecution`."""
 
 from __future__ import annotations
 
 from beam_pipelines import options as opts_lib
-from beam_pipelines.local import exact_dedup, shuffle
+from beam_pipelines.local import exact_dedup, near_dedup, shuffle
 
 
 class OnDiskExecution:
@@ -18,9 +18,21 @@ class OnDiskExecution:
         """Two reads of the input, no text held in memory; the second read's dead letters and
         counts are the first's again, so only the first's are kept. The second read meets the
         quality rules again: what they dropped before the dedup is no copy."""
-        return exact_dedup.ExactDedupByRereading(
+        self.exact = exact_dedup.ExactDedupByRereading(
             read_again, self.spill_dir, splits, opts.validation_fraction, opts.test_fraction,
             progress_dir, opts_lib.quality_config(opts))
+        return self.exact
+
+    def near_dedup(self, read_again, opts, config):
+        """A third read of the input, filtered to the exact dedup's survivors, once the near
+        matches are known (local/near_dedup.py); call after `exact_dedup`."""
+        exact = self.exact
+
+        def reread(after):
+            return exact.survivors(read_again(after, "RereadNear"))
+
+        return near_dedup.NearDedupByRereading(reread, self.spill_dir, config,
+                                               opts.validation_fraction, opts.test_fraction)
 
     def shuffle(self, blocks, opts, run_id, progress_dir, shard_size, fixed_shards):
         return blocks | "ShuffleOnDisk" >> shuffle.ShuffleOnDisk(

@@ -5,9 +5,10 @@ On the local runner rows are shuffled through files (beam_pipelines/local/shuffl
 exact copies are found from keys sorted on disk (local/exact_dedup.py), so peak memory is a
 constant (sorted runs, one key range and one shard at a time) plus ~120 bytes per document
 (the kept documents' place hashes and Beam's copies of them; measured with 250 k and 1 M
-documents of 97 bytes). Near dedup still holds every document's text and
-band signatures in Beam's in-memory grouping: ~35 bytes per byte of text. The shuffle's
-files take ~2 bytes per token (4 above a 65,536 vocabulary) in the temporary folder.
+documents of 97 bytes). Near dedup goes the same way (local/near_dedup.py: band records and
+signatures in sorted runs on disk, a third read of the input), adding ~36 bytes per document
+it removes, and ~1 KB per document of temporary disk. The shuffle's files take ~2 bytes per
+token (4 above a 65,536 vocabulary) in the temporary folder.
 A run that would not fit is announced before it starts rather than killed an hour in.
 
 Example:
@@ -25,7 +26,7 @@ from common import fs
 
 BASE_BYTES = 800e6  # launcher, Beam, tokenizer, one sorted run and one shard being written
 BYTES_PER_DOCUMENT = 120  # the exact dedup's per-document state (kept places, 8 bytes each)
-NEAR_BYTES_PER_TEXT_BYTE = 35  # --dedup near on the local runner (texts, band signatures)
+NEAR_DISK_BYTES_PER_DOCUMENT = 1008  # --dedup near: 14 band records of 40 bytes, a signature
 TEXT_BYTES_PER_TOKEN = 3.5  # conservative: 3.9 with the demo's 3k unigram, more with larger
 TEXT_BYTES_PER_DOCUMENT = 1000  # conservative for counting documents (web pages: ~3,000)
 ROW_BYTES = 12  # a row's shuffle key and length on disk, besides its ids
@@ -82,15 +83,16 @@ def free_disk_bytes() -> float:
     return shutil.disk_usage(tempfile.gettempdir()).free
 
 
-def estimate_peak_bytes(text_bytes: float, near: bool = False) -> float:
-    documents = text_bytes / TEXT_BYTES_PER_DOCUMENT
-    return (BASE_BYTES + BYTES_PER_DOCUMENT * documents
-            + (NEAR_BYTES_PER_TEXT_BYTE * text_bytes if near else 0))
+def estimate_peak_bytes(text_bytes: float) -> float:
+    return BASE_BYTES + BYTES_PER_DOCUMENT * text_bytes / TEXT_BYTES_PER_DOCUMENT
 
 
-def estimate_disk_bytes(text_bytes: float, max_length: int, vocab_size: int) -> float:
+def estimate_disk_bytes(text_bytes: float, max_length: int, vocab_size: int,
+                        near: bool = False) -> float:
     tokens = text_bytes / TEXT_BYTES_PER_TOKEN
-    return tokens * (2 if vocab_size <= 1 << 16 else 4) + tokens / max_length * ROW_BYTES
+    near_runs = NEAR_DISK_BYTES_PER_DOCUMENT * text_bytes / TEXT_BYTES_PER_DOCUMENT
+    return (tokens * (2 if vocab_size <= 1 << 16 else 4) + tokens / max_length * ROW_BYTES
+            + (near_runs if near else 0))
 
 
 def warning(tasks, max_length: int, vocab_size: int, near: bool = False,
@@ -101,16 +103,15 @@ def warning(tasks, max_length: int, vocab_size: int, near: bool = False,
         return None
     available = available_bytes() if available is None else available
     free_disk = free_disk_bytes() if free_disk is None else free_disk
-    peak, disk = estimate_peak_bytes(text_bytes, near), estimate_disk_bytes(
-        text_bytes, max_length, vocab_size)
+    peak, disk = estimate_peak_bytes(text_bytes), estimate_disk_bytes(
+        text_bytes, max_length, vocab_size, near)
     problems = []
     if available and peak > FIT * available:
-        why = (f"~{NEAR_BYTES_PER_TEXT_BYTE} bytes per byte of text for --dedup near"
-               if near else f"~{BYTES_PER_DOCUMENT} bytes per document")
         problems.append(f"~{peak / 1e9:.1f} GB of memory and {available / 1e9:.1f} GB is "
-                        f"available ({why})")
+                        f"available (~{BYTES_PER_DOCUMENT} bytes per document)")
     if disk > FIT * free_disk:
-        problems.append(f"~{disk / 1e9:.1f} GB of temporary disk for the shuffle and "
+        what = "the shuffle and near dedup" if near else "the shuffle"
+        problems.append(f"~{disk / 1e9:.1f} GB of temporary disk for {what} and "
                         f"{free_disk / 1e9:.1f} GB is free in {tempfile.gettempdir()} (set "
                         "TMPDIR to a larger disk)")
     if not problems:

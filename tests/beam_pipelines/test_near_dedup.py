@@ -14,9 +14,10 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_pipelines import dedup, minhash, near_dedup, quality, sources
-from common import manifest
+from common import manifest, word_units
 from tests.beam_pipelines.test_dedup import _args, planted_corpus, write_jsonl
 from tests.beam_pipelines.test_prepare import _shard_bytes, run_prepare
+from tests.support import multilingual
 
 CONFIG = minhash.MinHashConfig()
 
@@ -67,6 +68,40 @@ def test_recall_and_precision_on_generated_pairs(target, low, high):
     assert low <= len(found) / 200 <= high, len(found)
 
 
+def _changed(text, rng, share=0.01):
+    """`text` with max(1, share x units) units (words, or CJK/Thai characters) replaced."""
+    units = minhash.units_of(text)
+    for i in rng.sample(range(len(units)), max(1, round(share * len(units)))):
+        units[i] = "X" if word_units.is_spaced_word(units[i]) else "变"
+    return units
+
+
+def _judged_alike(a, b):
+    return bool(minhash.near_duplicates({0: a, 1: b}, CONFIG))
+
+
+@pytest.mark.parametrize("lang", multilingual.UNSPACED)
+def test_near_copies_in_scripts_without_spaces_are_found(lang):
+    """Shingles of characters, not of whole sentences: 1 % of the characters changed (one or
+    two here) leaves a near copy that is found; split at spaces almost none was."""
+    rng = random.Random(lang)
+    docs = multilingual.documents(lang, 30, seed=1, sentences=(5, 7))
+    found = sum(_judged_alike(minhash.units_of(d), _changed(d, rng)) for d in docs)
+    assert found >= 27, found
+    pool = multilingual.SENTENCES[lang]
+    sep = multilingual.SEPARATOR[lang]
+    apart = (sep.join(pool[:5]), sep.join(pool[6:11]))  # no sentence in common
+    assert not _judged_alike(*map(minhash.units_of, apart))
+
+
+def test_spaced_text_keeps_its_shingles():
+    """English (and every script written with spaces) gets the units it always had."""
+    for lang in ("en", "de", "ru"):
+        for text in multilingual.documents(lang, 5, seed=2):
+            text = text.upper() + "  \n ﬁne"
+            assert minhash.units_of(text) == dedup.normalise(text).split()
+
+
 def test_beam_transform_agrees_with_the_reference():
     rng = random.Random(7)
     docs, words = [], {}
@@ -75,8 +110,14 @@ def test_beam_transform_agrees_with_the_reference():
         for name, w in (("a.jsonl", a), ("b.jsonl", b)):
             docs.append(sources.Document(name, i + 1, " ".join(w)))
             words[(name, -1, i + 1)] = w
+    rng = random.Random(8)  # and Chinese near copies, found only by character shingles
+    for i, text in enumerate(multilingual.documents("zh", 6, seed=3, sentences=(6, 7))):
+        for name, t in (("a.jsonl", text), ("b.jsonl", "".join(_changed(text, rng)))):
+            docs.append(sources.Document(name, 100 + i, t))
+            words[(name, -1, 100 + i)] = minhash.units_of(t)
     expected = minhash.near_duplicates(words, CONFIG)
-    assert 15 <= len(expected) <= 20
+    assert {("b.jsonl", -1, 100 + i) for i in range(6)} <= set(expected)
+    assert 15 + 6 <= len(expected) <= 20 + 12
     with BeamTestPipeline(runner="FnApiRunner") as p:
         kept, removed, stats = (p | beam.Create(docs) | near_dedup.NearDedup(CONFIG))
         assert_that(removed | beam.Map(lambda r: (r.pos, r.kept)),
@@ -132,7 +173,7 @@ def test_prepare_removes_planted_near_copies(tmp_path, corpus_texts, bpe_tokeniz
             if obj["text"].strip() and not quality.failing_rule(obj["text"], config) \
                     and key not in seen:
                 seen.add(key)
-                words[(path, -1, line)] = dedup.normalise(obj["text"]).split()
+                words[(path, -1, line)] = minhash.units_of(obj["text"])
     expected = minhash.near_duplicates(words, CONFIG)
     planted = {(str(paths[1]), -1, len(b_lines) + 1 + i) for i in range(len(near))}
     assert planted <= set(expected)
