@@ -28,10 +28,9 @@ def test_band_keys_split_into_two_words_without_loss():
 
 
 def _near_corpus(tmp_path, corpus_texts):
-    """planted_corpus (exact copies, filtered and blank documents) plus English and Chinese
-    near copies (the Chinese ones fall to the quality filter's word rules today: documents
-    removed before the near step must not come back in its third read), and a cluster of
-    look-alikes larger than --near_max_bucket."""
+    """planted_corpus (exact copies, filtered and blank documents: documents removed before
+    the near step must not come back in its third read) plus English and Chinese near
+    copies, and a cluster of look-alikes larger than --near_max_bucket."""
     paths, *_ = planted_corpus(tmp_path, corpus_texts)
     b = [json.loads(line)["text"] for line in open(paths[1], encoding="utf-8")]
     b += [_near_copy(t) for t in corpus_texts[:40] if len(t.split()) >= 150][:3]
@@ -66,8 +65,8 @@ def test_local_near_dedup_removes_what_the_beam_path_removes(tmp_path, corpus_te
     monkeypatch.setattr(prepare, "build", grouping)
     run_prepare(*_args(paths, bpe_tokenizer_dir, tmp_path / "beam", *args))
     disk, beam = _outputs(tmp_path / "disk"), _outputs(tmp_path / "beam")
-    run = disk[1]["train"]["run"]
-    assert run["duplicates_by_kind"]["near"] >= 3 + 2 and run["near_buckets_capped"] > 0
-    assert disk[1] == beam[1]  # counts, per split and run-wide
-    assert disk[2] == beam[2]  # every removed near copy, matched to the same earlier one
-    assert disk[0] == beam[0]  # byte-identical shards
+    run = disk[2]["train"]["run"]
+    assert run["duplicates_by_kind"]["near"] >= 3 + 4 + 2 and run["near_buckets_capped"] > 0
+    assert disk[2] == beam[2]  # counts, per split and run-wide
+    assert disk[3] == beam[3]  # every removed near copy, matched to the same earlier one
+    assert disk[0] == beam[0] and disk[1] == beam[1]  # byte-identical shards, same manifests
