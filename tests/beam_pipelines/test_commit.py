@@ -377,3 +377,23 @@ def test_hf_split_names_are_checked_before_any_download(tmp_path, bpe_tokenizer_
                         "--tokenizer", bpe_tokenizer_dir, "--output_dir", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "split name '../up'" in err[0], err
+
+
+def test_sigterm_mid_run_cleans_up_and_leaves_the_previous_output(
+        tmp_path, corpus_texts, bpe_tokenizer_dir):
+    """Issue 22 item 16: SIGTERM (kill, timeout, CI) once shards are being written, the lock
+    held and the spill folder full: every clean-up runs, the exit says SIGTERM, the previous
+    output stays. Before, the spill, progress and Beam folders stayed in TMPDIR, OUT/_LOCK too."""
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:150])
+    out = tmp_path / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    run_a = _run_ids(out)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _killed_attempt("shards:1:TERM", _args(src, bpe_tokenizer_dir, out, "--seed", "3"),
+                           env={**os.environ, "TMPDIR": str(tmp)})
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    assert "SIGTERM" in proc.stderr.strip().splitlines()[-1]
+    assert not list(tmp.iterdir())
+    assert not (out / run_lock.LOCK_NAME).exists()
+    assert _run_ids(out) == run_a
