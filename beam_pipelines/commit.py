@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import os
 
 import apache_beam as beam
 
@@ -235,13 +236,21 @@ def sweep_dead_runs(output_dir: str) -> None:
         return run_id is not None and (run_id != holder or ended(run_id))
 
     dead_letter = fs.join(output_dir, DEAD_LETTER_DIR)
-    folders = {path[len(dead_letter) + 1:].split("/", 1)[0]
-               for path in fs.glob_in(dead_letter, "beam-temp-*/**")}
-    for name in sorted(folders):
+    for name in _beam_temp_folders(dead_letter):
         if over(name):
             fs.delete_tree(fs.join(dead_letter, name))
     fs.delete([path for path in fs.glob_in(fs.join(output_dir, RUNS_DIR), ".tmp-*")
                if over(fs.basename(path))])
+
+
+def _beam_temp_folders(dead_letter: str) -> list[str]:
+    """The names of Beam's temporary folders in `dead_letter`, empty local ones too (object
+    stores have no empty folders)."""
+    names = {path[len(dead_letter) + 1:].split("/", 1)[0]
+             for path in fs.glob_in(dead_letter, "beam-temp-*/**")}
+    if not fs.is_remote(dead_letter) and os.path.isdir(dead_letter):
+        names.update(n for n in os.listdir(dead_letter) if n.startswith("beam-temp-"))
+    return sorted(names)
 
 
 def is_ours(folder_name: str, found: manifest.Manifest) -> bool:

@@ -396,6 +396,7 @@ def test_sigterm_mid_run_cleans_up_and_leaves_the_previous_output(
     assert "SIGTERM" in proc.stderr.strip().splitlines()[-1]
     assert not list(tmp.iterdir())
     assert not (out / run_lock.LOCK_NAME).exists()
+    assert not list((out / "dead_letter").glob("beam-temp-*"))  # nor Beam's in OUT
     assert _run_ids(out) == run_a
 
 
@@ -405,9 +406,11 @@ def _plant_leftovers(out, run_id):
     beam_temp = out / "dead_letter" / f"beam-temp-{run_id}-dead_letter-0f3a" / "sub"
     beam_temp.mkdir(parents=True)
     (beam_temp / "part-0").write_text("{}\n")
+    empty = out / "dead_letter" / f"beam-temp-{run_id}-removed_sample-77b0"
+    empty.mkdir()
     (out / "_runs").mkdir(exist_ok=True)
     (out / "_runs" / f".tmp-9c1d-{run_id}.json").write_text("{")
-    return [beam_temp.parent, out / "_runs" / f".tmp-9c1d-{run_id}.json"]
+    return [beam_temp.parent, empty, out / "_runs" / f".tmp-9c1d-{run_id}.json"]
 
 
 def test_a_committed_run_sweeps_what_dead_runs_left(tmp_path, corpus_texts, bpe_tokenizer_dir):
