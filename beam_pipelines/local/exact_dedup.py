@@ -49,7 +49,7 @@ RECORD = np.dtype([("hi", "<u8"), ("lo", "<u8"), ("source", "<u4"), ("offset", "
                    ("line", "<i8"), ("split", "u1"), ("copies", "<u4")])
 PLACE = ["source", "offset", "line"]  # with sources sorted by name: the order of places
 RUN_RECORDS = 1 << 20  # records per sorted run (~37 MB)
-RANGE_RECORDS = 1 << 20  # documents per range decided at once
+RANGE_RECORDS = 1 << 20  # records per range decided at once
 COPIED = "copied"  # (key, kept place) of the texts with removed copies
 
 
