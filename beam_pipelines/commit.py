@@ -13,8 +13,9 @@ output or the new one (see common/manifest.py), never a mix. How this step keeps
    files are deleted and the previous output is left exactly as it was.
 4. Otherwise it writes each split's manifest.json: one atomic write, the commit of that
    split. Only then are files that no committed manifest lists deleted (earlier runs',
-   crashed runs'), and splits an earlier run wrote and this one does not (only folders
-   whose manifest.json is ours).
+   crashed runs'), splits an earlier run wrote and this one does not (only folders
+   whose manifest.json is ours), and the temporary files of runs that are over (killed
+   before Beam or an atomic write removed them: `sweep_dead_runs`).
 5. It writes the run record `_runs/{run_id}.json` (what the launcher reports) and releases
    the lock. Every step is idempotent, and a call that finds its run already recorded as
    ended does nothing, so failing anywhere and running again ends in the same state.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import os
 
 import apache_beam as beam
 
@@ -219,6 +221,36 @@ def clean_up(output_dir: str, committed: dict) -> None:
     fs.delete([p for p in fs.glob_in(fs.join(output_dir, DEAD_LETTER_DIR), "*.jsonl")
                if p not in keep])
     fs.delete_trees_in(output_dir, ".tmp-*")  # temp folders of earlier versions
+    sweep_dead_runs(output_dir)
+
+
+def sweep_dead_runs(output_dir: str) -> None:
+    """Deletes what killed runs left: Beam's `dead_letter/beam-temp-{run id}-*/` folders and
+    `_runs/.tmp-*-{run id}.json` (a run record being written). Never a live run's: a run is
+    over unless the lock names it and it has recorded no end; a name with no run id is not
+    ours to judge and stays."""
+    holder, ended = run_lock.owner(output_dir), run_ended(output_dir)
+
+    def over(name: str) -> bool:
+        run_id = shards.run_id_in(name)
+        return run_id is not None and (run_id != holder or ended(run_id))
+
+    dead_letter = fs.join(output_dir, DEAD_LETTER_DIR)
+    for name in _beam_temp_folders(dead_letter):
+        if over(name):
+            fs.delete_tree(fs.join(dead_letter, name))
+    fs.delete([path for path in fs.glob_in(fs.join(output_dir, RUNS_DIR), ".tmp-*")
+               if over(fs.basename(path))])
+
+
+def _beam_temp_folders(dead_letter: str) -> list[str]:
+    """The names of Beam's temporary folders in `dead_letter`, empty local ones too (object
+    stores have no empty folders)."""
+    names = {path[len(dead_letter) + 1:].split("/", 1)[0]
+             for path in fs.glob_in(dead_letter, "beam-temp-*/**")}
+    if not fs.is_remote(dead_letter) and os.path.isdir(dead_letter):
+        names.update(n for n in os.listdir(dead_letter) if n.startswith("beam-temp-"))
+    return sorted(names)
 
 
 def is_ours(folder_name: str, found: manifest.Manifest) -> bool:

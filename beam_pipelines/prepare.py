@@ -15,6 +15,7 @@ dataset shards) in parallel, the launching machine only lists them.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
@@ -233,11 +234,22 @@ def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict
     except BaseException:
         if "Dataflow" not in runner:  # a local run is dead; a Dataflow job may go on
             run_lock.release(opts.output_dir, run_id)
+            _sweep_quietly(opts.output_dir)
         raise
     record = commit.read_run_record(opts.output_dir, run_id)
     if record is None:
         raise RuntimeError(f"prepare run {run_id} ended without a run record")
     return record
+
+
+def _sweep_quietly(output_dir: str) -> None:
+    """Once a failed or stopped local run released the lock: what it left in OUT (Beam's
+    temporary folders). Best effort: an error here must not hide why the run stopped, and
+    the next committed run sweeps whatever stays."""
+    try:
+        commit.sweep_dead_runs(output_dir)
+    except Exception as err:  # noqa: BLE001
+        logging.warning("could not remove the temporary files of the stopped run: %s", err)
 
 
 def _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks, held) -> None:

@@ -10,6 +10,12 @@ news for a developer, not a usage error.
 (e.g. the prepare pipeline's readers, which dead-letter unparsable input) must not swallow a
 mistake in the command.
 
+SIGTERM (what `kill`, `timeout`, CI runners and container stops send) is handled like Ctrl-C
+while a command runs: it raises `Terminated` in the main thread, so every `finally` and `with`
+block cleans up (temporary folders, the output's lock) before the command exits with status
+143 (128 + 15, the shell's code for a SIGTERM death). A second SIGTERM during that clean-up is
+ignored; SIGKILL still stops the process at once.
+
 Example:
     >>> def main(argv=None) -> int:
     ...     return run_cli(lambda: _main(argv), argv)
@@ -17,13 +23,43 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
+import signal
 import sys
+import threading
 from typing import Callable, Sequence
 
 
 class UserError(Exception):
     """A mistake in the command's input; the message is one sentence that says what to do."""
+
+
+TERMINATED_STATUS = 128 + signal.SIGTERM
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived. A BaseException, like KeyboardInterrupt: an `except Exception` that
+    turns bad records into dead letters must not swallow it."""
+
+
+def _raise_terminated(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one clean-up, not one per signal
+    raise Terminated(f"stopped by signal {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def sigterm_raises():
+    """While the block runs, SIGTERM raises `Terminated` in the main thread (a handler can
+    only be installed there; elsewhere the block runs unchanged)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _strip(path: str) -> str:
@@ -46,10 +82,16 @@ def named_by_user(filename, argv: Sequence[str]) -> bool:
 
 def run_cli(body: Callable[[], int | None], argv: Sequence[str] | None = None) -> int:
     """Runs a command (`argv`: its arguments, default `sys.argv[1:]`); a UserError, or a
-    missing file the user named, becomes one line on stderr and exit status 2."""
+    missing file the user named, becomes one line on stderr and exit status 2; SIGTERM, once
+    everything cleaned up, one line and status 143."""
     argv = sys.argv[1:] if argv is None else argv
     try:
-        return body() or 0
+        with sigterm_raises():
+            return body() or 0
+    except Terminated as err:
+        print(f"error: {err}; temporary files removed, nothing half-written kept",
+              file=sys.stderr)
+        return TERMINATED_STATUS
     except UserError as err:
         print(f"error: {str(err).strip()}", file=sys.stderr)
         return 2

@@ -70,6 +70,12 @@ def is_run_id(text: str) -> bool:
     return isinstance(text, str) and re.fullmatch(_RUN_ID, text) is not None
 
 
+def run_id_in(name: str) -> str | None:
+    """The run id inside a file name (`beam-temp-{run id}-...`, `.tmp-...-{run id}.json`)."""
+    match = re.search(_RUN_ID, name)
+    return match[0] if match else None
+
+
 def split_dir(output_dir: str, split: str) -> str:
     """The folder of one split, always directly inside `output_dir`."""
     return fs.join(output_dir, check_split_name(split))

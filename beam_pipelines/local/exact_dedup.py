@@ -4,10 +4,14 @@ object per document (Beam's local runners keep whatever crosses a grouping in me
 1. `SpillPositions` (first read, after the quality filter): each document's 128-bit text key
    (`dedup.exact_key`), place and split go into fixed-size records, written as runs sorted
    by key to `.npy` files in the local shuffle folder; the runs' names travel through Beam.
-2. `DecideRange`: the key space is cut into ranges of ~`RANGE_RECORDS` documents; for each,
+   A run keeps one record per text and split, its first place, with the number of copies
+   it stands for: a text in N copies is at most (runs x splits) records in its key range,
+   not N (before, one range held all N).
+2. `DecideRange`: the key space is cut into ranges of ~`RANGE_RECORDS` records; for each,
    the runs' slices (binary search, memory maps) are merged and sorted by key, then place:
    the first of each key is kept. Out come the kept places' 64-bit hashes (one array per
-   range), (key, kept place) for the texts that had copies, and the removed copies per split.
+   range), (key, kept place) for the texts that had copies, and the removed copies per split
+   (the records not kept, and the copies each record stands for).
 3. `KeepFirstCopies` (second read): a document goes on if blank or if its place is among the
    kept ones (a sorted array, 8 bytes a document); a removed copy becomes a `Removed` record
    (its key is computed again only for the documents not kept). The second read is the raw
@@ -39,11 +43,13 @@ from beam_pipelines.dedup import copy_removed, exact_key
 from beam_pipelines.tokenization import split_of
 
 # A document's record: its key's two halves (hi first: sorting by (hi, lo) is sorting the
-# key's bytes), its source (an index into the run's list of sources), place and split.
+# key's bytes), its source (an index into the run's sorted list of sources), place, split
+# and the number of later copies of its text and split in its run that it stands for.
 RECORD = np.dtype([("hi", "<u8"), ("lo", "<u8"), ("source", "<u4"), ("offset", "<i8"),
-                   ("line", "<i8"), ("split", "u1")])
+                   ("line", "<i8"), ("split", "u1"), ("copies", "<u4")])
+PLACE = ["source", "offset", "line"]  # with sources sorted by name: the order of places
 RUN_RECORDS = 1 << 20  # records per sorted run (~37 MB)
-RANGE_RECORDS = 1 << 20  # documents per range decided at once
+RANGE_RECORDS = 1 << 20  # records per range decided at once
 COPIED = "copied"  # (key, kept place) of the texts with removed copies
 
 
@@ -84,25 +90,40 @@ class SpillPositions(beam.DoFn):
         source = self.source_ids.setdefault(doc.source, len(self.source_ids))
         self.records[self.size] = (int.from_bytes(key[:8], "big"),
                                    int.from_bytes(key[8:], "big"), source, offset, line,
-                                   self.split_codes[split_of(doc, *self.fractions)])
+                                   self.split_codes[split_of(doc, *self.fractions)], 0)
         self.size += 1
         if self.size == self.run_records:
             yield self._spill()
 
     def _spill(self) -> tuple[str, int]:
-        records = np.sort(self.records[:self.size], order=["hi", "lo"], kind="stable")
+        names = sorted(self.source_ids)
+        rank = np.zeros(len(names), np.uint32)
+        rank[[self.source_ids[name] for name in names]] = np.arange(len(names))
+        records = self.records[:self.size]
+        records["source"] = rank[records["source"]]
+        records = np.sort(records, order=["hi", "lo", "split", *PLACE])
+        first = _starts(records, ["hi", "lo", "split"])
+        starts = np.flatnonzero(first)
+        records = records[starts]
+        records["copies"] = np.diff(np.append(starts, self.size)) - 1
         path = os.path.join(self.folder, f"positions-{uuid.uuid4().hex}")
         np.save(f"{path}.npy", records)
         with open(f"{path}.sources.json", "w") as f:
-            json.dump(sorted(self.source_ids, key=self.source_ids.get), f)
-        size = self.size
+            json.dump(names, f)
         self._new_run()
-        return path, size
+        return path, len(records)
 
     def finish_bundle(self):
         if self.size:
             yield GlobalWindows.windowed_value(self._spill())
         self.tally.flush()
+
+
+def _starts(records: np.ndarray, fields: list) -> np.ndarray:
+    """Of records sorted by `fields` (and more): where each value of `fields` begins."""
+    first = np.ones(len(records), bool)
+    first[1:] = np.logical_or.reduce([records[f][1:] != records[f][:-1] for f in fields])
+    return first
 
 
 def range_tasks(runs: list, range_records: int | None = None):
@@ -153,18 +174,19 @@ class DecideRange(beam.DoFn):
         records, names, _ = load_range(paths, index, n)
         records = records[np.lexsort((records["line"], records["offset"], records["source"],
                                       records["lo"], records["hi"]))]
-        first = np.ones(len(records), bool)
-        first[1:] = (records["hi"][1:] != records["hi"][:-1]) | (
-            records["lo"][1:] != records["lo"][:-1])
+        first = _starts(records, ["hi", "lo"])
         starts = np.flatnonzero(first)
-        copies = np.diff(np.append(starts, len(records))) - 1  # removed copies per kept one
+        # Removed copies per kept text: the records after its first, and every record's own.
+        copies = np.add.reduceat(records["copies"].astype(np.int64) + 1, starts) - 1 \
+            if len(records) else np.zeros(0, np.int64)
         kept = records[starts]
         places = [(names[int(r["source"])], int(r["offset"]), int(r["line"])) for r in kept]
         yield np.array([position_hash(place) for place in places], np.uint64)
         for r, place in zip(kept[copies > 0], itertools.compress(places, copies > 0)):
             key_bytes = int(r["hi"]).to_bytes(8, "big") + int(r["lo"]).to_bytes(8, "big")
             yield beam.pvalue.TaggedOutput(COPIED, (key_bytes, place))
-        removed = np.bincount(records["split"][~first], minlength=len(self.splits))
+        removed = np.bincount(records["split"], weights=records["copies"] + ~first,
+                              minlength=len(self.splits)).astype(np.int64)
         for split, count in zip(self.splits, removed.tolist()):
             if count:
                 yield beam.pvalue.TaggedOutput(

@@ -1,6 +1,7 @@
 """`python -m tests.beam_pipelines.killable_prepare KILL_AT PREPARE_FLAGS...`: runs the prepare
 CLI and SIGKILLs its own process at a named point (the local runner runs every step in this
-process), as a crash, an OOM kill or a lost machine would.
+process), as a crash, an OOM kill or a lost machine would; `POINT:N:TERM` sends SIGTERM
+instead, as `kill`, `timeout` or a CI runner would.
 
 KILL_AT: `locked` (lock taken, nothing written), `shard_write:N` (half-way through the N-th
 shard file), `shards:N` (after N shard files), `commit:N` (after the N-th split's manifest).
@@ -16,11 +17,12 @@ from beam_pipelines import prepare, run_lock
 from common import fs, manifest
 
 _count: dict = {}
+_signal = [signal.SIGKILL]
 
 
 def _kill():
     sys.stdout.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), _signal[0])
 
 
 def _reached(point: str, nth: int) -> bool:
@@ -64,5 +66,7 @@ if __name__ == "__main__":
     kill_at, flags = sys.argv[1], sys.argv[2:]
     if kill_at != "none":
         name, _, n = kill_at.partition(":")
+        n, _, sig = n.partition(":")
+        _signal[0] = getattr(signal, f"SIG{sig}") if sig else signal.SIGKILL
         arm(name, int(n or 1))
     sys.exit(prepare.run(flags))

@@ -377,3 +377,66 @@ def test_hf_split_names_are_checked_before_any_download(tmp_path, bpe_tokenizer_
                         "--tokenizer", bpe_tokenizer_dir, "--output_dir", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "split name '../up'" in err[0], err
+
+
+def test_sigterm_mid_run_cleans_up_and_leaves_the_previous_output(
+        tmp_path, corpus_texts, bpe_tokenizer_dir):
+    """Issue 22 item 16: SIGTERM (kill, timeout, CI) once shards are being written, the lock
+    held and the spill folder full: every clean-up runs, the exit says SIGTERM, the previous
+    output stays. Before, the spill, progress and Beam folders stayed in TMPDIR, OUT/_LOCK too."""
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:150])
+    out = tmp_path / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    run_a = _run_ids(out)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _killed_attempt("shards:1:TERM", _args(src, bpe_tokenizer_dir, out, "--seed", "3"),
+                           env={**os.environ, "TMPDIR": str(tmp)})
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    assert "SIGTERM" in proc.stderr.strip().splitlines()[-1]
+    assert not list(tmp.iterdir())
+    assert not (out / run_lock.LOCK_NAME).exists()
+    assert not list((out / "dead_letter").glob("beam-temp-*"))  # nor Beam's in OUT
+    assert _run_ids(out) == run_a
+
+
+def _plant_leftovers(out, run_id):
+    """What a run killed mid-write leaves: Beam's temp folder of its dead letters and the
+    temporary file of its run record."""
+    beam_temp = out / "dead_letter" / f"beam-temp-{run_id}-dead_letter-0f3a" / "sub"
+    beam_temp.mkdir(parents=True)
+    (beam_temp / "part-0").write_text("{}\n")
+    empty = out / "dead_letter" / f"beam-temp-{run_id}-removed_sample-77b0"
+    empty.mkdir()
+    (out / "_runs").mkdir(exist_ok=True)
+    (out / "_runs" / f".tmp-9c1d-{run_id}.json").write_text("{")
+    return [beam_temp.parent, empty, out / "_runs" / f".tmp-9c1d-{run_id}.json"]
+
+
+def test_a_committed_run_sweeps_what_dead_runs_left(tmp_path, corpus_texts, bpe_tokenizer_dir):
+    """Issue 22 item 16: Beam temp folders and run-record temp files of killed runs stayed
+    forever; the next committed run deletes them (names with no run id stay)."""
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:150])
+    out = tmp_path / "out"
+    dead = _plant_leftovers(out, "r20250101000000abcdef")
+    foreign = out / "dead_letter" / "beam-temp-x"
+    foreign.mkdir()
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    assert not [p for p in dead if p.exists()] and foreign.exists()
+
+
+def test_the_sweep_keeps_the_files_of_the_run_holding_the_lock(tmp_path):
+    out = tmp_path / "out"
+    live, dead, ended = ("r20250101000000aaaaaa", "r20250101000000bbbbbb",
+                         "r20250101000000cccccc")
+    kept = _plant_leftovers(out, live)
+    gone = _plant_leftovers(out, dead) + _plant_leftovers(out, ended)
+    fs.write_json(commit.run_record_path(str(out), ended), {"state": "refused"})
+    run_lock.acquire(str(out), live, "FnApiRunner")
+    commit.sweep_dead_runs(str(out))
+    assert all(p.exists() for p in kept) and not [p for p in gone if p.exists()]
+    run_lock.release(str(out), live)
+    again = _plant_leftovers(out, ended)
+    run_lock.acquire(str(out), ended, "FnApiRunner")  # a holder that recorded its end
+    commit.sweep_dead_runs(str(out))
+    assert not [p for p in kept + again if p.exists()]

@@ -11,7 +11,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 import pytest
 
-from beam_pipelines import accounting, dedup, sources, tokenization
+from beam_pipelines import accounting, dedup, documents, sources, tokenization
 from beam_pipelines.local import exact_dedup as local_dedup
 from common import manifest
 from tests.beam_pipelines.test_prepare import (_shard_bytes, encode_all, run_prepare,
@@ -220,3 +220,49 @@ def test_a_prepare_run_drops_invisible_copies(tmp_path, corpus_texts, bpe_tokeni
     run = manifest.read_manifest(str(out / "train")).accounting["run"]
     assert run["duplicates_by_kind"] == {"exact": 20}
     assert run["documents_tokenized"] == 30
+
+
+def test_a_text_in_many_copies_is_decided_in_bounded_memory(tmp_path, monkeypatch):
+    """Issue 22 item 18: a key with N copies put N records in one key range. Each sorted run
+    now holds one record per text and split (the first place, and how many copies it stands
+    for), so a range holds at most runs x splits records of a text; the decisions and counts
+    stay exact."""
+    monkeypatch.setattr(local_dedup, "RUN_RECORDS", 50)
+    monkeypatch.setattr(local_dedup, "RANGE_RECORDS", 4)
+    forms = ["Same text here", "same TEXT here", "SAME text  here", " same text here\n"]
+    copies = [sources.Document(f"{'ab'[i % 2]}.jsonl", 0, forms[i % 4],
+                               offset=(7919 * i) % 1201)  # places out of input order
+              for i in range(600)]
+    others = [sources.Document("c.jsonl", i, f"other text {i}") for i in range(20)]
+    first = min(copies, key=lambda d: (d.source, d.offset))
+    splits = ["train", "validation"]
+    in_split = [tokenization.split_of(d, 0.5, 0.0) for d in copies]
+    assert set(in_split) == set(splits)  # the copies' forms fall in both splits
+    removed = {s: in_split.count(s) - (s == tokenization.split_of(first, 0.5, 0.0))
+               for s in splits}
+    loaded, load_range = [], local_dedup.load_range
+
+    def counted(*args):
+        records, names = load_range(*args)
+        loaded.append(len(records))
+        return records, names
+
+    monkeypatch.setattr(local_dedup, "load_range", counted)
+    docs = copies + others
+    with BeamTestPipeline(runner="FnApiRunner") as p:
+        def reread(after):
+            return (p | "Again" >> beam.Create(docs)
+                    | "AfterFirstPass" >> beam.Map(lambda d, _: d, beam.pvalue.AsList(after)))
+
+        kept, gone, stats = (p | beam.Create(docs) | local_dedup.ExactDedupByRereading(
+            reread, str(tmp_path), splits, 0.5))
+        assert_that(kept | beam.Map(lambda d: (d.source, d.offset, d.line)),
+                    equal_to([(d.source, d.offset, d.line) for d in [first] + others]),
+                    label="kept")
+        assert_that(stats | beam.CombinePerKey(sum), equal_to(
+            [(f"{s}/documents_duplicate/exact", n) for s, n in removed.items()]),
+                    label="stats")
+        assert_that(gone | beam.Map(lambda r: r.kept), equal_to(
+            [documents.doc_position(first)] * 599), label="removed")
+    runs = len(glob.glob(str(tmp_path / "positions-*.npy")))
+    assert max(loaded) <= len(splits) * runs + len(others), (max(loaded), runs)

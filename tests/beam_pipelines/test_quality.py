@@ -227,3 +227,62 @@ def test_a_run_whose_filter_removes_too_much_is_refused(tmp_path, bpe_tokenizer_
            "--max_filtered_fraction 0.3); top rules: min_words x 40" in err
     assert "; e.g. min_words: " in err and " < 1000: '" in err
     assert (out / "train" / "manifest.json").read_bytes() == before
+
+
+def _large(parts, sep="\n"):
+    """One document of `parts` repeated to just over twice the judged size."""
+    text = sep.join(parts)
+    return sep.join([text] * (2 * quality.JUDGED_CHARS // len(text) + 1))
+
+
+def _over_bound(texts, sep="\n"):
+    """The shortest prefix of `texts`, joined, that is over 1.5 times the judged size."""
+    total = 0
+    for n, text in enumerate(texts, 1):
+        total += len(text) + len(sep)
+        if total > 1.5 * quality.JUDGED_CHARS:
+            return sep.join(texts[:n])
+    raise AssertionError("too few texts")
+
+
+def test_a_large_document_gets_the_decision_of_the_whole(monkeypatch, corpus_texts):
+    """Issue 22 item 18: documents over JUDGED_CHARS are judged on a sample; it gives the
+    decision the whole text gets, for prose of every script and each degenerate kind."""
+    config = quality.QualityConfig()
+    prose = corpus_texts + multilingual.documents("en", 500, seed=2)
+    docs = [_over_bound(prose, "\n\n")] + [  # no line repeated
+        _over_bound(multilingual.documents(lang, 2 * quality.JUDGED_CHARS // 100, seed=1))
+        for lang in multilingual.SENTENCES]
+    docs += [_large([text, PROSE]) for text in DEGENERATE.values()]
+    docs += [_large([text]) for rule, text in DEGENERATE.items() if rule != "min_words"]
+    docs += [_large([PROSE]) + "spam " * 10 * quality.JUDGED_CHARS,  # degenerate tail
+             "x" * 3 * quality.JUDGED_CHARS, "y " * quality.JUDGED_CHARS]
+    sampled = [quality.failing_rule(d, config) for d in docs]
+    monkeypatch.setattr(quality, "JUDGED_CHARS", 10 ** 12)  # judged whole
+    assert sampled == [quality.failing_rule(d, config) for d in docs]
+    assert sampled[:1 + len(multilingual.SENTENCES)] == [None] * (1 + len(multilingual.SENTENCES))
+
+
+def test_documents_under_the_bound_are_judged_whole(corpus_texts):
+    """The demo corpus and the multilingual documents are far under the bound: their
+    decisions are the ones of the whole text, unchanged by the bound."""
+    docs = corpus_texts + [d for lang in multilingual.SENTENCES
+                           for d in multilingual.documents(lang, 200)]
+    assert max(map(len, docs)) < quality.JUDGED_CHARS
+    assert quality.sample(docs[0]) is docs[0]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_memory_per_document_is_bounded(lang):
+    """Issue 22 item 18: an 11 MB document took +186 MB (English) / +426 MB (Chinese) to
+    judge; the sample bounds it (5 / 31 MB at any size; docs/prepare.md)."""
+    import tracemalloc
+
+    text = "\n".join(multilingual.documents(lang, 20_000))  # ~2.5 MB English, 4 MB Chinese
+    tracemalloc.start()
+    try:
+        quality.first_failure(text, quality.QualityConfig())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40e6, peak

@@ -10,7 +10,11 @@ KILL_AT is `none` or `POINT:N` (the N-th time POINT is reached in this process):
 - `checkpoint_write:N`  half-way through writing the N-th checkpoint's bytes;
 - `after_checkpoint:N`  right after the N-th checkpoint is published (before the backup);
 - `backup_write:N`      half-way through writing the N-th backup's bytes;
-- `metrics:N`           just before metrics.json is written (after the last backup).
+- `metrics:N`           just before metrics.json is written (after the last backup);
+- `checkpoint_term:N`   SIGTERM (not SIGKILL) once the N-th checkpoint's weights are saved to
+                        a temporary file, before they are uploaded.
+
+The run goes through `run_cli`, as the trainer's CLI does (a SIGTERM exits with status 143).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import signal
 import sys
 
 from common import fs
+from common.errors import run_cli
 from trainer import checkpoints, task  # before keras: the package pins the backend
 from trainer.optimization import update_count
 
@@ -28,9 +33,9 @@ import keras  # noqa: E402
 _count: dict = {}
 
 
-def _kill():
+def _kill(sig=signal.SIGKILL):
     sys.stderr.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), sig)
 
 
 def _reached(point: str, kill_point: str, nth: int) -> bool:
@@ -53,6 +58,8 @@ def arm(kill_point: str, nth: int) -> list:
                     yield chunk[: len(chunk) // 2]
                     _kill()
             return upload(path, half_then_die())
+        if "/checkpoints/" in path and _reached("checkpoint_term", kill_point, nth):
+            _kill(signal.SIGTERM)
         return upload(path, chunks)
 
     def watched_json(path, obj):
@@ -86,9 +93,12 @@ def arm(kill_point: str, nth: int) -> list:
 def main(argv: list[str]) -> int:
     kill_at, flags = argv[0], argv[1:]
     extra = [] if kill_at == "none" else arm(kill_at.split(":")[0], int(kill_at.split(":")[1]))
-    metrics = task.run(task.parse_args(flags), extra_callbacks=extra)
-    print({"steps": metrics["steps"]})
-    return 0
+    config = task.parse_args(flags)
+
+    def body():
+        metrics = task.run(config, extra_callbacks=extra)
+        print({"steps": metrics["steps"]})
+    return run_cli(body, flags)
 
 
 if __name__ == "__main__":

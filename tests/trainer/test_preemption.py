@@ -222,3 +222,21 @@ def test_a_non_chief_process_writes_nothing(corpus, tmp_path, monkeypatch):
                                                  "--eval_every", "10", "--save_every", "10")))
     assert metrics["steps"] == 20
     assert not out.exists() or not any(out.rglob("*")), list(out.rglob("*"))
+
+
+def test_sigterm_mid_save_removes_the_temporary_weights(corpus, tmp_path):
+    """Issue 22 item 16: SIGTERM while a checkpoint's weights sit in a temporary file: the
+    run exits with 143 and leaves nothing in TMPDIR (before, the full weights file stayed)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.trainer.killable_run", "checkpoint_term:1",
+         *task_args(corpus, out, "--train_steps", "40", "--eval_every", "40", "--save_every",
+                    "20")],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TMPDIR": str(tmp)})
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    assert "SIGTERM" in proc.stderr.strip().splitlines()[-1]
+    assert not list(tmp.iterdir())
+    assert not list(out.rglob(".tmp-*")) and not list((out / "checkpoints").glob("*"))
