@@ -121,8 +121,8 @@ $(TPU_JAX_STAMP): setup.py constraints.txt constraints-tpu-jax.txt
 
 # The trainer's tests run twice: on TensorFlow (with everything else), then on JAX.
 test: $(STAMP)
-	$(PY) -m pytest tests -q -p no:cacheprovider
-	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer -q -p no:cacheprovider
+	$(PY) -m pytest tests -q -p no:cacheprovider --durations=15
+	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer -q -p no:cacheprovider --durations=15
 
 # Off a TPU VM libtpu would query the cloud metadata server at import: TPU_SKIP_MDS_QUERY
 # stops that, and the tests run without a network (unshare -n, loopback only) to prove it.

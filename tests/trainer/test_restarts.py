@@ -7,6 +7,7 @@ import keras
 import pytest
 
 from tests.trainer.mlm_data import Preempted, preempt_at, task_args
+from tests.trainer.test_preemption import same_on_every_backend
 from trainer import task
 
 PEAK = 1e-2  # task_args' --learning_rate
@@ -26,6 +27,7 @@ def _read(out, name):
     return json.loads((out / name).read_text())
 
 
+@same_on_every_backend
 def test_a_start_killed_before_any_step_is_replanned_from_the_new_flags(corpus, tmp_path):
     with pytest.raises(Preempted):  # killed at step 0 of a long run: run_config, no backup
         _run(corpus, tmp_path, 100_000, "--eval_every", "20",
@@ -38,6 +40,7 @@ def test_a_start_killed_before_any_step_is_replanned_from_the_new_flags(corpus, 
     assert history[-1]["learning_rate"] == 0.0
 
 
+@same_on_every_backend
 def test_a_total_lowered_into_the_warmup_replans_it_with_one_line(corpus, tmp_path, capsys):
     with pytest.raises(Preempted):  # 20 of 1000 steps trained, inside the 50-step warmup
         _run(corpus, tmp_path, 1000, "--eval_every", "20", callbacks=[preempt_at(20)])
@@ -74,6 +77,7 @@ def test_a_total_equal_to_the_backed_up_step_evaluates_and_finishes(corpus, tmp_
     assert metrics["eval_loss"] == history[0]["eval_loss"]
 
 
+@same_on_every_backend
 @pytest.mark.parametrize("flag", ["--train_steps", "--epochs"])
 @pytest.mark.parametrize("value", ["0", "-3"])
 def test_step_counts_below_one_are_refused_naming_the_flag(corpus, tmp_path, capsys, flag,
