@@ -44,7 +44,8 @@ def remove_orphans(run) -> None:
     """Temporary files of writes that a kill interrupted (local folders only: an object
     upload leaves none). Only one process writes a run folder, so none of these is live."""
     if not fs.is_remote(run.root):
-        fs.delete(fs.glob_in(run.root, "*/.tmp-*") + fs.glob_in(run.root, ".tmp-*"))
+        temps = fs.TEMP_PREFIX + "*"
+        fs.delete(fs.glob_in(run.root, "*/" + temps) + fs.glob_in(run.root, temps))
 
 
 def tokenizer_of(train_data: str) -> str:
