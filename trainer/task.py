@@ -18,7 +18,7 @@ import sys
 
 import keras
 
-from common import fs, manifest, publish, schema, tokenizer_files
+from common import fs, manifest, prepared_dir, publish, schema, tokenizer_files
 from common.errors import UserError, run_cli
 from trainer import backends, checkpoints, data, export, model, push, quiet
 from trainer import callbacks as cb
@@ -50,7 +50,7 @@ def remove_orphans(run) -> None:
 
 def tokenizer_of(train_data: str) -> str:
     """The tokenizer folder recorded in the training split's manifest (prepare writes it)."""
-    if not fs.exists(manifest.manifest_path_of(train_data.rstrip("/"))):
+    if not fs.exists(prepared_dir.manifest_path(train_data.rstrip("/"))):
         raise RunConfigError(f"{train_data} has no manifest naming its tokenizer (legacy-format "
                              "shards?); pass --tokenizer.")
     path = manifest.read_manifest(train_data, check_shards=False).tokenizer.get("path")
