@@ -1,10 +1,15 @@
 """A prepared folder's names: spelled once, in common/prepared_dir.py, and unchanged on disk
 (earlier outputs must stay readable and sweepable, so every name here is a literal)."""
 
+import ast
+import pathlib
+import re
+
 import pytest
 
 from common import prepared_dir
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUN = "r20261122120000a1b2c3"
 
 
@@ -61,3 +66,31 @@ def test_split_names_are_single_folder_names(name):
 @pytest.mark.parametrize("name", ["train", "validation", "test", "train-2", "wiki.en", "x[1]"])
 def test_ordinary_split_names_pass(name):
     assert prepared_dir.split_dir("out", name) == f"out/{name}"
+
+
+# A prepared folder's names inside a string of code (docstrings are prose and may name them);
+# `dead_letter_files` is a manifest field, `dead_letter.jsonl` the tokenizer folder's own file.
+_NAMES = re.compile(r"_LOCK|manifest\.json|_COMPLETE|beam-temp|\.tmp-|(?<!\w)_runs(?!\w)"
+                    r"|(?<!\w)dead_letter(?!\w|\.jsonl)|removed_sample(?!_size)")
+_SPELLERS = {"common/prepared_dir.py", "common/fs.py"}  # fs: its atomic write's temp prefix
+
+
+def _code_strings(path: pathlib.Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docstrings):
+            yield node.lineno, node.value
+
+
+def test_no_other_module_spells_a_prepared_folder_name():
+    found = [f"{path.relative_to(ROOT)}:{line}: {text!r}"
+             for package in ("common", "beam_pipelines", "trainer")
+             for path in sorted((ROOT / package).rglob("*.py"))
+             if str(path.relative_to(ROOT)) not in _SPELLERS
+             for line, text in _code_strings(path) if _NAMES.search(text)]
+    assert not found, "\n".join(found)
