@@ -1,8 +1,9 @@
 """Training and evaluation input: validated shard lists and per-host `tf.data` pipelines.
 
-A split folder is either what the prepare pipeline writes (manifest.json + _COMPLETE, checked
-by `common.manifest.read_manifest`) or, for interop, a folder of the legacy HF example's shards
-(`*-INDEX-COUNT.tfrecord`, counted from the file names).
+A split folder is either what the prepare pipeline writes (its names: common/prepared_dir.py;
+the shards its `manifest.json` lists, checked by `common.manifest.read_manifest`) or, for
+interop, a folder of the legacy HF example's shards (`*-INDEX-COUNT.tfrecord`, counted from the
+file names).
 
 The training stream is an endless, deterministic function of (seed, step): data epoch `e`
 shuffles its files and records with seeds derived from (seed, e), so a resumed run can start
@@ -103,7 +104,7 @@ def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None)
     has_manifest = fs.exists(prepared_dir.manifest_path(split_dir)) or fs.exists(
         prepared_dir.marker_path(split_dir))
     ours = files and all(shards.parse_shard_name(f) for f in files)
-    if has_manifest or ours:  # our pipeline's output: only trusted with its marker
+    if has_manifest or ours:  # our pipeline's output: only trusted through its manifest
         found = manifest.read_manifest(
             split_dir, max_length=max_length, tokenizer_fingerprint=tokenizer_info.fingerprint,
             vocab_size=tokenizer_info.vocab_size)
