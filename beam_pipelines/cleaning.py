@@ -30,8 +30,7 @@ from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, Removed, 
 from beam_pipelines.stats import emit_stats
 from beam_pipelines.accounting import STATS, removal_key
 from beam_pipelines.tokenization import split_of
-
-SAMPLE_NAME = "removed_sample"
+from common import prepared_dir
 
 
 class CountBySplit(beam.DoFn):
@@ -157,9 +156,5 @@ class WriteRemovedSample(beam.PTransform):
             groups = parts[0].pipeline | "NoSample" >> beam.Create([[]])
         return (groups
                 | "SampleLines" >> beam.FlatMap(sample_lines, self.per_rule)
-                | "WriteSample" >> beam.io.WriteToText(self.path_prefix,
-                                                       file_name_suffix=".jsonl", num_shards=1))
-
-
-def is_sample_file(path: str) -> bool:
-    return f"-{SAMPLE_NAME}" in path.rsplit("/", 1)[-1]
+                | "WriteSample" >> beam.io.WriteToText(
+                    self.path_prefix, file_name_suffix=prepared_dir.JSONL_SUFFIX, num_shards=1))

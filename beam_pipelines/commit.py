@@ -1,7 +1,8 @@
 """The commit of a prepare run: refuse a useless result, commit each split, clean up, record.
 
 What a reader may assume at every instant: each split folder holds the previous complete
-output or the new one (see common/manifest.py), never a mix. How this step keeps that:
+output or the new one (see common/manifest.py), never a mix. How this step keeps that (the
+names of every file it writes or deletes: common/prepared_dir.py):
 
 1. Shards were written under run-unique names, which no committed manifest lists.
 2. `Commit` (one call per run, on a worker; Dataflow may retry it or run it twice) first
@@ -30,22 +31,16 @@ import os
 
 import apache_beam as beam
 
-from beam_pipelines import cleaning, quality, run_lock
+from beam_pipelines import quality, run_lock
 from beam_pipelines.accounting import accounting_for, check_accounting
-from common import fs, manifest, shards
+from common import fs, manifest, prepared_dir, shards
 
-RUNS_DIR = shards.RUNS_DIR
-DEAD_LETTER_DIR = shards.DEAD_LETTER_DIR
 ENDED = ("committed", "refused")
 LockLostError = run_lock.LockLostError  # raised by run_lock.confirm
 
 
-def run_record_path(output_dir: str, run_id: str) -> str:
-    return fs.join(output_dir, RUNS_DIR, f"{run_id}.json")
-
-
 def read_run_record(output_dir: str, run_id: str) -> dict | None:
-    path = run_record_path(output_dir, run_id)
+    path = prepared_dir.run_record_path(output_dir, run_id)
     return fs.read_json(path) if fs.exists(path) else None
 
 
@@ -98,7 +93,7 @@ def refusal(stats: dict, written: list, splits: list, dead_letter_files: list,
     """Why this run's result must not replace the previous output, or None."""
     run = accounting_for(stats, splits[0], splits)["run"]
     read, rejected = run["documents_read"], run["documents_rejected"]
-    dead = [path for path in dead_letter_files if not cleaning.is_sample_file(path)]
+    dead = [path for path in dead_letter_files if not prepared_dir.is_sample_file(path)]
     if read and rejected / read > max_rejected_fraction:
         return (f"{rejected:,} of {read:,} documents were rejected "
                 f"({100 * rejected / read:.1f} % > --max_rejected_fraction "
@@ -106,7 +101,7 @@ def refusal(stats: dict, written: list, splits: list, dead_letter_files: list,
     filtered = run["documents_filtered"]
     if read and filtered / read > max_filtered_fraction:
         rules = collections.Counter(run["filtered_by_rule"]).most_common(3)
-        samples = [path for path in dead_letter_files if cleaning.is_sample_file(path)]
+        samples = [path for path in dead_letter_files if prepared_dir.is_sample_file(path)]
         return (f"{filtered:,} of {read:,} documents were removed by the quality filter "
                 f"({100 * filtered / read:.1f} % > --max_filtered_fraction "
                 f"{max_filtered_fraction:g}); top rules: "
@@ -163,8 +158,8 @@ class Commit(beam.DoFn):
             logging.warning("prepare run %s refused to commit: %s", self.run_id, reason)
             # Its shards go; its dead letters stay for the user to read (no manifest lists
             # them, so the next committed run deletes them).
-            fs.delete([self._shard_path(w["split"], w["name"]) for w in written
-                       if shards.is_shard_basename(w["name"], w["split"])])
+            fs.delete([prepared_dir.shard_path(self.output_dir, w["split"], w["name"])
+                       for w in written if shards.is_shard_basename(w["name"], w["split"])])
             record = {"run_id": self.run_id, "state": "refused", "reason": reason,
                       "dead_letter_files": sorted(dead_letter_files)}
         else:
@@ -173,12 +168,9 @@ class Commit(beam.DoFn):
             clean_up(self.output_dir, committed)
             record = {"run_id": self.run_id, "state": "committed",
                       "splits": {s: m.accounting["split"] for s, m in committed.items()}}
-        fs.write_json(run_record_path(self.output_dir, self.run_id), record)
+        fs.write_json(prepared_dir.run_record_path(self.output_dir, self.run_id), record)
         run_lock.release(self.output_dir, self.run_id)
         yield record
-
-    def _shard_path(self, split: str, name: str) -> str:
-        return fs.join(shards.split_dir(self.output_dir, split), name)
 
     def _commit_split(self, split, written, stats, dead_letter_files) -> manifest.Manifest:
         mine = sorted((w for w in written if w["split"] == split), key=lambda w: w["shard"])
@@ -191,7 +183,7 @@ class Commit(beam.DoFn):
             tokenizer=self.tokenizer_info, pipeline_args=self.pipeline_args,
             accounting=accounting_for(stats, split, self.splits), run_id=self.run_id,
             dead_letter_files=sorted(dead_letter_files))
-        manifest.write_manifest(shards.split_dir(self.output_dir, split), committed)
+        manifest.write_manifest(prepared_dir.split_dir(self.output_dir, split), committed)
         return committed
 
 
@@ -199,28 +191,27 @@ def clean_up(output_dir: str, committed: dict) -> None:
     """After the commit: deletes what no committed manifest lists, in our folders only.
     Every path deleted is derived from a bare name checked here, so stays inside OUT."""
     for split, current in committed.items():
-        split_dir = shards.split_dir(output_dir, split)
+        split_dir = prepared_dir.split_dir(output_dir, split)
         listed = {s.name for s in current.shards}
         fs.delete([p for p in fs.glob_in(split_dir, "*" + shards.SHARD_SUFFIX)
                    if fs.basename(p) not in listed and shards.parse_shard_name(p)]
-                  + fs.glob_in(split_dir, ".tmp-*")
-                  + [fs.join(split_dir, manifest.MARKER_NAME)])
-    for path in fs.glob_in(output_dir, "*/" + manifest.MANIFEST_NAME):
-        split_dir = path[: -len(manifest.MANIFEST_NAME) - 1]
-        stale = manifest.try_read(split_dir)
+                  + fs.glob_in(split_dir, prepared_dir.TEMP_GLOB)
+                  + [prepared_dir.marker_path(split_dir)])
+    for split_dir in prepared_dir.committed_split_dirs(output_dir):
+        path, stale = prepared_dir.manifest_path(split_dir), manifest.try_read(split_dir)
         if fs.basename(split_dir) in committed or stale is None:
             continue
         if not is_ours(fs.basename(split_dir), stale):
             logging.warning("%s is not a manifest this pipeline wrote; left alone", path)
             continue
         # A split an earlier run wrote and this one does not: only what it lists.
-        fs.delete(stale.shard_paths(split_dir)
-                  + [path, fs.join(split_dir, manifest.MARKER_NAME)])
+        fs.delete(stale.shard_paths(split_dir) + [path, prepared_dir.marker_path(split_dir)])
         fs.remove_empty_folder(split_dir)
     keep = {p for m in committed.values() for p in m.dead_letter_files}
-    fs.delete([p for p in fs.glob_in(fs.join(output_dir, DEAD_LETTER_DIR), "*.jsonl")
-               if p not in keep])
-    fs.delete_trees_in(output_dir, ".tmp-*")  # temp folders of earlier versions
+    dead_letters = fs.glob_in(prepared_dir.dead_letter_dir(output_dir),
+                              "*" + prepared_dir.JSONL_SUFFIX)
+    fs.delete([p for p in dead_letters if p not in keep])
+    fs.delete_trees_in(output_dir, prepared_dir.TEMP_GLOB)  # temp folders of earlier versions
     sweep_dead_runs(output_dir)
 
 
@@ -235,26 +226,28 @@ def sweep_dead_runs(output_dir: str) -> None:
         run_id = shards.run_id_in(name)
         return run_id is not None and (run_id != holder or ended(run_id))
 
-    dead_letter = fs.join(output_dir, DEAD_LETTER_DIR)
+    dead_letter = prepared_dir.dead_letter_dir(output_dir)
     for name in _beam_temp_folders(dead_letter):
         if over(name):
             fs.delete_tree(fs.join(dead_letter, name))
-    fs.delete([path for path in fs.glob_in(fs.join(output_dir, RUNS_DIR), ".tmp-*")
+    fs.delete([path for path in fs.glob_in(prepared_dir.runs_dir(output_dir),
+                                           prepared_dir.TEMP_GLOB)
                if over(fs.basename(path))])
 
 
 def _beam_temp_folders(dead_letter: str) -> list[str]:
     """The names of Beam's temporary folders in `dead_letter`, empty local ones too (object
     stores have no empty folders)."""
+    prefix = prepared_dir.BEAM_TEMP_PREFIX
     names = {path[len(dead_letter) + 1:].split("/", 1)[0]
-             for path in fs.glob_in(dead_letter, "beam-temp-*/**")}
+             for path in fs.glob_in(dead_letter, prefix + "*/**")}
     if not fs.is_remote(dead_letter) and os.path.isdir(dead_letter):
-        names.update(n for n in os.listdir(dead_letter) if n.startswith("beam-temp-"))
+        names.update(n for n in os.listdir(dead_letter) if n.startswith(prefix))
     return sorted(names)
 
 
 def is_ours(folder_name: str, found: manifest.Manifest) -> bool:
     """A manifest this pipeline wrote for the split folder it lies in: a valid split name,
     and every shard a bare name of that split's shards (never a path, never `..`)."""
-    return (shards.split_name_problem(folder_name) is None and found.split == folder_name
+    return (prepared_dir.split_name_problem(folder_name) is None and found.split == folder_name
             and all(shards.is_shard_basename(s.name, folder_name) for s in found.shards))

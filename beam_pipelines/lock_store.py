@@ -17,7 +17,6 @@ import functools
 import hashlib
 import json
 import os
-import uuid
 
 from google.api_core.exceptions import NotFound, PreconditionFailed
 from google.cloud import storage
@@ -59,7 +58,7 @@ def replace(path: str, record: dict, version) -> bool:
         if _local_version(path) != version:
             return False
         folder = os.path.dirname(os.path.abspath(path))
-        temp = os.path.join(folder, f".tmp-{uuid.uuid4().hex}-{os.path.basename(path)}")
+        temp = os.path.join(folder, fs.temp_name(path))
         with open(temp, "wb") as f:
             f.write(_encode(record))
         os.replace(temp, path)

@@ -15,7 +15,7 @@ from beam_pipelines import minhash, quality, sources
 from beam_pipelines import input_spec
 from beam_pipelines.input_spec import InputSpec
 from common.errors import UserError
-from common import flags, fs
+from common import flags, fs, prepared_dir
 from common.flags import add_flags
 
 DEFAULT_TARGET_SHARD_BYTES = 150_000_000
@@ -89,7 +89,8 @@ class PrepareOptions(PipelineOptions):
         add_flags(parser, quality.QualityConfig)
         add("--removed_sample_size", type=int, default=20,
             help="removed documents written per rule (and duplicate kind) to "
-                 "OUT/dead_letter/*-removed_sample (the first ones in input order; 0 = none)")
+                 f"OUT/{prepared_dir.DEAD_LETTER_DIR}/*-{prepared_dir.SAMPLE_KIND} (the first "
+                 "ones in input order; 0 = none)")
 
 
 class FlagError(UserError):

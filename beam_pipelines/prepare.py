@@ -6,7 +6,8 @@
 Writes `OUT/{split}/{split}-{run_id}-{index:05d}-{count}.tfrecord`, then commits each
 split by writing `OUT/{split}/manifest.json` (see beam_pipelines/commit.py: the previous
 output stays valid until then, and a failed or refused run leaves it untouched), and
-`OUT/dead_letter/{run_id}-*.jsonl` (one line per rejected record: source, line, reason).
+`OUT/dead_letter/{run_id}-*.jsonl` (one line per rejected record: source, line, reason);
+every name in OUT: common/prepared_dir.py.
 Every flag is checked, and the output's lock taken, before anything runs.
 Runs on Beam's local runner by default and on Dataflow
 with `--runner DataflowRunner` (see `make prepare`); workers read the input files (or
@@ -32,7 +33,7 @@ from beam_pipelines.local import memory_check
 from beam_pipelines.local.execution import OnDiskExecution
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
-from common import fs, manifest, shards, tokenizer_files
+from common import manifest, prepared_dir, shards, tokenizer_files
 from common.errors import UserError, run_cli
 
 
@@ -103,11 +104,10 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
     dead_files = (read.dead
                   | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
                   | "WriteDeadLetters" >> beam.io.WriteToText(
-                      fs.join(opts.output_dir, commit.DEAD_LETTER_DIR, f"{run_id}-dead_letter"),
-                      file_name_suffix=".jsonl"))  # a shard per writer
+                      prepared_dir.dead_letter_prefix(opts.output_dir, run_id),
+                      file_name_suffix=prepared_dir.JSONL_SUFFIX))  # a shard per writer
     sample_files = removed | "SampleRemoved" >> cleaning.WriteRemovedSample(
-        fs.join(opts.output_dir, commit.DEAD_LETTER_DIR, f"{run_id}-{cleaning.SAMPLE_NAME}"),
-        opts.removed_sample_size)
+        prepared_dir.sample_prefix(opts.output_dir, run_id), opts.removed_sample_size)
     # The sample goes with the dead letters: committed manifests list both, so both stay.
     side_files = (dead_files, sample_files) | "SideFiles" >> beam.Flatten()
     changed_inputs = tuple(changed) | "ChangedInputs" >> beam.Flatten()
@@ -136,7 +136,7 @@ def pipeline_options(argv) -> PipelineOptions:
 def summarize(output_dir: str, splits: list[str]) -> str:
     lines = []
     for split in splits:
-        m = manifest.read_manifest(shards.split_dir(output_dir, split))
+        m = manifest.read_manifest(prepared_dir.split_dir(output_dir, split))
         acc = m.accounting["split"]
         lines.append(
             f"{split:>10}: {m.num_examples:,} sequences of {m.max_length} in {len(m.shards)} "
@@ -149,7 +149,7 @@ def summarize(output_dir: str, splits: list[str]) -> str:
                  f"{run['documents_tokenized']:,} + empty {run['documents_empty']:,} + "
                  f"rejected {run['documents_rejected']:,} + duplicate "
                  f"{run['documents_duplicate']:,} + filtered {run['documents_filtered']:,} "
-                 f"(see {output_dir}/dead_letter/)")
+                 f"(see {output_dir}/{prepared_dir.DEAD_LETTER_DIR}/)")
     for title, key in (("duplicates", "duplicates_by_kind"), ("filtered", "filtered_by_rule")):
         if run[key]:
             lines.append(f"{title}: " + ", ".join(f"{k} {n:,}" for k, n in run[key].items()))
@@ -164,7 +164,7 @@ def _prepare(options: PipelineOptions, opts) -> tuple:
     """Everything that can fail on bad input, before anything is written."""
     opts_lib.check(opts)
     for split in opts_lib.split_names(opts):  # each one a folder directly inside OUT
-        shards.check_split_name(split)
+        prepared_dir.check_split_name(split)
     tokenizer, tokenizer_info = tokenizer_files.load(opts.tokenizer)  # on the launcher
     opts_lib.check_tokenizer(tokenizer, opts.max_length)
     tasks = read_tasks(opts)

@@ -31,10 +31,9 @@ import threading
 import time
 
 from beam_pipelines import lock_store
-from common import fs
+from common import prepared_dir
 from common.errors import UserError
 
-LOCK_NAME = "_LOCK"
 HEARTBEAT_SECONDS = 60.0
 # Dataflow job states after which the job writes nothing more (Beam's PipelineState names).
 FINAL_JOB_STATES = ("DONE", "FAILED", "CANCELLED", "UPDATED", "DRAINED")
@@ -48,17 +47,13 @@ class LockLostError(RuntimeError):
     """Another run took the output over while this one ran: this one must not commit."""
 
 
-def lock_path(output_dir: str) -> str:
-    return fs.join(output_dir, LOCK_NAME)
-
-
 def _load(path: str) -> tuple[dict | None, object]:
     """(the lock's record or None, its version); every read of the lock goes through here."""
     return lock_store.load(path)
 
 
 def read(output_dir: str) -> dict | None:
-    return _load(lock_path(output_dir))[0]
+    return _load(prepared_dir.lock_path(output_dir))[0]
 
 
 def owner(output_dir: str) -> str | None:
@@ -150,7 +145,7 @@ def acquire(output_dir: str, run_id: str, runner: str, *, takeover: bool = False
             heartbeat_seconds: float = HEARTBEAT_SECONDS) -> "HeldLock":
     """Takes the output folder for `run_id`, or raises LockedError naming the holder.
     `job_state(lock)` gives the state of the Dataflow job a lock names (None: unknown)."""
-    path, mine = lock_path(output_dir), _new_record(run_id, runner)
+    path, mine = prepared_dir.lock_path(output_dir), _new_record(run_id, runner)
     job_state = job_state or dataflow_job_state
     for _ in range(3):  # another try only when someone changed the lock meanwhile
         held, version = _load(path)
@@ -171,7 +166,7 @@ def acquire(output_dir: str, run_id: str, runner: str, *, takeover: bool = False
 def _update_mine(output_dir: str, run_id: str, change) -> None:
     """Applies `change(record) -> new record, or None to delete` while the lock is ours;
     LockLostError when it is not (absent, or another run's)."""
-    path = lock_path(output_dir)
+    path = prepared_dir.lock_path(output_dir)
     for _ in range(10):  # retried only when our own heartbeat changed it meanwhile
         held, version = _load(path)
         if (held or {}).get("run_id") != run_id:

@@ -29,7 +29,7 @@ import numpy as np
 
 from beam_pipelines import progress
 from beam_pipelines.accounting import STATS
-from common import fs, schema, shards, tfrecord
+from common import fs, prepared_dir, schema, shards, tfrecord
 
 
 def num_shards_for(count: int, shard_size: int, fixed: int = 0) -> int:
@@ -146,7 +146,7 @@ def write_shard(output_dir: str, run_id: str, split: str, shard: int, keys: np.n
             size += len(chunk)
             yield chunk
 
-    fs.upload_stream(fs.join(shards.split_dir(output_dir, split), name),
+    fs.upload_stream(prepared_dir.shard_path(output_dir, split, name),
                      counted(framed_chunks(ids, lengths, order)))
     return {"split": split, "shard": shard, "name": name, "num_examples": len(ids),
             "num_tokens": int(lengths.sum()), "num_bytes": size,

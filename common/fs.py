@@ -22,6 +22,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from common import decompress
 
+# A local atomic write goes through `{TEMP_PREFIX}{uuid}-{name}` in the same folder (a leading
+# "." keeps it out of every split and shard glob); a kill can leave one behind.
+TEMP_PREFIX = ".tmp-"
+
 
 def is_remote(path: str) -> bool:
     return "://" in path
@@ -154,7 +158,7 @@ def upload_stream(path: str, chunks) -> None:
         return
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    temp = os.path.join(folder, f".tmp-{uuid.uuid4().hex}-{basename(path)}")
+    temp = os.path.join(folder, temp_name(path))
     try:
         with open(temp, "wb") as f:
             for chunk in chunks:
@@ -163,6 +167,11 @@ def upload_stream(path: str, chunks) -> None:
     finally:
         if os.path.exists(temp):
             os.remove(temp)
+
+
+def temp_name(path: str) -> str:
+    """The name of a local atomic write's temporary file for `path` (unique per write)."""
+    return f"{TEMP_PREFIX}{uuid.uuid4().hex}-{basename(path)}"
 
 
 def file_chunks(local_path: str, size: int = 64 << 20):

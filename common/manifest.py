@@ -1,7 +1,7 @@
 """The manifest: one JSON per split that says what a prepared split holds; writing it is the
 commit of that split.
 
-Layout of a prepared split::
+Layout of a prepared split (every name: common/prepared_dir.py)::
 
     {output_dir}/{split}/manifest.json
     {output_dir}/{split}/{split}-{run_id}-{index:05d}-{count}.tfrecord ...
@@ -25,13 +25,12 @@ import dataclasses
 import hashlib
 import json
 
-from common import fs, shards
+from common import fs, prepared_dir, shards
 from common.errors import UserError
+from common.prepared_dir import MANIFEST, MARKER
 
 FORMAT_VERSION = 2
 LEGACY_MARKED_VERSION = 1  # manifests that need the _COMPLETE marker
-MANIFEST_NAME = "manifest.json"
-MARKER_NAME = "_COMPLETE"
 
 
 class ManifestError(UserError):
@@ -81,18 +80,18 @@ def _sha256(data: bytes) -> str:
 def write_manifest(split_dir: str, manifest: Manifest) -> str:
     """Commits a split: writes manifest.json atomically; returns its sha256."""
     data = manifest.to_json().encode("utf-8")
-    fs.write_bytes(fs.join(split_dir, MANIFEST_NAME), data)
+    fs.write_bytes(prepared_dir.manifest_path(split_dir), data)
     return _sha256(data)
 
 
 def write_marker(split_dir: str, manifest_sha256: str) -> None:
     """The completion marker of format 1 (tests of backward compatibility write it)."""
-    fs.write_bytes(fs.join(split_dir, MARKER_NAME), (manifest_sha256 + "\n").encode())
+    fs.write_bytes(prepared_dir.marker_path(split_dir), (manifest_sha256 + "\n").encode())
 
 
 def try_read(split_dir: str) -> Manifest | None:
     """The split's committed manifest, or None if there is none that parses (no checks)."""
-    path = manifest_path_of(split_dir)
+    path = prepared_dir.manifest_path(split_dir)
     try:
         return Manifest.from_dict(json.loads(fs.read_bytes(path)))
     except (OSError, ValueError, TypeError, KeyError):
@@ -109,10 +108,10 @@ def read_manifest(
 ) -> Manifest:
     """Reads and validates a split's manifest; raises ManifestError with one clear reason."""
     split_dir = split_dir.rstrip("/")
-    manifest_path = fs.join(split_dir, MANIFEST_NAME)
+    manifest_path = prepared_dir.manifest_path(split_dir)
     if not fs.exists(manifest_path):
         raise ManifestError(
-            f"{split_dir} is incomplete: it has no {MANIFEST_NAME}, so no prepare run has "
+            f"{split_dir} is incomplete: it has no {MANIFEST}, so no prepare run has "
             "committed it (one may have failed or still be running). Rerun the pipeline.")
     data = fs.read_bytes(manifest_path)
     try:
@@ -155,11 +154,11 @@ def read_manifest(
 
 
 def _check_legacy_marker(split_dir: str, data: bytes) -> None:
-    marker_path = fs.join(split_dir, MARKER_NAME)
+    marker_path = prepared_dir.marker_path(split_dir)
     if not fs.exists(marker_path) or fs.read_bytes(marker_path).decode().strip() != _sha256(data):
         raise ManifestError(
-            f"{split_dir} is incomplete: its format-1 {MANIFEST_NAME} has no matching "
-            f"{MARKER_NAME} marker (a run was interrupted). Rerun the prepare pipeline.")
+            f"{split_dir} is incomplete: its format-1 {MANIFEST} has no matching "
+            f"{MARKER} marker (a run was interrupted). Rerun the prepare pipeline.")
 
 
 def _check_shards(split_dir: str, manifest: Manifest) -> None:
@@ -169,22 +168,18 @@ def _check_shards(split_dir: str, manifest: Manifest) -> None:
     missing = [s.name for s in manifest.shards if s.name not in sizes]
     if missing:
         raise ManifestError(
-            f"{split_dir}: {len(missing)} shard(s) listed in {MANIFEST_NAME} do not exist, "
+            f"{split_dir}: {len(missing)} shard(s) listed in {MANIFEST} do not exist, "
             f"first {missing[0]}. The output was modified after the pipeline finished."
         )
     wrong = [s for s in manifest.shards if s.num_bytes >= 0 and sizes[s.name] != s.num_bytes]
     if wrong:
         raise ManifestError(
             f"{fs.join(split_dir, wrong[0].name)} has {sizes[wrong[0].name]} bytes, but "
-            f"{MANIFEST_NAME} says {wrong[0].num_bytes}: the file was damaged or replaced. "
+            f"{MANIFEST} says {wrong[0].num_bytes}: the file was damaged or replaced. "
             "Rerun the prepare pipeline (python -m common.verify checks every shard).")
     total = sum(s.num_examples for s in manifest.shards)
     if total != manifest.num_examples:
         raise ManifestError(
-            f"{manifest_path_of(split_dir)}: shards hold {total} examples but the manifest "
-            f"says {manifest.num_examples}."
+            f"{prepared_dir.manifest_path(split_dir)}: shards hold {total} examples but the "
+            f"manifest says {manifest.num_examples}."
         )
-
-
-def manifest_path_of(split_dir: str) -> str:
-    return fs.join(split_dir, MANIFEST_NAME)

@@ -1,4 +1,5 @@
-"""Shard naming: `{output_dir}/{split}/{split}-{run_id}-{index:05d}-{count}.tfrecord`.
+"""Shard naming: `{output_dir}/{split}/{split}-{run_id}-{index:05d}-{count}.tfrecord`, and
+the run ids those names (and a run's other files: common/prepared_dir.py) carry.
 
 The run id makes every run's files new names (a run never overwrites a file that a committed
 manifest lists); the record count at the end keeps the legacy HF example trainer's regex
@@ -18,46 +19,12 @@ import time
 import uuid
 
 from common import fs
-from common.errors import UserError
 
 SHARD_SUFFIX = ".tfrecord"
 LEGACY_COUNT_RE = re.compile(r"-\d+-(\d+)\.tfrecord$")  # the legacy HF trainer's regex
 _RUN_ID = r"r\d{14}[0-9a-f]{6}"
 _SHARD_RE = re.compile(rf"^(?P<split>.+?)(?:-(?P<run>{_RUN_ID}))?-(?P<index>\d{{5,}})-"
                        r"(?P<count>\d+)\.tfrecord$")
-
-
-# Names inside an output folder that are not splits: the run records, the dead letters,
-# the lock and temporary files (a leading "_" or "." is reserved for such names).
-RUNS_DIR = "_runs"
-DEAD_LETTER_DIR = "dead_letter"
-RESERVED_NAMES = (RUNS_DIR, DEAD_LETTER_DIR)
-
-
-class SplitNameError(UserError):
-    """A split name that would not be one folder of its own directly inside the output."""
-
-
-def split_name_problem(name: str) -> str | None:
-    """Why `name` cannot be a split folder inside an output folder, or None."""
-    if not name or name != name.strip():
-        return "is empty or has leading or trailing spaces"
-    if "/" in name or "\\" in name or name in (".", ".."):
-        return "is not a single folder name (no '/', '\\', '.' or '..')"
-    if name in RESERVED_NAMES or name[0] in "._":
-        return (f"is reserved ({', '.join(RESERVED_NAMES)} and names starting with '.' or "
-                "'_' hold the output's own files)")
-    if any(ord(c) < 32 or ord(c) == 127 for c in name):
-        return "holds a control character"
-    return None
-
-
-def check_split_name(name: str) -> str:
-    """`name` if it can be a split folder, else SplitNameError with the reason."""
-    problem = split_name_problem(name)
-    if problem:
-        raise SplitNameError(f"split name {name!r} {problem}")
-    return name
 
 
 def new_run_id() -> str:
@@ -71,14 +38,9 @@ def is_run_id(text: str) -> bool:
 
 
 def run_id_in(name: str) -> str | None:
-    """The run id inside a file name (`beam-temp-{run id}-...`, `.tmp-...-{run id}.json`)."""
+    """The run id inside a file name (a run's temporary files: common/prepared_dir.py)."""
     match = re.search(_RUN_ID, name)
     return match[0] if match else None
-
-
-def split_dir(output_dir: str, split: str) -> str:
-    """The folder of one split, always directly inside `output_dir`."""
-    return fs.join(output_dir, check_split_name(split))
 
 
 def shard_name(split: str, index: int, count: int, run_id: str = "") -> str:

@@ -16,7 +16,7 @@ import sys
 
 import google_crc32c
 
-from common import fs, manifest, tfrecord
+from common import fs, manifest, prepared_dir, tfrecord
 from common.errors import UserError, run_cli
 
 
@@ -53,10 +53,9 @@ def verify_split(split_dir: str) -> manifest.Manifest:
 def split_dirs(output_dir: str) -> list[str]:
     """OUT itself if it is a split folder, else its sub-folders that hold a manifest."""
     output_dir = output_dir.rstrip("/")
-    if fs.exists(manifest.manifest_path_of(output_dir)):
+    if fs.exists(prepared_dir.manifest_path(output_dir)):
         return [output_dir]
-    return sorted(p[: -len(manifest.MANIFEST_NAME) - 1]
-                  for p in fs.glob_in(output_dir, "*/" + manifest.MANIFEST_NAME))
+    return prepared_dir.committed_split_dirs(output_dir)
 
 
 def main(argv=None) -> int:
@@ -67,7 +66,8 @@ def main(argv=None) -> int:
     def body():
         dirs = split_dirs(args.output_dir)
         if not dirs:
-            raise UserError(f"{args.output_dir} holds no committed split (no manifest.json).")
+            raise UserError(f"{args.output_dir} holds no committed split "
+                            f"(no {prepared_dir.MANIFEST}).")
         for split_dir in dirs:
             try:
                 found = verify_split(split_dir)

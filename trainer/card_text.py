@@ -6,6 +6,8 @@ A fact the run did not record is written as "not recorded" (with the reason from
 
 from __future__ import annotations
 
+from common.prepared_dir import MANIFEST
+
 MASKING = {"token": "single tokens (BERT/RoBERTa)",
            "whole_word": "whole words (every piece of a word together)",
            "span": "spans of 1-10 tokens, geometric lengths (SpanBERT)"}
@@ -67,7 +69,7 @@ def data_section(facts) -> str:
             ("evaluation tokens", _n(evaluation and evaluation["tokens"])),
             ("sha256 of the training manifest", f"`{train['digest']}`")]
     return ("## Training data\n\nAs recorded by the prepare pipeline's manifest of the "
-            "training split (`manifest.json`).\n\n" + _table(rows))
+            f"training split (`{MANIFEST}`).\n\n" + _table(rows))
 
 
 def _hardware(config: dict) -> str:

@@ -1,8 +1,9 @@
 """Training and evaluation input: validated shard lists and per-host `tf.data` pipelines.
 
-A split folder is either what the prepare pipeline writes (manifest.json + _COMPLETE, checked
-by `common.manifest.read_manifest`) or, for interop, a folder of the legacy HF example's shards
-(`*-INDEX-COUNT.tfrecord`, counted from the file names).
+A split folder is either what the prepare pipeline writes (its names: common/prepared_dir.py;
+the shards its `manifest.json` lists, checked by `common.manifest.read_manifest`) or, for
+interop, a folder of the legacy HF example's shards (`*-INDEX-COUNT.tfrecord`, counted from the
+file names).
 
 The training stream is an endless, deterministic function of (seed, step): data epoch `e`
 shuffles its files and records with seeds derived from (seed, e), so a resumed run can start
@@ -25,7 +26,7 @@ import hashlib
 
 import tensorflow as tf
 
-from common import fs, manifest, schema, shards
+from common import fs, manifest, prepared_dir, schema, shards
 from common.errors import UserError
 from common.manifest import ManifestError
 
@@ -100,10 +101,10 @@ def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None)
     """Validates a split folder against the tokenizer; raises `ManifestError` with one reason."""
     split_dir = split_dir.rstrip("/")
     files = fs.glob_in(split_dir, "*" + shards.SHARD_SUFFIX)
-    has_manifest = fs.exists(fs.join(split_dir, manifest.MANIFEST_NAME)) or fs.exists(
-        fs.join(split_dir, manifest.MARKER_NAME))
+    has_manifest = fs.exists(prepared_dir.manifest_path(split_dir)) or fs.exists(
+        prepared_dir.marker_path(split_dir))
     ours = files and all(shards.parse_shard_name(f) for f in files)
-    if has_manifest or ours:  # our pipeline's output: only trusted with its marker
+    if has_manifest or ours:  # our pipeline's output: only trusted through its manifest
         found = manifest.read_manifest(
             split_dir, max_length=max_length, tokenizer_fingerprint=tokenizer_info.fingerprint,
             vocab_size=tokenizer_info.vocab_size)
@@ -112,7 +113,7 @@ def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None)
                            digest=_manifest_digest(found))
     if not files:
         raise ManifestError(
-            f"{split_dir} holds no manifest.json and no *{shards.SHARD_SUFFIX} shards; "
+            f"{split_dir} holds no {prepared_dir.MANIFEST} and no *{shards.SHARD_SUFFIX} shards; "
             "point it at a split folder written by the prepare pipeline.")
     return _legacy_format_split(split_dir, files, tokenizer_info, max_length)
 
@@ -123,7 +124,7 @@ def _legacy_format_split(split_dir, files, tokenizer_info, max_length) -> SplitS
         bad = files[counts.index(None)]
         raise ManifestError(
             f"{bad} has no record count in its name (expected *-INDEX-COUNT.tfrecord) and "
-            f"{split_dir} has no manifest.json.")
+            f"{split_dir} has no {prepared_dir.MANIFEST}.")
     # No manifest to check against: look at the first record instead (cheap, one read).
     first = next(iter(tf.data.TFRecordDataset(files[0]).take(1)), None)
     if first is None:

@@ -18,7 +18,7 @@ import sys
 
 import keras
 
-from common import fs, manifest, publish, schema, tokenizer_files
+from common import fs, manifest, prepared_dir, publish, schema, tokenizer_files
 from common.errors import UserError, run_cli
 from trainer import backends, checkpoints, data, export, model, push, quiet
 from trainer import callbacks as cb
@@ -44,12 +44,13 @@ def remove_orphans(run) -> None:
     """Temporary files of writes that a kill interrupted (local folders only: an object
     upload leaves none). Only one process writes a run folder, so none of these is live."""
     if not fs.is_remote(run.root):
-        fs.delete(fs.glob_in(run.root, "*/.tmp-*") + fs.glob_in(run.root, ".tmp-*"))
+        temps = fs.TEMP_PREFIX + "*"
+        fs.delete(fs.glob_in(run.root, "*/" + temps) + fs.glob_in(run.root, temps))
 
 
 def tokenizer_of(train_data: str) -> str:
     """The tokenizer folder recorded in the training split's manifest (prepare writes it)."""
-    if not fs.exists(manifest.manifest_path_of(train_data.rstrip("/"))):
+    if not fs.exists(prepared_dir.manifest_path(train_data.rstrip("/"))):
         raise RunConfigError(f"{train_data} has no manifest naming its tokenizer (legacy-format "
                              "shards?); pass --tokenizer.")
     path = manifest.read_manifest(train_data, check_shards=False).tokenizer.get("path")

@@ -13,7 +13,7 @@ import pytest
 
 from beam_pipelines import commit, prepare, run_lock
 from beam_pipelines.local import exact_dedup
-from common import fs, manifest, verify
+from common import fs, manifest, prepared_dir, verify
 from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
 
 SPLITS = ("train", "validation")
@@ -395,7 +395,7 @@ def test_sigterm_mid_run_cleans_up_and_leaves_the_previous_output(
     assert proc.returncode == 143, proc.stderr[-3000:]
     assert "SIGTERM" in proc.stderr.strip().splitlines()[-1]
     assert not list(tmp.iterdir())
-    assert not (out / run_lock.LOCK_NAME).exists()
+    assert not (out / "_LOCK").exists()
     assert not list((out / "dead_letter").glob("beam-temp-*"))  # nor Beam's in OUT
     assert _run_ids(out) == run_a
 
@@ -431,7 +431,7 @@ def test_the_sweep_keeps_the_files_of_the_run_holding_the_lock(tmp_path):
                          "r20250101000000cccccc")
     kept = _plant_leftovers(out, live)
     gone = _plant_leftovers(out, dead) + _plant_leftovers(out, ended)
-    fs.write_json(commit.run_record_path(str(out), ended), {"state": "refused"})
+    fs.write_json(prepared_dir.run_record_path(str(out), ended), {"state": "refused"})
     run_lock.acquire(str(out), live, "FnApiRunner")
     commit.sweep_dead_runs(str(out))
     assert all(p.exists() for p in kept) and not [p for p in gone if p.exists()]

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from beam_pipelines import run_lock
-from common import fs
+from common import fs, prepared_dir
 
 RUN_A, RUN_B = "r20261124000000aaaaaa", "r20261124000000bbbbbb"
 
@@ -26,8 +26,8 @@ def where(request, tmp_path):
 
 def _rewrite(out, **changes):
     """Edits the lock behind its holder's back (an unconditional write)."""
-    record = json.loads(fs.read_bytes(run_lock.lock_path(out)))
-    fs.write_bytes(run_lock.lock_path(out), json.dumps({**record, **changes}).encode())
+    record = json.loads(fs.read_bytes(prepared_dir.lock_path(out)))
+    fs.write_bytes(prepared_dir.lock_path(out), json.dumps({**record, **changes}).encode())
 
 
 def _stale(out):
@@ -41,7 +41,7 @@ def _hook(monkeypatch, target, after_read):
 
     def wrapped(path, *args, **kwargs):
         result = real(path, *args, **kwargs)
-        if path.endswith(run_lock.LOCK_NAME):
+        if path.endswith(prepared_dir.LOCK):
             after_read()
         return result
     monkeypatch.setattr(module, name, wrapped)
@@ -217,7 +217,7 @@ def test_the_launcher_records_the_job_and_a_failed_job_frees_the_lock(tmp_path, 
 def test_a_garbled_lock_is_stale_not_a_traceback(tmp_path, capsys, content):
     out = str(tmp_path / "out")
     os.makedirs(out)
-    with open(run_lock.lock_path(out), "wb") as f:
+    with open(prepared_dir.lock_path(out), "wb") as f:
         f.write(content)
     run_lock.acquire(out, RUN_B, "FnApiRunner")
     assert run_lock.read(out)["run_id"] == RUN_B

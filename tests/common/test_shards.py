@@ -1,13 +1,11 @@
-import pytest
-
-from common import fs, shards
+from common import prepared_dir, shards
 
 
 def test_names_follow_the_layout_and_the_legacy_regex():
     run_id = shards.new_run_id()
     assert shards.parse_shard_name(f"x-{run_id}-00000-1.tfrecord") == ("x", 0, 1)
-    path = fs.join(shards.split_dir("gs://b/out", "train"), shards.shard_name("train", 7, 1234,
-                                                                               run_id))
+    path = prepared_dir.shard_path("gs://b/out", "train",
+                                   shards.shard_name("train", 7, 1234, run_id))
     assert path == f"gs://b/out/train/train-{run_id}-00007-1234.tfrecord"
     assert shards.parse_shard_name(path) == ("train", 7, 1234)
     assert shards.count_from_name(path) == 1234
@@ -15,19 +13,6 @@ def test_names_follow_the_layout_and_the_legacy_regex():
     assert shards.parse_shard_name("my-split-00002-5.tfrecord") == ("my-split", 2, 5)
     assert shards.count_from_name("out/train/dataset-3-1000.tfrecord") == 1000
     assert shards.parse_shard_name("notes.txt") is None
-
-
-@pytest.mark.parametrize("name", ["../x", "a/b", "a\\b", "..", ".", "", " train", "_runs",
-                                  "dead_letter", ".tmp-1", "_LOCK", "tab\there"])
-def test_split_names_are_single_folder_names(name):
-    assert shards.split_name_problem(name)
-    with pytest.raises(shards.SplitNameError):
-        shards.split_dir("gs://b/out", name)
-
-
-@pytest.mark.parametrize("name", ["train", "validation", "test", "train-2", "wiki.en", "x[1]"])
-def test_ordinary_split_names_pass(name):
-    assert shards.split_dir("out", name) == f"out/{name}"
 
 
 def test_shard_basenames_from_a_manifest():
