@@ -95,6 +95,9 @@ def test_four_micro_batches_of_4_make_the_update_of_one_batch_of_16(big_batch, a
     assert _worst(small, big_batch) > 100 * max(worst, 1e-7)
 
 
+@pytest.mark.skipif(keras.backend.backend() == "jax", reason="the resume position and update "
+                    "count are Keras' own on both backends: the kill loop runs on the TensorFlow "
+                    "pass (CI time); the JAX pass checks accumulation itself")
 def test_a_kill_half_way_through_an_accumulation_resumes_exactly(accumulated, full_rows,
                                                                   tmp_path):
     args = _args(full_rows, tmp_path, 4, 4)
