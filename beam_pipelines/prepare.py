@@ -58,6 +58,19 @@ def read_tasks(opts) -> list[tuple]:
                                                   opts.read_range_bytes)]
 
 
+def _side_files(dead, removed, opts, run_id: str):
+    """Writes the dead letters (a shard per writer) and the removed sample; their paths.
+    The sample goes with the dead letters: committed manifests list both, so both stay."""
+    dead_files = (dead
+                  | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
+                  | "WriteDeadLetters" >> beam.io.WriteToText(
+                      prepared_dir.dead_letter_prefix(opts.output_dir, run_id),
+                      file_name_suffix=prepared_dir.JSONL_SUFFIX))
+    sample_files = removed | "SampleRemoved" >> cleaning.WriteRemovedSample(
+        prepared_dir.sample_prefix(opts.output_dir, run_id), opts.removed_sample_size)
+    return (dead_files, sample_files) | "SideFiles" >> beam.Flatten()
+
+
 def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: dict,
           tasks: list, progress_dir: str | None = None, execution=None):
     """Adds the whole pipeline to `p`; returns the PCollection of the commit's run record.
@@ -101,15 +114,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
     stats = ((read[STATS], removal_stats, sequence_stats, shuffle_stats)
              | "AllStats" >> beam.Flatten()
              | "SumStats" >> beam.CombinePerKey(sum))
-    dead_files = (read.dead
-                  | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
-                  | "WriteDeadLetters" >> beam.io.WriteToText(
-                      prepared_dir.dead_letter_prefix(opts.output_dir, run_id),
-                      file_name_suffix=prepared_dir.JSONL_SUFFIX))  # a shard per writer
-    sample_files = removed | "SampleRemoved" >> cleaning.WriteRemovedSample(
-        prepared_dir.sample_prefix(opts.output_dir, run_id), opts.removed_sample_size)
-    # The sample goes with the dead letters: committed manifests list both, so both stay.
-    side_files = (dead_files, sample_files) | "SideFiles" >> beam.Flatten()
+    side_files = _side_files(read.dead, removed, opts, run_id)
     changed_inputs = tuple(changed) | "ChangedInputs" >> beam.Flatten()
     return (written
             | "CollectShards" >> beam.combiners.ToList()
