@@ -23,9 +23,6 @@ Figures are in docs/languages.md.
 from __future__ import annotations
 
 import argparse
-import gettext
-import glob
-import struct
 import time
 import zlib
 
@@ -36,27 +33,9 @@ from benchmarks import system_texts
 from common import tokenizer_files, word_units
 
 
-def english_documents(min_chars: int = 400) -> list[str]:
-    """The English source strings (msgids) of the German catalogs, grouped as in
-    `system_texts.catalog_documents`."""
-    docs, current = [], []
-    for path in sorted(glob.glob("/usr/share/locale/de/LC_MESSAGES/*.mo")):
-        try:
-            with open(path, "rb") as f:
-                keys = gettext.GNUTranslations(f)._catalog
-        except (OSError, ValueError, struct.error):
-            continue
-        for key in sorted(k for k in keys if isinstance(k, str) and k.strip()):
-            current.append(key.strip())
-            if sum(map(len, current)) >= min_chars:
-                docs.append("\n".join(current))
-                current = []
-    return docs
-
-
 def split_documents(lang: str, max_chars: int) -> tuple[list[str], list[str]]:
     """(train, held-out): a fixed 10 % by a hash of the text, at most `max_chars` in all."""
-    docs = english_documents() if lang == "en" else system_texts.documents(lang)
+    docs = system_texts.english_documents() if lang == "en" else system_texts.documents(lang)
     train, held_out, size = [], [], 0
     for doc in docs:
         if size >= max_chars:

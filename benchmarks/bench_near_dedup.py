@@ -27,13 +27,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import glob
-import gettext
 import os
 import subprocess
 import random
 import statistics
-import struct
 import sys
 import time
 
@@ -48,26 +45,8 @@ LANGS = ("zh", "ja", "th", "ko", "de", "ru", "en")
 UNITS = {"old (split)": lambda text: normalise(text).split(), "new (units)": minhash.units_of}
 
 
-def english_documents(min_chars: int) -> list[str]:
-    """Documents of the English source strings (msgids) of the German catalogs."""
-    docs = []
-    for path in sorted(glob.glob("/usr/share/locale/de/LC_MESSAGES/*.mo")):
-        try:
-            with open(path, "rb") as f:
-                keys = gettext.GNUTranslations(f)._catalog  # the msgid -> msgstr table
-        except (OSError, ValueError, struct.error):
-            continue
-        current = []
-        for key in sorted((k for k in keys if isinstance(k, str) and k.strip()), key=str):
-            current.append(key.strip())
-            if sum(map(len, current)) >= min_chars:
-                docs.append("\n".join(current))
-                current = []
-    return docs
-
-
 def distinct_documents(lang: str, min_chars: int) -> list[str]:
-    docs = (english_documents(min_chars) if lang == "en" else
+    docs = (system_texts.english_documents(min_chars) if lang == "en" else
             system_texts.catalog_documents(lang, min_chars) + system_texts.man_documents(lang))
     seen, out = set(), []
     for doc in docs:

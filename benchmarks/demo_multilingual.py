@@ -29,7 +29,7 @@ LANGS = ("zh", "ja", "th", "en")
 
 def language_documents(lang: str, chars: int) -> list[str]:
     """Documents of `lang`, at most `chars` characters in all."""
-    docs = bench_languages.english_documents() if lang == "en" else system_texts.documents(lang)
+    docs = system_texts.english_documents() if lang == "en" else system_texts.documents(lang)
     docs = [d for d in docs if len(d) <= 4 * 1024] or multilingual.documents(lang, 400)
     taken, size = [], 0
     for doc in random.Random(lang).sample(docs, len(docs)):

@@ -27,24 +27,44 @@ def _scattered(key) -> bytes:
     return hashlib.blake2b(str(key).encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
+def _catalogs(locale: str):
+    """The msgid -> msgstr table of every readable catalog of `locale`."""
+    for path in sorted(glob.glob(f"/usr/share/locale/{locale}/LC_MESSAGES/*.mo")):
+        try:
+            with open(path, "rb") as f:
+                yield gettext.GNUTranslations(f)._catalog
+        except (OSError, ValueError, struct.error):  # not a readable catalog: skipped
+            continue
+
+
+def _grouped(messages, min_chars: int) -> list[str]:
+    """Consecutive messages joined into documents of at least `min_chars` characters."""
+    docs, current = [], []
+    for message in messages:
+        current.append(message.strip())
+        if sum(map(len, current)) >= min_chars:
+            docs.append("\n".join(current))
+            current = []
+    return docs
+
+
 def catalog_documents(lang: str, min_chars: int = 400) -> list[str]:
     """Documents made of the translated messages of every catalog of `lang`."""
     docs = []
-    for path in sorted(glob.glob(f"/usr/share/locale/{LOCALES.get(lang, lang)}/LC_MESSAGES/*.mo")):
-        try:
-            with open(path, "rb") as f:
-                catalog = gettext.GNUTranslations(f)._catalog  # the msgid -> msgstr table
-        except (OSError, ValueError, struct.error):  # not a readable catalog: skipped
-            continue
-        current = []
-        for key in sorted(catalog, key=_scattered):
-            value = catalog[key]
-            if not isinstance(value, str) or not value.strip() or key == "":
-                continue
-            current.append(value.strip())
-            if sum(map(len, current)) >= min_chars:
-                docs.append("\n".join(current))
-                current = []
+    for catalog in _catalogs(LOCALES.get(lang, lang)):
+        docs += _grouped((catalog[key] for key in sorted(catalog, key=_scattered)
+                          if key != "" and isinstance(catalog[key], str)
+                          and catalog[key].strip()), min_chars)
+    return docs
+
+
+def english_documents(min_chars: int = 400) -> list[str]:
+    """English: the source strings (msgids) of the German catalogs, in msgid order, as the
+    benchmarks measured them."""
+    docs = []
+    for catalog in _catalogs("de"):
+        docs += _grouped(sorted(k for k in catalog if isinstance(k, str) and k.strip()),
+                         min_chars)
     return docs
 
 
