@@ -185,9 +185,10 @@ def first_failure(text: str, cfg: QualityConfig) -> Failure | None:
     if word_units.has_unspaced(text):  # only words of spaced scripts have a length
         spaced = [w for w in words if word_units.is_spaced_word(w)]
     if 2 * len(spaced) >= len(words):  # mostly a spaced script: a word length means something
-        letters = chars if spaced is words else sum(map(len, spaced))
         if _HANGUL.search(text):
             letters = word_letters(spaced)
+        else:
+            letters = chars if spaced is words else sum(map(len, spaced))
         mean = letters / len(spaced)
         if not cfg.min_mean_word_length <= mean <= cfg.max_mean_word_length:
             return Failure("mean_word_length", mean, f"outside [{cfg.min_mean_word_length:g}, "
