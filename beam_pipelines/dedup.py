@@ -33,6 +33,8 @@ from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, Removed, 
 from beam_pipelines.stats import emit_stats
 from beam_pipelines.tokenization import split_of
 
+MODES = ("none", "exact", "near")  # the values of --dedup
+
 BLANK = "blank"  # blank documents skip the dedup: the tokenizer counts them as empty
 
 

@@ -30,7 +30,7 @@ class InputSpec:
     hf_splits: str = flag("comma-separated dataset splits, e.g. 'train,validation'", "train",
                           aliases=["--hf_split"])
     max_document_bytes: int = flag("longer documents are dead-lettered",
-                                   sources.DEFAULT_MAX_DOCUMENT_BYTES)
+                                   sources.DEFAULT_MAX_DOCUMENT_BYTES, minimum=1)
 
     @property
     def hf_split_list(self) -> list[str]:

@@ -54,13 +54,16 @@ class MinHashConfig:
     """The settings of `--dedup near` (each one a prepare flag)."""
 
     near_ngram: int = flag("near dedup: word units per shingle (a word, or one character of "
-                           "Chinese, Japanese, Thai...: common/word_units.py)", 5)
-    near_bands: int = flag("near dedup: LSH bands (permutations = bands x rows)", 14)
-    near_rows: int = flag("near dedup: signature values per band", 8)
+                           "Chinese, Japanese, Thai...: common/word_units.py)", 5, minimum=1)
+    near_bands: int = flag("near dedup: LSH bands (permutations = bands x rows)", 14,
+                           minimum=1)
+    near_rows: int = flag("near dedup: signature values per band", 8, minimum=1)
     near_threshold: float = flag("near dedup: estimated Jaccard at which a later document is "
-                                 "a near duplicate of an earlier one", 0.8)
+                                 "a near duplicate of an earlier one", 0.8,
+                                 minimum=0, maximum=1)
     near_max_bucket: int = flag("near dedup: documents compared per LSH bucket (the first "
-                                "ones in input order); larger buckets are counted", 100)
+                                "ones in input order); larger buckets are counted", 100,
+                                minimum=2)
 
     @property
     def num_perm(self) -> int:

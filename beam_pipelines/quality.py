@@ -55,6 +55,7 @@ from common.flags import flag
 JUDGED_CHARS = 1 << 18
 WINDOWS = 16
 
+FILTERS = ("none", "basic")  # the values of --quality_filter; basic: the RULES below
 RULES = ("min_words", "mean_word_length", "non_alnum_fraction", "duplicate_line_chars",
          "top_2gram", "top_3gram", "top_4gram")
 
@@ -63,22 +64,25 @@ RULES = ("min_words", "mean_word_length", "non_alnum_fraction", "duplicate_line_
 class QualityConfig:
     """The thresholds of `--quality_filter basic` (each one a prepare flag)."""
 
-    min_words: int = flag("quality filter: fewer words drop a document (Gopher: 50)", 5)
+    min_words: int = flag("quality filter: fewer words drop a document (Gopher: 50)", 5,
+                          minimum=0)
     min_mean_word_length: float = flag("quality filter: lower bound of the mean word length "
-                                       "(Gopher: 3)", 3.0)
+                                       "(Gopher: 3)", 3.0, minimum=0)
     max_mean_word_length: float = flag("quality filter: upper bound of the mean word length "
                                        "(Gopher: 10)", 20.0)
     max_non_alnum_fraction: float = flag("quality filter: largest share of non-whitespace "
-                                         "characters that are not letters or digits", 0.6)
+                                         "characters that are not letters or digits", 0.6,
+                                         minimum=0, maximum=1)
     max_duplicate_line_chars: float = flag("quality filter: largest share of characters in "
                                            "lines that repeat an earlier line (Gopher: 0.2)",
-                                           0.4)
+                                           0.4, minimum=0, maximum=1)
     max_top_2gram_fraction: float = flag("quality filter: largest share of characters in the "
-                                         "most frequent word 2-gram (Gopher: 0.20)", 0.40)
+                                         "most frequent word 2-gram (Gopher: 0.20)", 0.40,
+                                         minimum=0, maximum=1)
     max_top_3gram_fraction: float = flag("quality filter: the same for 3-grams (Gopher: 0.18)",
-                                         0.38)
+                                         0.38, minimum=0, maximum=1)
     max_top_4gram_fraction: float = flag("quality filter: the same for 4-grams (Gopher: 0.16)",
-                                         0.36)
+                                         0.36, minimum=0, maximum=1)
 
     def top_ngram_limits(self) -> tuple:
         return ((2, self.max_top_2gram_fraction), (3, self.max_top_3gram_fraction),

@@ -46,14 +46,14 @@ class TokenizerConfig(InputSpec):
     # The time budget: unigram at 25k trains at ~200 documents (~200 KB) a second on one
     # core (24,368 docstrings, 24 MB: 118 s), so 100k documents take ~8 minutes.
     max_documents: int = flag("train on a uniform sample of this many documents "
-                              "(0 = every document)", 100_000)
+                              "(0 = every document)", 100_000, minimum=0)
     max_read_documents: int = flag("stop reading after this many documents (default 10x "
-                                   "--max_documents; 0 = no limit)")
-    min_frequency: int = flag("minimum pair frequency (bpe, wordpiece)", 2)
+                                   "--max_documents; 0 = no limit)", minimum=0)
+    min_frequency: int = flag("minimum pair frequency (bpe, wordpiece)", 2, minimum=1)
     model_max_length: int = flag("model_max_length written to tokenizer_config.json", 512)
-    seed: int = flag("seed of the sample and of the reading order", 0)
+    seed: int = flag("seed of the sample and of the reading order", 0, minimum=0)
     progress_seconds: float = flag("seconds between progress lines while reading (0 = none)",
-                                   10.0)
+                                   10.0, minimum=0)
     push_to: str = flag("publish the tokenizer folder to hf://ORG/NAME (credentials: HF_TOKEN "
                         "or `hf auth login`)")
 
@@ -233,14 +233,13 @@ def check(config: TokenizerConfig) -> None:
         input_spec.hf_split_list(config.hf_splits)  # a split named twice: refused here
     if config.push_to:
         hf_push.check_token(publish.tokenizer_target(config.push_to))
+    if problem := flags.out_of_bounds(TokenizerConfig, config):  # bounds on the fields
+        raise UserError(problem)
     specials = len(set(tokenizer_files.SPECIAL_TOKENS[config.model].values()))
-    minimum = {"seed": 0, "progress_seconds": 0, "vocab_size": specials + 1, "min_frequency": 1,
-               "model_max_length": specials + 1, "max_document_bytes": 1,
-               "max_documents": 0, "max_read_documents": 0}
-    for name, low in minimum.items():
-        value = getattr(config, name)
-        if value is not None and value < low:
-            raise UserError(f"--{name} must be at least {low} (got {value})")
+    for name in ("vocab_size", "model_max_length"):  # room beyond the special tokens
+        if getattr(config, name) <= specials:
+            raise UserError(f"--{name} must be at least {specials + 1} "
+                            f"(got {getattr(config, name)})")
 
 
 def train(config: TokenizerConfig) -> dict:

@@ -2,7 +2,9 @@
 
 A field declared with `flag(...)` becomes `--name` (plus aliases) with its type, default,
 choices and help; `bool` fields are switches; `dict` fields take JSON. A field type this
-module does not know is an error when the parser is built, never a silent `str`.
+module does not know is an error when the parser is built, never a silent `str`. Bounds
+are declared on the field too (`minimum=`, `maximum=`; `out_of_bounds` checks them), and a
+`group(Other)` field composes another flag dataclass into one command line.
 
 Example:
     >>> @dataclasses.dataclass
@@ -89,10 +91,58 @@ def unknown_argument(unknown: list[str], known: list[str]) -> str:
     return f"unknown argument {name}{hint}"
 
 
-def flag(help: str, default=None, aliases=(), choices=None, required=False):
-    """A dataclass field that is also a command-line flag."""
-    meta = dict(help=help, aliases=tuple(aliases), choices=choices, required=required)
+def flag(help: str, default=None, aliases=(), choices=None, required=False, minimum=None,
+         maximum=None):
+    """A dataclass field that is also a command-line flag; `minimum` and `maximum` are
+    inclusive bounds that `out_of_bounds` checks (a flag left at None is not checked)."""
+    meta = dict(help=help, aliases=tuple(aliases), choices=choices, required=required,
+                minimum=minimum, maximum=maximum)
     return dataclasses.field(default=default, metadata=meta)
+
+
+def group(cls):
+    """A field holding the flag dataclass `cls`: its flags join the outer command line
+    (flat, as if declared there), its values come back as one `cls` (`from_values`)."""
+    return dataclasses.field(default_factory=cls, metadata=dict(group=cls))
+
+
+def flag_fields(cls) -> list[dataclasses.Field]:
+    """The `flag` fields of the dataclass `cls`, those of its `group` fields in their place."""
+    found = []
+    for field in dataclasses.fields(cls):
+        if "group" in field.metadata:
+            found += flag_fields(field.metadata["group"])
+        elif "help" in field.metadata:
+            found.append(field)
+    return found
+
+
+def from_values(cls, values):
+    """`cls` built from an object holding its flags as attributes, flat (an argparse
+    Namespace, Beam's PipelineOptions), `group` fields included."""
+    kwargs = {}
+    for field in dataclasses.fields(cls):
+        if "group" in field.metadata:
+            kwargs[field.name] = from_values(field.metadata["group"], values)
+        elif "help" in field.metadata:
+            kwargs[field.name] = getattr(values, field.name)
+    return cls(**kwargs)
+
+
+def out_of_bounds(cls, values) -> str | None:
+    """One sentence about the first flag of `cls` whose value in `values` (attributes, flat)
+    lies outside the bounds declared on its field, or None."""
+    for field in flag_fields(cls):
+        low, high = field.metadata["minimum"], field.metadata["maximum"]
+        value = getattr(values, field.name)
+        if value is None or ((low is None or value >= low) and (high is None or value <= high)):
+            continue
+        if high is None:
+            return f"--{field.name} must be at least {low} (got {value})"
+        if low is None:
+            return f"--{field.name} must be at most {high} (got {value})"
+        return f"--{field.name} must be in [{low}, {high}] (got {value})"
+    return None
 
 
 def _type_name(field: dataclasses.Field) -> str:
@@ -101,12 +151,10 @@ def _type_name(field: dataclasses.Field) -> str:
 
 
 def add_flags(parser, cls) -> None:
-    """Adds every `flag` field of the dataclass `cls` to an argparse parser (Beam's
-    PipelineOptions parsers included)."""
-    for field in dataclasses.fields(cls):
+    """Adds every `flag` field of the dataclass `cls` (`group` fields' included) to an
+    argparse parser (Beam's PipelineOptions parsers included)."""
+    for field in flag_fields(cls):
         meta, name = field.metadata, _type_name(field)
-        if "help" not in meta:
-            continue
         names = ["--" + field.name, *meta["aliases"]]
         if name == "bool":
             parser.add_argument(*names, dest=field.name, action="store_true",
@@ -127,6 +175,6 @@ def parse(parser: argparse.ArgumentParser, cls, argv=None):
     add_flags(parser, cls)
     args = parser.parse_args(argv)
     try:
-        return cls(**vars(args))
+        return from_values(cls, args)
     except (ValueError, UserError) as err:
         parser.error(str(err).rstrip("."))  # the line goes on: "; see ... --help"

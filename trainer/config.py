@@ -104,7 +104,7 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
     masking: str = flag("What is masked together: single tokens (BERT/RoBERTa), every piece "
                          "of a word (BERT whole-word masking) or spans of 1-10 tokens, "
                          "geometric lengths (SpanBERT).", "token",
-                         choices=("token", "whole_word", "span"))
+                         choices=("token", "whole_word", "span"))  # = masking.MODES
     seed: int = flag("Seed for weights, data order, dropout and masking.", 42)
     # Input pipeline.
     shuffle_buffer_size: int = flag("Examples in the shuffle buffer.", 2**16)

@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-from common.flags import ArgumentParser, flag, parse
+from common.flags import ArgumentParser, flag, flag_fields, group, out_of_bounds, parse
 
 
 @dataclasses.dataclass
@@ -93,3 +93,37 @@ def test_every_command_stops_on_a_typo_before_doing_anything(module, function, a
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2
     assert len(err) == 1 and f"(did you mean {closest}?)" in err[0], err
+
+
+@dataclasses.dataclass
+class _Inner:
+    rows: int = flag("Rows.", 8, minimum=1)
+    share: float = flag("Share.", 0.5, minimum=0, maximum=1)
+
+
+@dataclasses.dataclass
+class _Outer:
+    first: str = flag("First.")
+    inner: _Inner = group(_Inner)
+    cap: int = flag("Cap.", 3, maximum=5)
+
+
+def test_a_group_joins_the_command_line_flat_and_comes_back_nested():
+    parser = ArgumentParser(prog="cmd")
+    config = parse(parser, _Outer, ["--rows", "2", "--first", "a"])
+    assert config == _Outer(first="a", inner=_Inner(rows=2), cap=3)
+    assert [f.name for f in flag_fields(_Outer)] == ["first", "rows", "share", "cap"]
+    assert "--share" in parser.format_help()
+
+
+@pytest.mark.parametrize("values, message", [
+    ({}, None),
+    ({"rows": 0}, "--rows must be at least 1 (got 0)"),
+    ({"share": 1.5}, "--share must be in [0, 1] (got 1.5)"),
+    ({"share": -0.1}, "--share must be in [0, 1] (got -0.1)"),
+    ({"cap": 6}, "--cap must be at most 5 (got 6)"),
+    ({"rows": None}, None),  # a flag not given is not checked
+])
+def test_bounds_declared_on_fields_are_checked_with_one_sentence(values, message):
+    given = argparse.Namespace(**({"first": None, "rows": 8, "share": 0.5, "cap": 3} | values))
+    assert out_of_bounds(_Outer, given) == message

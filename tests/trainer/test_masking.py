@@ -314,3 +314,11 @@ def test_short_sequences_keep_the_rate_with_units(spec):
     mask = (ids != 0).astype(np.int32)
     out = as_numpy(mask_tokens(ids, mask, step_seed(0, 0, 0, 4000), spec))
     assert abs(out["mask_weights"].sum() / (2 * 4000) - 0.15) < 0.02
+
+
+def test_the_masking_flag_offers_exactly_the_modes():
+    """trainer/config.py keeps its choices literal (its --help imports no Keras)."""
+    from trainer.config import TrainConfig
+    from trainer.masking import MODES
+
+    assert TrainConfig.__dataclass_fields__["masking"].metadata["choices"] == MODES
