@@ -130,3 +130,12 @@ def test_a_local_run_hashes_each_document_for_its_split_once(tmp_path, corpus_te
     assert sorted(calls) == sorted(docs)  # each document once
     validation = sum(original(t, 0.3, 0.0) == "validation" for t in docs)
     assert accounting["split"]["documents_read"] == len(docs) - validation
+
+
+def test_a_document_reaching_a_step_without_a_split_is_an_internal_error():
+    """No step after the read hashes a text for its split: a missing one is a bug, said so."""
+    from beam_pipelines import documents
+
+    assert documents.split_of(documents.Document("a.jsonl", 3, "text", "test")) == "test"
+    with pytest.raises(RuntimeError, match="internal error: a.jsonl:3 reached a step without"):
+        documents.split_of(documents.Document("a.jsonl", 3, "text"))
