@@ -19,10 +19,10 @@ object per document (Beam's local runners keep whatever crosses a grouping in me
    (a sorted array of hashes and one of split codes, 9 bytes a document), with the split
    recorded there: no text is hashed for its split again (nor by `KeptOnly`, near dedup's
    read). A removed copy becomes a `Removed` record (its key is computed again only for the
-   documents not kept). The second read is the raw
-   input, so a document not kept is first checked against the quality rules: one the first
-   read's filter dropped never reached the dedup, and is no copy even when its normalised
-   text is a kept one's (it was counted and sampled under its rule).
+   documents not kept). The second read is the raw input, so a document not kept is first
+   checked against the quality rules: one the first read's filter dropped never reached the
+   dedup, and is no copy even when its normalised text is a kept one's (it was counted and
+   sampled under its rule).
 
 The same copies are kept, counted and sampled as by `dedup.ExactDedup` (Dataflow's path),
 which tests/beam_pipelines/local/test_shuffle.py checks byte for byte.
