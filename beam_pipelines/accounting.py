@@ -6,11 +6,11 @@ before anything is committed: a mismatch is a bug (bad input is dead-lettered, n
 so it stops the run.
 
 A document belongs to a split as soon as it is read: the split its input names, else the one
-the hash of its text picks (`tokenization.split_of`), which is also where a removed document
-is counted. So per split, documents read (counted as they enter the removal steps, see
-`cleaning.CountBySplit`) = tokenized + empty + duplicate + filtered, and the run's documents
-read = the splits' + rejected: rejected records have no split (a bad record may have no
-text to hash). Removals are counted by kind: `{split}/documents_filtered/{rule}` and
+the hash of its text picks, chosen once by `cleaning.CountBySplit` as the document enters the
+removal steps and carried with it (`Document.split`); a removed document is counted in that
+split. So per split, documents read (counted by that same step) = tokenized + empty +
+duplicate + filtered, and the run's documents read = the splits' + rejected: rejected
+records have no split (a bad record may have no text to hash). Removals are counted by kind: `{split}/documents_filtered/{rule}` and
 `{split}/documents_duplicate/{exact|near}`.
 """
 

@@ -2,15 +2,16 @@
 rules (beam_pipelines/quality.py) and duplicates (beam_pipelines/dedup.py); every removal
 counted, and a bounded sample of them written next to the dead letters.
 
-    docs -> CountBySplit -> FilterQuality (per document, no shuffle)
+    docs -> CountBySplit (the split chosen) -> FilterQuality (per document, no shuffle)
          -> ExactDedup (keyed, all inputs) [-> NearDedup] -> docs to tokenize
 
+Each document's split is chosen once, as it enters these steps (`CountBySplit`: the split
+its input names, else by a hash of its text), and travels with it to the tokenizing step.
 The quality filter runs first: it needs no shuffle, and what it drops costs the dedup nothing.
-A document is removed (and counted) once, by the first step that removes it. Dedup decides
-over all inputs before any survivor is put in a split (the tokenizing step does that), so
-copies of a document can never land in two splits; a removed document is counted in the
-split it would have gone to. Blank documents pass every step untouched: the tokenizing step
-counts them as empty, as before.
+A document is removed (and counted in its split) once, by the first step that removes it.
+Dedup decides over all inputs and splits at once, so the one kept copy of a text lands in
+one split only. Blank documents pass every step untouched: the tokenizing step counts them
+as empty in their split.
 
 The sample: at most `--removed_sample_size` records per rule (the first ones in input order,
 so reruns agree), one JSON line each, in `OUT/dead_letter/{run_id}-removed_sample-*.jsonl`:
@@ -26,18 +27,19 @@ from collections import Counter
 import apache_beam as beam
 
 from beam_pipelines import dedup, near_dedup, quality
-from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, Removed, doc_position
+from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
+                                      split_of)
 from beam_pipelines.stats import emit_stats
 from beam_pipelines.accounting import STATS, removal_key
-from beam_pipelines.tokenization import split_of
-from common import prepared_dir
+from common import prepared_dir, splits
 
 
 class CountBySplit(beam.DoFn):
-    """Counts each document in its split as it enters the removal steps: the per-split
-    "documents read" that the accounting checks the outcomes against. The split is chosen
-    here, once (a hash of the whole text), and travels with the document: every later
-    step reads it instead of hashing the text again."""
+    """The one step that chooses a document's split, right after the read: the one its input
+    names, else `common.splits.hash_split` of the whole text (the only place prepare hashes
+    it). The split travels with the document (`doc.split`): every later step reads it, and
+    a local run's rereads get it from the first read's dedup records. Also counts each
+    document in its split: the per-split "documents read" the accounting checks."""
 
     def __init__(self, validation_fraction=0.0, test_fraction=0.0):
         self.fractions = (validation_fraction, test_fraction)
@@ -46,9 +48,10 @@ class CountBySplit(beam.DoFn):
         self.stats = Counter()
 
     def process(self, doc: Document):
-        split = split_of(doc, *self.fractions)
-        self.stats[f"{split}/documents_read"] += 1
-        yield doc if doc.split == split else dataclasses.replace(doc, split=split)
+        if doc.split is None:
+            doc = dataclasses.replace(doc, split=splits.hash_split(doc.text, *self.fractions))
+        self.stats[f"{doc.split}/documents_read"] += 1
+        yield doc
 
     def finish_bundle(self):
         yield from emit_stats(self.stats)
@@ -58,10 +61,8 @@ class FilterQuality(beam.DoFn):
     """Document -> the document if it passes every rule (main), else a `Removed` (REMOVED)
     and a count per split and rule (STATS)."""
 
-    def __init__(self, config: quality.QualityConfig, validation_fraction=0.0,
-                 test_fraction=0.0):
+    def __init__(self, config: quality.QualityConfig):
         self.config = config
-        self.fractions = (validation_fraction, test_fraction)
 
     def start_bundle(self):
         self.stats = Counter()
@@ -71,8 +72,7 @@ class FilterQuality(beam.DoFn):
         if failure is None:
             yield doc
             return
-        split = split_of(doc, *self.fractions)
-        self.stats[removal_key(split, "documents_filtered", failure.rule)] += 1
+        self.stats[removal_key(split_of(doc), "documents_filtered", failure.rule)] += 1
         yield beam.pvalue.TaggedOutput(REMOVED, Removed(
             failure.rule, doc_position(doc), failure.reason(), doc.text[:EXCERPT_CHARS]))
 
@@ -102,7 +102,7 @@ class Clean(beam.PTransform):
         docs, removed, stats = counted.docs, [], [counted[STATS]]
         if self.quality_config is not None:
             filtered = docs | "FilterQuality" >> beam.ParDo(
-                FilterQuality(self.quality_config, *self.fractions)).with_outputs(
+                FilterQuality(self.quality_config)).with_outputs(
                     REMOVED, STATS, main="kept")
             docs = filtered.kept
             removed.append(filtered[REMOVED])
@@ -110,12 +110,12 @@ class Clean(beam.PTransform):
         if self.dedup in ("exact", "near"):  # near: exact copies first, the cheap part
 
             docs, copies, counts = docs | "ExactDedup" >> (
-                self.exact_dedup or dedup.ExactDedup(*self.fractions, self.sample_size))
+                self.exact_dedup or dedup.ExactDedup(self.sample_size))
             removed.append(copies)
             stats.append(counts)
         if self.dedup == "near":
             docs, copies, counts = docs | "NearDedup" >> (
-                self.near_dedup or near_dedup.NearDedup(self.near_config, *self.fractions))
+                self.near_dedup or near_dedup.NearDedup(self.near_config))
             removed.append(copies)
             stats.append(counts)
         if not removed:

@@ -1,6 +1,7 @@
-"""Exact deduplication in Beam, across all input files and splits, before the split is
-chosen: documents with the same normalised text are kept once. (`--dedup near` runs this,
-then beam_pipelines/near_dedup.py; each removal is counted under its kind.)
+"""Exact deduplication in Beam, across all input files and splits: documents with the same
+normalised text are kept once, whatever split each copy carries (a removed copy is counted in
+its own). (`--dedup near` runs this, then beam_pipelines/near_dedup.py; each removal is
+counted under its kind.)
 
 Normalisation: the invisible format characters U+200B (zero-width space), U+00AD (soft
 hyphen), U+FEFF (zero-width no-break space / byte-order mark, anywhere in the text) and
@@ -10,7 +11,7 @@ space and the ends stripped. (Joiners that change how a text renders, U+200C/U+2
 texts are equal (the chance of any collision among a billion documents is ~1e-21).
 
 Which copy survives: the one first in the input, by `documents.position` (source path, then
-byte offset or line), whatever split it would go to; so a rerun keeps the same copies. The
+byte offset or line), whatever split it carries; so a rerun keeps the same copies. The
 grouping is Beam's own `CombinePerKey` (combiner lifting: each worker merges the copies it
 holds before the shuffle, so a document in a million copies moves one accumulator per
 worker, not a million documents; an accumulator is one document, counts, and at most
@@ -29,9 +30,9 @@ from collections import Counter
 import apache_beam as beam
 
 from beam_pipelines.accounting import STATS, removal_key
-from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, Removed, doc_position, ref
+from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
+                                      ref, split_of)
 from beam_pipelines.stats import emit_stats
-from beam_pipelines.tokenization import split_of
 
 MODES = ("none", "exact", "near")  # the values of --dedup
 
@@ -62,14 +63,11 @@ class KeyByText(beam.DoFn):
     """Document -> (exact_key, entry) with entry = (position, split, document tuple); blank
     documents go to BLANK untouched."""
 
-    def __init__(self, validation_fraction=0.0, test_fraction=0.0):
-        self.fractions = (validation_fraction, test_fraction)
-
     def process(self, doc: Document):
         if not doc.text.strip():
             yield beam.pvalue.TaggedOutput(BLANK, doc)
             return
-        entry = (doc_position(doc), split_of(doc, *self.fractions), to_tuple(doc))
+        entry = (doc_position(doc), split_of(doc), to_tuple(doc))
         yield exact_key(doc.text), entry
 
 
@@ -157,12 +155,12 @@ class ExactDedup(beam.PTransform):
     """Documents -> `(docs, removed, stats)`: each normalised text once (its first copy),
     `Removed` records for at most `sample_size` copies per text, and the counts."""
 
-    def __init__(self, validation_fraction=0.0, test_fraction=0.0, sample_size: int = 20):
+    def __init__(self, sample_size: int = 20):
         super().__init__()
-        self.fractions, self.sample_size = (validation_fraction, test_fraction), sample_size
+        self.sample_size = sample_size
 
     def expand(self, docs):
-        keyed = docs | "KeyByText" >> beam.ParDo(KeyByText(*self.fractions)).with_outputs(
+        keyed = docs | "KeyByText" >> beam.ParDo(KeyByText()).with_outputs(
             BLANK, main="keyed")
         firsts = (keyed.keyed
                   | "KeepFirstCopy" >> beam.CombinePerKey(KeepFirst(self.sample_size))

@@ -66,6 +66,17 @@ def doc_position(doc: Document) -> tuple:
     return position(doc.source, doc.line, doc.offset)
 
 
+def split_of(doc: Document) -> str:
+    """The split a document goes to (also where a removed one is counted): the one set when
+    it entered the removal steps (`cleaning.CountBySplit`, or from the first read's record on
+    a local reread). None there is a bug in the graph, not bad input: hashing the text again
+    here would hide it and cost a pass over every text."""
+    if doc.split is None:
+        raise RuntimeError(f"internal error: {doc.source}:{doc.line} reached a step without a "
+                           "split (cleaning.CountBySplit assigns it when the input names none)")
+    return doc.split
+
+
 def ref(pos: tuple) -> dict:
     """A document's place, for the sample: {"source", "line", "offset"}."""
     source, offset, line = pos

@@ -1,5 +1,6 @@
 """Near deduplication in Beam: MinHash signatures and LSH banding (beam_pipelines/minhash.py)
-over the documents that exact dedup kept, across all inputs, before the split is chosen.
+over the documents that exact dedup kept, across all inputs and splits (a removed one is
+counted in the split it carries).
 
     docs -> MinHashBands -> (band, band hash): CombinePerKey(FirstMembers) -> MatchInBuckets
          -> (position, earliest match): CombinePerKey(min) -> CoGroupByKey with the documents
@@ -29,10 +30,10 @@ import apache_beam as beam
 
 from beam_pipelines import minhash
 from beam_pipelines.accounting import RUN_PREFIX, STATS, removal_key
-from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, Removed, doc_position, ref
+from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
+                                      ref, split_of)
 from beam_pipelines.stats import emit_stats
 from beam_pipelines.dedup import BLANK, to_tuple
-from beam_pipelines.tokenization import split_of
 
 BY_POSITION = "by_position"
 
@@ -121,9 +122,6 @@ class DropMatched(beam.DoFn):
     """(position, {"doc": [document], "match": [(earlier, jaccard)]}) -> the document if it
     matched nothing earlier (main), else a `Removed` (REMOVED) and a count (STATS)."""
 
-    def __init__(self, validation_fraction=0.0, test_fraction=0.0):
-        self.fractions = (validation_fraction, test_fraction)
-
     def start_bundle(self):
         self.stats = Counter()
 
@@ -135,8 +133,7 @@ class DropMatched(beam.DoFn):
             yield doc
             return
         earlier, jaccard = min(matches)
-        self.stats[removal_key(split_of(doc, *self.fractions), "documents_duplicate",
-                               "near")] += 1
+        self.stats[removal_key(split_of(doc), "documents_duplicate", "near")] += 1
         yield beam.pvalue.TaggedOutput(REMOVED, near_removed(position, earlier, jaccard,
                                                              doc.text))
 
@@ -148,10 +145,9 @@ class NearDedup(beam.PTransform):
     """Documents -> `(docs, removed, stats)`: the documents that match no earlier one (see
     the module docstring), `Removed` records of those that do, and the counts."""
 
-    def __init__(self, config: minhash.MinHashConfig, validation_fraction=0.0,
-                 test_fraction=0.0):
+    def __init__(self, config: minhash.MinHashConfig):
         super().__init__()
-        self.config, self.fractions = config, (validation_fraction, test_fraction)
+        self.config = config
 
     def expand(self, docs):
         banded = docs | "MinHashBands" >> beam.ParDo(MinHashBands(self.config)).with_outputs(
@@ -164,7 +160,7 @@ class NearDedup(beam.PTransform):
         earliest = matched.matches | "EarliestMatch" >> beam.CombinePerKey(min)
         kept = ({"doc": banded[BY_POSITION], "match": earliest}
                 | "JoinMatches" >> beam.CoGroupByKey()
-                | "DropMatched" >> beam.ParDo(DropMatched(*self.fractions)).with_outputs(
+                | "DropMatched" >> beam.ParDo(DropMatched()).with_outputs(
                     REMOVED, STATS, main="docs"))
         docs = (banded[BLANK], kept.docs) | "WithBlankNear" >> beam.Flatten()
         stats = (matched[STATS], kept[STATS]) | "NearStats" >> beam.Flatten()

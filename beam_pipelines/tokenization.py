@@ -12,22 +12,17 @@ from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import chunking, progress, sources
 from beam_pipelines.accounting import STATS
+from beam_pipelines.documents import split_of
 from beam_pipelines.stats import emit_stats
 from common import tokenizer_files
-from common.splits import hash_split
 
 TAIL = "tail"
 BLOCK_ROWS = 4096  # rows per emitted block: big enough to amortise per-element costs
 
 
-def split_of(doc: sources.Document, validation_fraction: float, test_fraction: float) -> str:
-    """The split a document goes to: the one its input names, else by the hash of its text
-    (also the split a removed document is counted in)."""
-    return doc.split or hash_split(doc.text, validation_fraction, test_fraction)
-
-
 class TokenizeAndChunk(beam.DoFn):
-    """Document -> blocks of full rows (main), leftover tail per split (TAIL), counts (STATS).
+    """Document -> blocks of full rows (main), leftover tail per split (TAIL), counts (STATS);
+    each document goes to the split it carries (chosen by `cleaning.CountBySplit`).
 
     The tokenizer is loaded once per worker in setup(); documents are tokenized in batches
     of ~`batch_chars` characters with `encode_batch_fast` (Rust, multi-threaded). The Rust
@@ -35,13 +30,10 @@ class TokenizeAndChunk(beam.DoFn):
     batch and chunks the previous one, so the Python work overlaps the tokenizer's.
     """
 
-    def __init__(self, tokenizer_dir, max_length, validation_fraction=0.0, test_fraction=0.0,
-                 batch_chars=1_000_000, progress_dir=None):
+    def __init__(self, tokenizer_dir, max_length, batch_chars=1_000_000, progress_dir=None):
         self.tokenizer_dir = tokenizer_dir
         self.progress_dir = progress_dir
         self.max_length = max_length
-        self.validation_fraction = validation_fraction
-        self.test_fraction = test_fraction
         self.batch_chars = batch_chars
 
     def setup(self):
@@ -64,7 +56,7 @@ class TokenizeAndChunk(beam.DoFn):
         self.stats: Counter = Counter()
 
     def process(self, doc: sources.Document):
-        split = split_of(doc, self.validation_fraction, self.test_fraction)
+        split = split_of(doc)
         if not doc.text.strip():
             self.stats[f"{split}/documents_empty"] += 1
             return
@@ -154,12 +146,11 @@ class ToSequences(beam.PTransform):
         >>> blocks, stats = docs | ToSequences("gs://b/tokenizer", 128, pad_tail=False, pad_id=1)
     """
 
-    def __init__(self, tokenizer_dir, max_length, pad_tail, pad_id, validation_fraction=0.0,
-                 test_fraction=0.0, batch_chars=1_000_000, progress_dir=None, flatten=True):
+    def __init__(self, tokenizer_dir, max_length, pad_tail, pad_id, batch_chars=1_000_000,
+                 progress_dir=None, flatten=True):
         super().__init__()
         self.flatten = flatten
-        self.tokenize = TokenizeAndChunk(tokenizer_dir, max_length, validation_fraction,
-                                         test_fraction, batch_chars, progress_dir)
+        self.tokenize = TokenizeAndChunk(tokenizer_dir, max_length, batch_chars, progress_dir)
         self.chunk_tails = ChunkTails(max_length, pad_tail, pad_id)
 
     def expand(self, docs):

@@ -2,22 +2,27 @@
 object per document (Beam's local runners keep whatever crosses a grouping in memory):
 
 1. `SpillPositions` (first read, after the quality filter): each document's 128-bit text key
-   (`dedup.exact_key`), place and split go into fixed-size records, written as runs sorted
-   by key to `.npy` files in the local shuffle folder; the runs' names travel through Beam.
+   (`dedup.exact_key`), place and split (the one `cleaning.CountBySplit` chose) go into
+   fixed-size records, written as runs sorted by key to `.npy` files in the local shuffle
+   folder; the runs' names travel through Beam. A blank document's place and split go
+   straight to the kept ones (it is no copy, and the rereads need its split).
    A run keeps one record per text and split, its first place, with the number of copies
    it stands for: a text in N copies is at most (runs x splits) records in its key range,
    not N (before, one range held all N).
 2. `DecideRange`: the key space is cut into ranges of ~`RANGE_RECORDS` records; for each,
    the runs' slices (binary search, memory maps) are merged and sorted by key, then place:
-   the first of each key is kept. Out come the kept places' 64-bit hashes (one array per
-   range), (key, kept place) for the texts that had copies, and the removed copies per split
-   (the records not kept, and the copies each record stands for).
-3. `KeepFirstCopies` (second read): a document goes on if blank or if its place is among the
-   kept ones (a sorted array, 8 bytes a document); a removed copy becomes a `Removed` record
-   (its key is computed again only for the documents not kept). The second read is the raw
-   input, so a document not kept is first checked against the quality rules: one the first
-   read's filter dropped never reached the dedup, and is no copy even when its normalised
-   text is a kept one's (it was counted and sampled under its rule).
+   the first of each key is kept. Out come the kept places' 64-bit hashes and split codes
+   (two arrays per range), (key, kept place) for the texts that had copies, and the removed
+   copies per split (the records not kept, and the copies each record stands for: each in
+   its own place's split, as `dedup.ExactDedup` counts them).
+3. `KeepFirstCopies` (second read): a document goes on if its place is among the kept ones
+   (a sorted array of hashes and one of split codes, 9 bytes a document), with the split
+   recorded there: no text is hashed for its split again (nor by `KeptOnly`, near dedup's
+   read). A removed copy becomes a `Removed` record (its key is computed again only for the
+   documents not kept). The second read is the raw input, so a document not kept is first
+   checked against the quality rules: one the first read's filter dropped never reached the
+   dedup, and is no copy even when its normalised text is a kept one's (it was counted and
+   sampled under its rule).
 
 The same copies are kept, counted and sampled as by `dedup.ExactDedup` (Dataflow's path),
 which tests/beam_pipelines/local/test_shuffle.py checks byte for byte.
@@ -25,6 +30,7 @@ which tests/beam_pipelines/local/test_shuffle.py checks byte for byte.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -38,9 +44,8 @@ from apache_beam.transforms.window import GlobalWindows
 from beam_pipelines import progress, quality, shard_writer
 from beam_pipelines.local import shuffle as local_shuffle
 from beam_pipelines.accounting import STATS, removal_key
-from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, doc_position
-from beam_pipelines.dedup import copy_removed, exact_key
-from beam_pipelines.tokenization import split_of
+from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, doc_position, split_of
+from beam_pipelines.dedup import BLANK, copy_removed, exact_key
 
 # A document's record: its key's two halves (hi first: sorting by (hi, lo) is sorting the
 # key's bytes), its source (an index into the run's sorted list of sources), place, split
@@ -62,12 +67,12 @@ def position_hash(position: tuple) -> int:
 
 
 class SpillPositions(beam.DoFn):
-    """Document -> (run path, records) per sorted run of `RECORD`s written to `folder`."""
+    """Document -> (run path, records) per sorted run of `RECORD`s written to `folder`
+    (main); the blank documents' (place hashes, split codes) per bundle (BLANK)."""
 
-    def __init__(self, folder, splits, validation_fraction=0.0, test_fraction=0.0,
-                 progress_dir=None, run_records=None):
+    def __init__(self, folder, splits, progress_dir=None, run_records=None):
         self.folder, self.splits = folder, list(splits)
-        self.fractions, self.progress_dir = (validation_fraction, test_fraction), progress_dir
+        self.progress_dir = progress_dir
         self.run_records = run_records or RUN_RECORDS
 
     def setup(self):
@@ -76,6 +81,7 @@ class SpillPositions(beam.DoFn):
 
     def start_bundle(self):
         self._new_run()
+        self.blank = ([], [])  # place hashes, split codes
 
     def _new_run(self):
         self.records = np.zeros(self.run_records, RECORD)
@@ -83,14 +89,17 @@ class SpillPositions(beam.DoFn):
 
     def process(self, doc: Document):
         self.tally.add(checked=1)
+        code = self.split_codes[split_of(doc)]
         if not doc.text.strip():
+            self.blank[0].append(position_hash(doc_position(doc)))
+            self.blank[1].append(code)
             return
         key = exact_key(doc.text)
         _, offset, line = doc_position(doc)
         source = self.source_ids.setdefault(doc.source, len(self.source_ids))
         self.records[self.size] = (int.from_bytes(key[:8], "big"),
                                    int.from_bytes(key[8:], "big"), source, offset, line,
-                                   self.split_codes[split_of(doc, *self.fractions)], 0)
+                                   code, 0)
         self.size += 1
         if self.size == self.run_records:
             yield self._spill()
@@ -116,6 +125,9 @@ class SpillPositions(beam.DoFn):
     def finish_bundle(self):
         if self.size:
             yield GlobalWindows.windowed_value(self._spill())
+        if self.blank[0]:
+            yield beam.pvalue.TaggedOutput(BLANK, GlobalWindows.windowed_value(
+                (np.array(self.blank[0], np.uint64), np.array(self.blank[1], np.uint8))))
         self.tally.flush()
 
 
@@ -163,8 +175,9 @@ def load_range(paths: list[str], index: int, n: int,
 
 
 class DecideRange(beam.DoFn):
-    """(range, n, run paths) -> the kept places' hashes, one uint64 array (main); (key,
-    kept place) per text with copies (COPIED); removed copies per split (STATS)."""
+    """(range, n, run paths) -> the kept places' (hashes, split codes), a uint64 and a uint8
+    array (main); (key, kept place) per text with copies (COPIED); removed copies per split
+    (STATS)."""
 
     def __init__(self, splits):
         self.splits = list(splits)
@@ -181,7 +194,8 @@ class DecideRange(beam.DoFn):
             if len(records) else np.zeros(0, np.int64)
         kept = records[starts]
         places = [(names[int(r["source"])], int(r["offset"]), int(r["line"])) for r in kept]
-        yield np.array([position_hash(place) for place in places], np.uint64)
+        yield (np.array([position_hash(place) for place in places], np.uint64),
+               np.array(kept["split"], np.uint8))
         for r, place in zip(kept[copies > 0], itertools.compress(places, copies > 0)):
             key_bytes = int(r["hi"]).to_bytes(8, "big") + int(r["lo"]).to_bytes(8, "big")
             yield beam.pvalue.TaggedOutput(COPIED, (key_bytes, place))
@@ -193,29 +207,42 @@ class DecideRange(beam.DoFn):
                     STATS, (removal_key(split, "documents_duplicate", "exact"), count))
 
 
-def sorted_union(arrays) -> np.ndarray:
-    return np.unique(np.concatenate([np.zeros(0, np.uint64), *arrays]))
+def sorted_union(parts) -> tuple[np.ndarray, np.ndarray]:
+    """(place hashes, split codes) pairs -> one pair, sorted by hash, each place once (a
+    union of unions is one too: CombineGlobally may apply it to its own output)."""
+    parts = list(parts)
+    hashes = np.concatenate([np.zeros(0, np.uint64), *(h for h, _ in parts)])
+    codes = np.concatenate([np.zeros(0, np.uint8), *(c for _, c in parts)])
+    hashes, first = np.unique(hashes, return_index=True)
+    return hashes, codes[first]
 
 
-def is_kept(place: tuple, kept: np.ndarray) -> bool:
+def kept_split(place: tuple, kept: tuple, splits: list) -> str | None:
+    """The split the first read chose for a kept (or blank) place; None if not kept."""
+    hashes, codes = kept
     h = np.uint64(position_hash(place))
-    i = int(np.searchsorted(kept, h))
-    return i < len(kept) and kept[i] == h
+    i = int(np.searchsorted(hashes, h))
+    return splits[codes[i]] if i < len(hashes) and hashes[i] == h else None
+
+
+def with_split(doc: Document, split: str) -> Document:
+    return doc if doc.split == split else dataclasses.replace(doc, split=split)
 
 
 class KeepFirstCopies(beam.DoFn):
-    """Second read: Document -> itself if blank or the kept copy of its text (main), a
-    `Removed` if a removed copy (REMOVED); documents the quality filter (`quality_config`,
-    None: none) removed in the first read are dropped silently: they were counted and
-    sampled there."""
+    """Second read: Document -> itself, with the split the first read chose, if blank or the
+    kept copy of its text (main), a `Removed` if a removed copy (REMOVED); documents the
+    quality filter (`quality_config`, None: none) removed in the first read are dropped
+    silently: they were counted and sampled there."""
 
-    def __init__(self, quality_config: quality.QualityConfig | None = None):
-        self.quality_config = quality_config
+    def __init__(self, splits, quality_config: quality.QualityConfig | None = None):
+        self.splits, self.quality_config = list(splits), quality_config
 
-    def process(self, doc: Document, kept: np.ndarray, copied: dict):
+    def process(self, doc: Document, kept: tuple, copied: dict):
+        split = kept_split(doc_position(doc), kept, self.splits)
         # One if-chain, no bare `return`: Beam warns about `return` inside a generator DoFn.
-        if not doc.text.strip() or is_kept(doc_position(doc), kept):
-            yield doc
+        if split is not None:
+            yield with_split(doc, split)
         elif not (self.quality_config and quality.first_failure(doc.text, self.quality_config)):
             # (a document the filter drops was filtered before the dedup: not a copy)
             first = copied.get(exact_key(doc.text))  # only for the documents not kept
@@ -225,12 +252,17 @@ class KeepFirstCopies(beam.DoFn):
 
 
 class KeptOnly(beam.DoFn):
-    """A later read (near dedup's): Document -> itself if blank or kept; what the quality
-    filter and exact dedup removed is dropped silently (counted and sampled by them)."""
+    """A later read (near dedup's): Document -> itself, with the split the first read chose,
+    if blank or kept; what the quality filter and exact dedup removed is dropped silently
+    (counted and sampled by them)."""
 
-    def process(self, doc: Document, kept: np.ndarray):
-        if not doc.text.strip() or is_kept(doc_position(doc), kept):
-            yield doc
+    def __init__(self, splits):
+        self.splits = list(splits)
+
+    def process(self, doc: Document, kept: tuple):
+        split = kept_split(doc_position(doc), kept, self.splits)
+        if split is not None:
+            yield with_split(doc, split)
 
 
 class ExactDedupByRereading(beam.PTransform):
@@ -240,30 +272,31 @@ class ExactDedupByRereading(beam.PTransform):
     second one's text until the first pass ends). `quality_config` is the filter the first
     read went through (None: none). Returns `(docs, removed, stats)`."""
 
-    def __init__(self, reread, folder, splits, validation_fraction=0.0, test_fraction=0.0,
-                 progress_dir=None, quality_config=None):
+    def __init__(self, reread, folder, splits, progress_dir=None, quality_config=None):
         super().__init__()
         self.quality_config = quality_config
         self.reread, self.folder, self.splits = reread, folder, list(splits)
-        self.fractions, self.progress_dir = (validation_fraction, test_fraction), progress_dir
+        self.progress_dir = progress_dir
 
     def expand(self, docs):
-        decided = (docs
-                   | "SpillPositions" >> beam.ParDo(SpillPositions(
-                       self.folder, self.splits, *self.fractions, self.progress_dir))
+        spilled = docs | "SpillPositions" >> beam.ParDo(SpillPositions(
+            self.folder, self.splits, self.progress_dir)).with_outputs(BLANK, main="runs")
+        decided = (spilled.runs
                    | "ListRuns" >> beam.combiners.ToList()
                    | "RangeTasks" >> beam.FlatMap(range_tasks)
                    | "SpreadRanges" >> beam.Reshuffle()
                    | "DecideRange" >> beam.ParDo(DecideRange(self.splits)).with_outputs(
                        COPIED, STATS, main="kept"))
-        kept = decided.kept | "KeptPositions" >> beam.CombineGlobally(sorted_union)
+        kept = ((decided.kept, spilled[BLANK])
+                | "KeptAndBlank" >> beam.Flatten()
+                | "KeptPositions" >> beam.CombineGlobally(sorted_union))
         self.kept = kept  # for `survivors`
         second = self.reread(kept) | "KeepFirstCopies" >> beam.ParDo(
-            KeepFirstCopies(self.quality_config), kept=beam.pvalue.AsSingleton(kept),
-            copied=beam.pvalue.AsDict(decided[COPIED])).with_outputs(REMOVED, main="docs")
+            KeepFirstCopies(self.splits, self.quality_config),
+            kept=beam.pvalue.AsSingleton(kept), copied=beam.pvalue.AsDict(decided[COPIED])).with_outputs(REMOVED, main="docs")
         return second.docs, second[REMOVED], decided[STATS]
 
     def survivors(self, docs):
         """Another read's documents -> those this dedup's output holds (after `expand`)."""
         return docs | "KeptByExactDedup" >> beam.ParDo(
-            KeptOnly(), kept=beam.pvalue.AsSingleton(self.kept))
+            KeptOnly(self.splits), kept=beam.pvalue.AsSingleton(self.kept))

@@ -16,11 +16,12 @@ class OnDiskExecution:
 
     def exact_dedup(self, read_again, splits, opts, progress_dir):
         """Two reads of the input, no text held in memory; the second read's dead letters and
-        counts are the first's again, so only the first's are kept. The second read meets the
-        quality rules again: what they dropped before the dedup is no copy."""
+        counts are the first's again, so only the first's are kept, and its documents get
+        the splits the first read chose (recorded with their places: no text hashed again).
+        The second read meets the quality rules again: what they dropped before the dedup is
+        no copy."""
         self.exact = exact_dedup.ExactDedupByRereading(
-            read_again, self.spill_dir, splits, opts.validation_fraction, opts.test_fraction,
-            progress_dir, opts_lib.quality_config(opts))
+            read_again, self.spill_dir, splits, progress_dir, opts_lib.quality_config(opts))
         return self.exact
 
     def near_dedup(self, read_again, opts, config):
@@ -31,8 +32,7 @@ class OnDiskExecution:
         def reread(after):
             return exact.survivors(read_again(after, "RereadNear"))
 
-        return near_dedup.NearDedupByRereading(reread, self.spill_dir, config,
-                                               opts.validation_fraction, opts.test_fraction)
+        return near_dedup.NearDedupByRereading(reread, self.spill_dir, config)
 
     def shuffle(self, blocks, opts, run_id, progress_dir, shard_size, fixed_shards):
         return blocks | "ShuffleOnDisk" >> shuffle.ShuffleOnDisk(

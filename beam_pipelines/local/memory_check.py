@@ -25,7 +25,7 @@ from beam_pipelines import sources
 from common import fs
 
 BASE_BYTES = 800e6  # launcher, Beam, tokenizer, one sorted run and one shard being written
-BYTES_PER_DOCUMENT = 120  # the exact dedup's per-document state (kept places, 8 bytes each)
+BYTES_PER_DOCUMENT = 120  # the exact dedup's per-document state (kept places and splits, 9 bytes each)
 NEAR_DISK_BYTES_PER_DOCUMENT = 1008  # --dedup near: 14 band records of 40 bytes, a signature
 TEXT_BYTES_PER_TOKEN = 3.5  # conservative: 3.9 with the demo's 3k unigram, more with larger
 TEXT_BYTES_PER_DOCUMENT = 1000  # conservative for counting documents (web pages: ~3,000)

@@ -14,8 +14,9 @@ memory: the Beam path held ~35 bytes per byte of text there).
    reduced to the earliest match per removed document (`earliest_matches`): 36 bytes per
    document removed, nothing per document kept.
 3. `DropNearMatched` (a third read of the input, once the matches are known): the exact
-   dedup's survivors (`reread`) go on unless their place has a match; a matched one becomes
-   a `Removed` record and a count, as in the Beam path.
+   dedup's survivors (`reread`, with the splits the first read chose) go on unless their
+   place has a match; a matched one becomes a `Removed` record and a count, as in the Beam
+   path.
 
 The decisions, counts and records are those of `near_dedup.NearDedup` (Dataflow's path), which
 tests/beam_pipelines/local/test_near_dedup.py checks. Disk: ~1 KB a document (14 band
@@ -35,11 +36,10 @@ from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import minhash
 from beam_pipelines.accounting import RUN_PREFIX, STATS, removal_key
-from beam_pipelines.documents import REMOVED, Document, doc_position
+from beam_pipelines.documents import REMOVED, Document, doc_position, split_of
 from beam_pipelines.local.exact_dedup import load_range, position_hash, range_tasks
 from beam_pipelines.near_dedup import near_removed
 from beam_pipelines.stats import emit_stats
-from beam_pipelines.tokenization import split_of
 
 # A band record: its key (hi: 64 bits of the band's hash; lo: the band's index and the
 # hash's last 32 bits), the document's source (an index into the run's sources), place,
@@ -167,10 +167,7 @@ def earliest_matches(arrays) -> np.ndarray:
 
 class DropNearMatched(beam.DoFn):
     """Third read: Document -> itself if blank or unmatched (main), else a `Removed`
-    (REMOVED) and a count (STATS)."""
-
-    def __init__(self, validation_fraction=0.0, test_fraction=0.0):
-        self.fractions = (validation_fraction, test_fraction)
+    (REMOVED) and a count (STATS), in the split the read before set (`KeptOnly`)."""
 
     def start_bundle(self):
         self.stats = Counter()
@@ -187,8 +184,7 @@ class DropNearMatched(beam.DoFn):
             return
         m = matches[i]
         earlier = (names[int(m["source"])], int(m["offset"]), int(m["line"]))
-        self.stats[removal_key(split_of(doc, *self.fractions), "documents_duplicate",
-                               "near")] += 1
+        self.stats[removal_key(split_of(doc), "documents_duplicate", "near")] += 1
         yield beam.pvalue.TaggedOutput(REMOVED, near_removed(place, earlier,
                                                              float(m["jaccard"]), doc.text))
 
@@ -201,11 +197,9 @@ class NearDedupByRereading(beam.PTransform):
     dedup's survivors; `reread(after)` returns them again, from a read of the input that
     starts once `after` is complete. Returns `(docs, removed, stats)`."""
 
-    def __init__(self, reread, folder, config: minhash.MinHashConfig,
-                 validation_fraction=0.0, test_fraction=0.0):
+    def __init__(self, reread, folder, config: minhash.MinHashConfig):
         super().__init__()
         self.reread, self.folder, self.config = reread, folder, config
-        self.fractions = (validation_fraction, test_fraction)
 
     def expand(self, docs):
         decided = (docs
@@ -217,7 +211,7 @@ class NearDedupByRereading(beam.PTransform):
                        NAMES, STATS, main="matches"))
         matches = decided.matches | "EarliestMatches" >> beam.CombineGlobally(earliest_matches)
         third = self.reread(matches) | "DropNearMatched" >> beam.ParDo(
-            DropNearMatched(*self.fractions), matches=beam.pvalue.AsSingleton(matches),
+            DropNearMatched(), matches=beam.pvalue.AsSingleton(matches),
             names=beam.pvalue.AsSingleton(decided[NAMES])).with_outputs(
                 REMOVED, STATS, main="docs")
         stats = (decided[STATS], third[STATS]) | "NearCounts" >> beam.Flatten()

@@ -2,6 +2,7 @@
 with planted copies (across files, in other case, spacing or Unicode forms) and degenerate
 documents: every count matches what was planted, the first copy survives, reruns agree."""
 
+import dataclasses
 import glob
 import json
 
@@ -11,9 +12,10 @@ from apache_beam.testing.util import assert_that, equal_to
 
 import pytest
 
-from beam_pipelines import accounting, dedup, documents, sources, tokenization
+from beam_pipelines import accounting, dedup, documents, sources
 from beam_pipelines.local import exact_dedup as local_dedup
 from common import manifest
+from common.splits import hash_split
 from tests.beam_pipelines.test_prepare import (_shard_bytes, encode_all, run_prepare,
                                                write_jsonl)
 from tests.beam_pipelines.test_quality import DEGENERATE
@@ -34,12 +36,12 @@ def test_normalise():
 
 
 def test_exact_dedup_keeps_the_first_copy_in_input_order():
-    docs = [sources.Document("b.jsonl", 1, "Same text"),
-            sources.Document("a.jsonl", 0, "same  TEXT", offset=900),
-            sources.Document("a.jsonl", 0, "SAME text", offset=100),
-            sources.Document("a.jsonl", 0, "other text", offset=50),
-            sources.Document("a.jsonl", 0, " ", offset=10),
-            sources.Document("b.jsonl", 2, " ")]
+    docs = [sources.Document("b.jsonl", 1, "Same text", "train"),
+            sources.Document("a.jsonl", 0, "same  TEXT", "train", offset=900),
+            sources.Document("a.jsonl", 0, "SAME text", "train", offset=100),
+            sources.Document("a.jsonl", 0, "other text", "train", offset=50),
+            sources.Document("a.jsonl", 0, " ", "train", offset=10),
+            sources.Document("b.jsonl", 2, " ", "train")]
     with BeamTestPipeline(runner="FnApiRunner") as p:
         kept, removed, stats = (p | beam.Create(docs)
                                 | dedup.ExactDedup(sample_size=1))
@@ -59,11 +61,11 @@ def test_the_two_pass_dedup_keeps_and_counts_what_the_one_pass_dedup_does(tmp_pa
     copies; every removed copy comes back as a `Removed`."""
     monkeypatch.setattr(local_dedup, "RANGE_RECORDS", 2)
     monkeypatch.setattr(local_dedup, "RUN_RECORDS", 2)
-    docs = [sources.Document("b.jsonl", 1, "Same text"),
-            sources.Document("a.jsonl", 0, "same  TEXT", offset=900),
-            sources.Document("a.jsonl", 0, "SAME text", offset=100),
-            sources.Document("a.jsonl", 0, "other text", offset=50),
-            sources.Document("a.jsonl", 0, " ", offset=10)]
+    docs = [sources.Document("b.jsonl", 1, "Same text", "train"),
+            sources.Document("a.jsonl", 0, "same  TEXT", "train", offset=900),
+            sources.Document("a.jsonl", 0, "SAME text", "train", offset=100),
+            sources.Document("a.jsonl", 0, "other text", "train", offset=50),
+            sources.Document("a.jsonl", 0, " ", "train", offset=10)]
     with BeamTestPipeline(runner="FnApiRunner") as p:
         def reread(after):
             return (p | "Again" >> beam.Create(docs)
@@ -100,7 +102,7 @@ def _straddling_pair(texts):
     """A text and a variant of it (other case and spacing) that hash to different splits."""
     for text in texts:
         variant = "  " + text.upper().replace(" ", "   ") + "\n"
-        if tokenization.hash_split(text, VALIDATION, 0) != tokenization.hash_split(
+        if hash_split(text, VALIDATION, 0) != hash_split(
                 variant, VALIDATION, 0):
             return text, variant
     raise AssertionError("no straddling pair found")
@@ -158,7 +160,7 @@ def test_planted_duplicates_and_degenerate_documents_are_counted(tmp_path, corpu
         assert own["documents_read"] == sum(own[k] for k in (
             "documents_tokenized", "documents_empty", "documents_duplicate",
             "documents_filtered")) > 0
-    dropped_split = tokenization.hash_split(text, VALIDATION, 0)
+    dropped_split = hash_split(text, VALIDATION, 0)
     assert acc[dropped_split]["split"]["duplicates_by_kind"]["exact"] >= 1
     sample = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*removed*"))
               for line in open(path)]
@@ -172,7 +174,7 @@ def test_planted_duplicates_and_degenerate_documents_are_counted(tmp_path, corpu
 def _tokens_by_split(tok, texts):
     out = {"train": 0, "validation": 0}
     for text, ids in zip(texts, encode_all(tok, texts)):
-        out[tokenization.hash_split(text, VALIDATION, 0)] += len(ids)
+        out[hash_split(text, VALIDATION, 0)] += len(ids)
     return out
 
 
@@ -201,7 +203,8 @@ INVISIBLE_COPIES = ["Soft\u00adware is eating the world, said the article.",
 
 def test_copies_that_differ_only_by_invisible_characters_are_one_text(tmp_path):
     assert len({dedup.exact_key(t) for t in INVISIBLE_COPIES}) == 1
-    docs = [sources.Document("a.jsonl", i + 1, t) for i, t in enumerate(INVISIBLE_COPIES)]
+    docs = [sources.Document("a.jsonl", i + 1, t, "train")
+            for i, t in enumerate(INVISIBLE_COPIES)]
     with BeamTestPipeline(runner="FnApiRunner") as p:
         kept, _, stats = p | beam.Create(docs) | dedup.ExactDedup(sample_size=1)
         assert_that(kept | beam.Map(lambda d: d.line), equal_to([1]), label="kept")
@@ -236,9 +239,9 @@ def test_a_text_in_many_copies_is_decided_in_bounded_memory(tmp_path, monkeypatc
     others = [sources.Document("c.jsonl", i, f"other text {i}") for i in range(20)]
     first = min(copies, key=lambda d: (d.source, d.offset))
     splits = ["train", "validation"]
-    in_split = [tokenization.split_of(d, 0.5, 0.0) for d in copies]
+    in_split = [hash_split(d.text, 0.5, 0.0) for d in copies]
     assert set(in_split) == set(splits)  # the copies' forms fall in both splits
-    removed = {s: in_split.count(s) - (s == tokenization.split_of(first, 0.5, 0.0))
+    removed = {s: in_split.count(s) - (s == hash_split(first.text, 0.5, 0.0))
                for s in splits}
     loaded, load_range = [], local_dedup.load_range
 
@@ -248,16 +251,18 @@ def test_a_text_in_many_copies_is_decided_in_bounded_memory(tmp_path, monkeypatc
         return found
 
     monkeypatch.setattr(local_dedup, "load_range", counted)
-    docs = copies + others
+    docs = copies + others  # as read: the second read's documents carry no split
+    chosen = [dataclasses.replace(d, split=hash_split(d.text, 0.5, 0.0)) for d in docs]
     with BeamTestPipeline(runner="FnApiRunner") as p:
         def reread(after):
             return (p | "Again" >> beam.Create(docs)
                     | "AfterFirstPass" >> beam.Map(lambda d, _: d, beam.pvalue.AsList(after)))
 
-        kept, gone, stats = (p | beam.Create(docs) | local_dedup.ExactDedupByRereading(
-            reread, str(tmp_path), splits, 0.5))
-        assert_that(kept | beam.Map(lambda d: (d.source, d.offset, d.line)),
-                    equal_to([(d.source, d.offset, d.line) for d in [first] + others]),
+        kept, gone, stats = (p | beam.Create(chosen) | local_dedup.ExactDedupByRereading(
+            reread, str(tmp_path), splits))
+        assert_that(kept | beam.Map(lambda d: (d.source, d.offset, d.line, d.split)),
+                    equal_to([(d.source, d.offset, d.line, hash_split(d.text, 0.5, 0.0))
+                              for d in [first] + others]),  # the first read's split
                     label="kept")
         assert_that(stats | beam.CombinePerKey(sum), equal_to(
             [(f"{s}/documents_duplicate/exact", n) for s, n in removed.items()]),

@@ -108,12 +108,12 @@ def test_beam_transform_agrees_with_the_reference():
     for i in range(30):
         a, b = pair_with_jaccard(rng, [0.95, 0.85, 0.5][i % 3])
         for name, w in (("a.jsonl", a), ("b.jsonl", b)):
-            docs.append(sources.Document(name, i + 1, " ".join(w)))
+            docs.append(sources.Document(name, i + 1, " ".join(w), "train"))
             words[(name, -1, i + 1)] = w
     rng = random.Random(8)  # and Chinese near copies, found only by character shingles
     for i, text in enumerate(multilingual.documents("zh", 6, seed=3, sentences=(6, 7))):
         for name, t in (("a.jsonl", text), ("b.jsonl", "".join(_changed(text, rng)))):
-            docs.append(sources.Document(name, 100 + i, t))
+            docs.append(sources.Document(name, 100 + i, t, "train"))
             words[(name, -1, 100 + i)] = minhash.units_of(t)
     expected = minhash.near_duplicates(words, CONFIG)
     assert {("b.jsonl", -1, 100 + i) for i in range(6)} <= set(expected)
@@ -131,7 +131,7 @@ def test_beam_transform_agrees_with_the_reference():
 def test_over_full_buckets_are_capped_and_counted():
     """12 copies fill each band's bucket; only the first 5 (in input order) are compared."""
     text = " ".join(random_words(random.Random(3), 60))
-    docs = [sources.Document("a.jsonl", i + 1, text) for i in range(12)]
+    docs = [sources.Document("a.jsonl", i + 1, text, "train") for i in range(12)]
     config = minhash.MinHashConfig(near_max_bucket=5)
     with BeamTestPipeline(runner="FnApiRunner") as p:
         _, removed, stats = (p | beam.Create(docs) | near_dedup.NearDedup(config))

@@ -13,7 +13,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from tokenizers import Tokenizer
 
 from beam_pipelines import accounting, prepare, shard_writer, sources, tokenization
-from common import manifest, schema, shards
+from common import manifest, schema, shards, splits
 
 
 def run_prepare(*args):
@@ -222,11 +222,11 @@ def test_crashed_rerun_leaves_the_previous_output_readable(tmp_path, corpus_text
 
 def test_split_assignment_is_deterministic_in_a_pipeline(corpus_texts):
     texts = corpus_texts[:200]
-    expected = [(t[:20], tokenization.hash_split(t, 0.2, 0.1)) for t in texts]
+    expected = [(t[:20], splits.hash_split(t, 0.2, 0.1)) for t in texts]
     assert {s for _, s in expected} == {"train", "validation", "test"}
     with BeamTestPipeline(runner="FnApiRunner") as p:
         got = (p | beam.Create(texts)
-               | beam.Map(lambda t: (t[:20], tokenization.hash_split(t, 0.2, 0.1))))
+               | beam.Map(lambda t: (t[:20], splits.hash_split(t, 0.2, 0.1))))
         assert_that(got, equal_to(expected))
 
 
@@ -334,7 +334,7 @@ def test_to_sequences_writes_every_token_once(corpus_texts, bpe_tokenizer_dir, p
     encoded = encode_all(bpe_tokenizer_dir, texts)
     expected = Counter(t for ids in encoded for t in ids)
     total = sum(expected.values())
-    docs = [sources.Document("mem", i, t) for i, t in enumerate(texts)]
+    docs = [sources.Document("mem", i, t, "train") for i, t in enumerate(texts)]
 
     def token_counts(blocks):
         counts = Counter()

@@ -42,7 +42,8 @@ def test_the_tokenizer_step_tallies_every_document_and_token(tmp_path, bpe_token
                                                               corpus_texts):
     texts = corpus_texts[:40]
     with BeamTestPipeline(runner="FnApiRunner") as p:
-        _ = (p | beam.Create([sources.Document("c", i + 1, t) for i, t in enumerate(texts)])
+        _ = (p | beam.Create([sources.Document("c", i + 1, t, "train")
+                              for i, t in enumerate(texts)])
              | beam.ParDo(tokenization.TokenizeAndChunk(
                  bpe_tokenizer_dir, 32, progress_dir=str(tmp_path))).with_outputs(
                  tokenization.TAIL, "stats", main="blocks"))

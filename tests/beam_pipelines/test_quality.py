@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from beam_pipelines import options, prepare, quality, tokenization
+from beam_pipelines import options, prepare, quality
 from common import manifest
+from common.splits import hash_split
 from tests.support import multilingual
 from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
 
@@ -137,7 +138,7 @@ def test_prepare_drops_and_counts_each_rule(tmp_path, corpus_texts, bpe_tokenize
     assert run["documents_tokenized"] == 60 and run["documents_empty"] == 1
     assert run["documents_read"] == len(texts)
     for split, acc in splits.items():  # each removed document counted in its would-be split
-        mine = [t for t in planted if tokenization.hash_split(t, 0.3, 0) == split]
+        mine = [t for t in planted if hash_split(t, 0.3, 0) == split]
         assert acc["split"]["documents_filtered"] == len(mine)
         assert sum(acc["split"]["filtered_by_rule"].values()) == len(mine)
     sample = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*removed*"))

@@ -2,6 +2,7 @@
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -96,3 +97,45 @@ def test_hf_splits_named_twice_are_refused(tmp_path, corpus_texts, bpe_tokenizer
     ("gs://b/out/.", "gs://b/out"), ("gs://b/x/../out/", "gs://b/out"), ("gs://b/", "gs://b/")])
 def test_object_names_are_normalised(path, same):
     assert fs.identity(path) == fs.identity(same)
+
+
+def test_a_local_run_hashes_each_document_for_its_split_once(tmp_path, corpus_texts,
+                                                             bpe_tokenizer_dir, monkeypatch):
+    """Issue 21 item 4: the split is chosen once, right after the read, and travels with the
+    document; the local dedups' second and third reads take it from the first read's
+    records. Before, every step (and every reread) hashed the text again."""
+    from common import manifest, splits
+
+    texts = [t for t in corpus_texts if len(t.split()) >= 60][:40]
+    words = texts[0].split()
+    near = " ".join(words[:30] + ["changed"] + words[31:])
+    docs = texts + [t.upper() for t in texts[:6]] + [near, " ", "\t"]  # copies, blanks
+    calls, original = [], splits.hash_split
+
+    def counted(text, *fractions):
+        calls.append(text)
+        return original(text, *fractions)
+
+    for module in list(sys.modules.values()):  # wherever it was imported by name
+        if getattr(module, "hash_split", None) is original:
+            monkeypatch.setattr(module, "hash_split", counted)
+    _jsonl(tmp_path / "a.jsonl", docs)
+    assert _prepare(tmp_path, bpe_tokenizer_dir, "--input", str(tmp_path / "a.jsonl"),
+                    "--dedup", "near", "--validation_fraction", "0.3",
+                    "--quality_filter", "none") == 0
+    accounting = manifest.read_manifest(str(tmp_path / "out" / "train")).accounting
+    run = accounting["run"]
+    assert run["duplicates_by_kind"]["exact"] >= 6 and run["duplicates_by_kind"]["near"] >= 1
+    assert run["documents_empty"] >= 2 and run["documents_read"] == len(docs)
+    assert sorted(calls) == sorted(docs)  # each document once
+    validation = sum(original(t, 0.3, 0.0) == "validation" for t in docs)
+    assert accounting["split"]["documents_read"] == len(docs) - validation
+
+
+def test_a_document_reaching_a_step_without_a_split_is_an_internal_error():
+    """No step after the read hashes a text for its split: a missing one is a bug, said so."""
+    from beam_pipelines import documents
+
+    assert documents.split_of(documents.Document("a.jsonl", 3, "text", "test")) == "test"
+    with pytest.raises(RuntimeError, match="internal error: a.jsonl:3 reached a step without"):
+        documents.split_of(documents.Document("a.jsonl", 3, "text"))

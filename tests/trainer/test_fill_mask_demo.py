@@ -7,7 +7,7 @@ import types
 
 from tokenizers import Tokenizer
 
-from beam_pipelines.tokenization import hash_split
+from common.splits import hash_split
 from trainer import fill_mask_demo
 
 
