@@ -133,7 +133,7 @@ def sample_lines(groups: list, per_rule: int) -> list[str]:
 
 
 class WriteRemovedSample(beam.PTransform):
-    """`Removed` records (one PCollection or several) -> one JSONL file of at most
+    """`Removed` records (a tuple of PCollections, `Clean`'s) -> one JSONL file of at most
     `per_rule` records a rule; yields its path. The first records by input position are
     kept: a sample reruns reproduce. Each input is cut to its first records before they
     meet (a local runner would hold a Flatten of every removed record in memory)."""
@@ -142,8 +142,7 @@ class WriteRemovedSample(beam.PTransform):
         super().__init__()
         self.path_prefix, self.per_rule = path_prefix, per_rule
 
-    def expand(self, removed):
-        parts = removed if isinstance(removed, (list, tuple)) else [removed]
+    def expand(self, parts):
         if self.per_rule > 0:
             firsts = [part
                       | f"ByRule{i}" >> beam.Map(lambda r: (r.rule, (r.pos, r.to_json())))

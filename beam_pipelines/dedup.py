@@ -23,12 +23,12 @@ in memory): the same decisions, from keys sorted on disk and a second read of th
 
 from __future__ import annotations
 
-import hashlib
 import unicodedata
 from collections import Counter
 
 import apache_beam as beam
 
+from beam_pipelines import hashing
 from beam_pipelines.accounting import STATS, removal_key
 from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
                                       ref, split_of)
@@ -50,8 +50,7 @@ def normalise(text: str) -> str:
 
 
 def exact_key(text: str) -> bytes:
-    return hashlib.blake2b(normalise(text).encode("utf-8", "surrogatepass"),
-                           digest_size=16).digest()
+    return hashing.digest(normalise(text).encode("utf-8", "surrogatepass"), 16)
 
 
 def to_tuple(doc: Document) -> tuple:

@@ -17,8 +17,6 @@ from beam_pipelines.accounting import STATS
 class GroupingExecution:
     """Any runner, Dataflow in practice: keys grouped by Beam."""
 
-    flat_blocks = True  # ToSequences hands over one PCollection of row blocks
-
     def exact_dedup(self, read_again, splits, opts, progress_dir):
         """None: `cleaning.Clean` uses dedup.ExactDedup, a GroupByKey on the text's key."""
         del read_again, splits, opts, progress_dir
@@ -30,8 +28,10 @@ class GroupingExecution:
         del read_again, opts, config
         return None
 
-    def shuffle(self, blocks, opts, run_id, progress_dir, shard_size, fixed_shards):
-        """Row blocks -> (written shard records, shuffle stats), rows grouped by shard."""
+    def shuffle(self, block_parts, opts, run_id, progress_dir, shard_size, fixed_shards):
+        """PCollections of row blocks (`tokenization.ToSequences`'s) -> (written shard
+        records, shuffle stats), rows grouped by shard."""
+        blocks = block_parts | "AllBlocks" >> beam.Flatten()
         counts = (blocks
                   | "RowsPerBlock" >> beam.Map(lambda block: (block[0], len(block[1])))
                   | "RowsPerSplit" >> beam.CombinePerKey(sum))

@@ -35,13 +35,12 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import zlib
 
 import numpy as np
 
+from beam_pipelines import hashing
 from beam_pipelines.dedup import normalise
-from beam_pipelines.shard_writer import mix64  # splitmix64's finaliser
 from common import word_units
 from common.flags import flag
 
@@ -85,12 +84,12 @@ def shingle_hashes(words: list[str], ngram: int) -> np.ndarray:
     with np.errstate(over="ignore"):
         for j in range(n):  # a polynomial hash of n consecutive word hashes
             h = h * np.uint64(0x100000001B3) + w[j:j + k]
-    return mix64(h) >> np.uint64(32)
+    return hashing.mix64(h) >> np.uint64(32)
 
 
 def _permutations(num_perm: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(_SEED)
-    a = rng.integers(1, 2**63, size=num_perm, dtype=np.uint64) | np.uint64(1)  # odd
+    a = hashing.odd_multipliers(rng, num_perm)
     b = rng.integers(0, 2**63, size=num_perm, dtype=np.uint64)
     return a[:, None], b[:, None]
 
@@ -116,8 +115,8 @@ def signature(words: list[str], config: MinHashConfig) -> np.ndarray:
 def band_keys(sig: np.ndarray, config: MinHashConfig) -> list[bytes]:
     """One key per band: the band's index and a 96-bit hash of its rows."""
     rows = config.near_rows
-    return [band.to_bytes(2, "big") + hashlib.blake2b(
-        sig[band * rows:(band + 1) * rows].tobytes(), digest_size=12).digest()
+    return [band.to_bytes(2, "big")
+            + hashing.digest(sig[band * rows:(band + 1) * rows].tobytes(), 12)
             for band in range(config.near_bands)]
 
 

@@ -107,7 +107,7 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
         opts.removed_sample_size, opts_lib.near_config(opts), exact_dedup, near_dedup)
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
-        opts.tokenize_batch_chars, progress_dir, flatten=execution.flat_blocks)
+        opts.tokenize_batch_chars, progress_dir)
     written, shuffle_stats = execution.shuffle(blocks, opts, run_id, progress_dir,
                                                opts_lib.shard_size(opts), opts.num_shards or 0)
     stats = ((read[STATS], removal_stats, sequence_stats, shuffle_stats)

@@ -27,8 +27,8 @@ import apache_beam as beam
 import google_crc32c
 import numpy as np
 
-from beam_pipelines import progress
-from beam_pipelines.accounting import STATS
+from beam_pipelines import hashing, progress
+from beam_pipelines.stats import emit_stat
 from common import fs, prepared_dir, schema, shards, tfrecord
 
 
@@ -38,24 +38,16 @@ def num_shards_for(count: int, shard_size: int, fixed: int = 0) -> int:
     return min(fixed, count) if fixed else max(1, math.ceil(count / shard_size))
 
 
-def mix64(h: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser: spreads the bits of a weak hash over all 64 bits."""
-    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
-
-
 def key_weights(seed: int, max_length: int) -> np.ndarray:
     """Odd 64-bit weights, one per position, from the seed."""
-    return np.random.default_rng(seed).integers(1, 2**63, size=max_length,
-                                                dtype=np.uint64) | np.uint64(1)
+    return hashing.odd_multipliers(np.random.default_rng(seed), max_length)
 
 
 def row_keys(ids: np.ndarray, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """A 64-bit pseudo-random key per row, a pure function of (row, seed's weights)."""
     with np.errstate(over="ignore"):
         h = (ids.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
-        return mix64(h ^ lengths.astype(np.uint64))
+        return hashing.mix64(h ^ lengths.astype(np.uint64))
 
 
 def shard_of(keys: np.ndarray, n: int) -> np.ndarray:
@@ -100,7 +92,7 @@ class AssignShards(beam.DoFn):
         for shard in np.unique(shards):
             take = shards == shard
             yield (split, int(shard)), (keys[take], ids[take], lengths[take])
-        yield beam.pvalue.TaggedOutput(STATS, shuffle_stat(keys, ids, lengths))
+        yield emit_stat(*shuffle_stat(keys, ids, lengths))
 
 
 def encode_rows(ids: np.ndarray, lengths: np.ndarray) -> list[bytes]:

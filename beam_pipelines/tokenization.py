@@ -13,7 +13,7 @@ from apache_beam.transforms.window import GlobalWindows
 from beam_pipelines import chunking, progress, sources
 from beam_pipelines.accounting import STATS
 from beam_pipelines.documents import split_of
-from beam_pipelines.stats import emit_stats
+from beam_pipelines.stats import emit_stat, emit_stats
 from common import tokenizer_files
 
 TAIL = "tail"
@@ -129,9 +129,8 @@ class ChunkTails(beam.DoFn):
         if len(rows):
             yield (split, rows, lengths)
         padded = int(len(rows) * self.max_length - lengths.sum())
-        beam.metrics.Metrics.counter("prepare", f"{split}/tokens_dropped").inc(dropped)
-        yield beam.pvalue.TaggedOutput(STATS, (f"{split}/tokens_dropped", dropped))
-        yield beam.pvalue.TaggedOutput(STATS, (f"{split}/tokens_padded", padded))
+        yield emit_stat(f"{split}/tokens_dropped", dropped)
+        yield emit_stat(f"{split}/tokens_padded", padded)
 
 
 class ToSequences(beam.PTransform):
@@ -139,17 +138,17 @@ class ToSequences(beam.PTransform):
     `max_length` tokens (every token once, tails of all bundles chunked together), and
     `(name, count)` pairs for the manifest's accounting.
 
-    With `flatten=False`, blocks are a tuple of PCollections (the full rows, the tails' rows):
-    a local runner holds a Flatten's output in memory, its inputs' consumers run fused.
+    `blocks` is a pair of PCollections, the full rows and the tails' rows, left for the
+    shuffle to join: a local runner holds a Flatten's output in memory, while the consumers
+    of its inputs run fused with the steps that make them (`local.shuffle.ShuffleOnDisk`).
 
     Example:
         >>> blocks, stats = docs | ToSequences("gs://b/tokenizer", 128, pad_tail=False, pad_id=1)
     """
 
     def __init__(self, tokenizer_dir, max_length, pad_tail, pad_id, batch_chars=1_000_000,
-                 progress_dir=None, flatten=True):
+                 progress_dir=None):
         super().__init__()
-        self.flatten = flatten
         self.tokenize = TokenizeAndChunk(tokenizer_dir, max_length, batch_chars, progress_dir)
         self.chunk_tails = ChunkTails(max_length, pad_tail, pad_id)
 
@@ -160,8 +159,5 @@ class ToSequences(beam.PTransform):
                  | "GroupTails" >> beam.GroupByKey()
                  | "ChunkTails" >> beam.ParDo(self.chunk_tails).with_outputs(STATS,
                                                                             main="blocks"))
-        blocks = (tokenized.blocks, tails.blocks)
-        if self.flatten:
-            blocks = blocks | "AllBlocks" >> beam.Flatten()
         stats = (tokenized[STATS], tails[STATS]) | "SequenceStats" >> beam.Flatten()
-        return blocks, stats
+        return (tokenized.blocks, tails.blocks), stats

@@ -31,7 +31,6 @@ which tests/beam_pipelines/local/test_shuffle.py checks byte for byte.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import os
@@ -42,10 +41,12 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import progress, quality, shard_writer
+from beam_pipelines.hashing import key_bytes, key_halves, position_hash
 from beam_pipelines.local import shuffle as local_shuffle
 from beam_pipelines.accounting import STATS, removal_key
 from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, doc_position, split_of
 from beam_pipelines.dedup import BLANK, copy_removed, exact_key
+from beam_pipelines.stats import emit_stat
 
 # A document's record: its key's two halves (hi first: sorting by (hi, lo) is sorting the
 # key's bytes), its source (an index into the run's sorted list of sources), place, split
@@ -56,14 +57,6 @@ PLACE = ["source", "offset", "line"]  # with sources sorted by name: the order o
 RUN_RECORDS = 1 << 20  # records per sorted run (~37 MB)
 RANGE_RECORDS = 1 << 20  # records per range decided at once
 COPIED = "copied"  # (key, kept place) of the texts with removed copies
-
-
-def position_hash(position: tuple) -> int:
-    """A document's place (`documents.position`, plain ints) as a 64-bit int. Two places
-    collide with odds ~n^2 / 2^64; the run's accounting would then refuse the commit, not
-    drop text silently."""
-    return int.from_bytes(hashlib.blake2b(repr(position).encode(), digest_size=8).digest(),
-                          "big")
 
 
 class SpillPositions(beam.DoFn):
@@ -97,9 +90,7 @@ class SpillPositions(beam.DoFn):
         key = exact_key(doc.text)
         _, offset, line = doc_position(doc)
         source = self.source_ids.setdefault(doc.source, len(self.source_ids))
-        self.records[self.size] = (int.from_bytes(key[:8], "big"),
-                                   int.from_bytes(key[8:], "big"), source, offset, line,
-                                   code, 0)
+        self.records[self.size] = (*key_halves(key), source, offset, line, code, 0)
         self.size += 1
         if self.size == self.run_records:
             yield self._spill()
@@ -197,14 +188,12 @@ class DecideRange(beam.DoFn):
         yield (np.array([position_hash(place) for place in places], np.uint64),
                np.array(kept["split"], np.uint8))
         for r, place in zip(kept[copies > 0], itertools.compress(places, copies > 0)):
-            key_bytes = int(r["hi"]).to_bytes(8, "big") + int(r["lo"]).to_bytes(8, "big")
-            yield beam.pvalue.TaggedOutput(COPIED, (key_bytes, place))
+            yield beam.pvalue.TaggedOutput(COPIED, (key_bytes(r["hi"], r["lo"]), place))
         removed = np.bincount(records["split"], weights=records["copies"] + ~first,
                               minlength=len(self.splits)).astype(np.int64)
         for split, count in zip(self.splits, removed.tolist()):
             if count:
-                yield beam.pvalue.TaggedOutput(
-                    STATS, (removal_key(split, "documents_duplicate", "exact"), count))
+                yield emit_stat(removal_key(split, "documents_duplicate", "exact"), count)
 
 
 def sorted_union(parts) -> tuple[np.ndarray, np.ndarray]:

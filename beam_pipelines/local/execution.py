@@ -9,8 +9,6 @@ from beam_pipelines.local import exact_dedup, near_dedup, shuffle
 
 
 class OnDiskExecution:
-    flat_blocks = False  # full rows and tails' rows stay apart: the on-disk shuffle sorts both
-
     def __init__(self, spill_dir: str):
         self.spill_dir = spill_dir
 
@@ -34,7 +32,9 @@ class OnDiskExecution:
 
         return near_dedup.NearDedupByRereading(reread, self.spill_dir, config)
 
-    def shuffle(self, blocks, opts, run_id, progress_dir, shard_size, fixed_shards):
-        return blocks | "ShuffleOnDisk" >> shuffle.ShuffleOnDisk(
+    def shuffle(self, block_parts, opts, run_id, progress_dir, shard_size, fixed_shards):
+        """Each PCollection of row blocks spilled as it is made (no Flatten: a local runner
+        would hold its output in memory)."""
+        return block_parts | "ShuffleOnDisk" >> shuffle.ShuffleOnDisk(
             self.spill_dir, opts.output_dir, run_id, opts.seed, opts.max_length, shard_size,
             fixed_shards, progress_dir)

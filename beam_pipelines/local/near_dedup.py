@@ -37,9 +37,10 @@ from apache_beam.transforms.window import GlobalWindows
 from beam_pipelines import minhash
 from beam_pipelines.accounting import RUN_PREFIX, STATS, removal_key
 from beam_pipelines.documents import REMOVED, Document, doc_position, split_of
-from beam_pipelines.local.exact_dedup import load_range, position_hash, range_tasks
+from beam_pipelines.hashing import position_hash
+from beam_pipelines.local.exact_dedup import load_range, range_tasks
 from beam_pipelines.near_dedup import near_removed
-from beam_pipelines.stats import emit_stats
+from beam_pipelines.stats import emit_stat, emit_stats
 
 # A band record: its key (hi: 64 bits of the band's hash; lo: the band's index and the
 # hash's last 32 bits), the document's source (an index into the run's sources), place,
@@ -147,11 +148,9 @@ class DecideBuckets(beam.DoFn):
     def _count_capped(self, sizes):
         over = sizes[sizes > self.config.near_max_bucket]
         if len(over):  # as MatchInBuckets counts: only buckets over the cap
-            yield beam.pvalue.TaggedOutput(STATS, (RUN_PREFIX + "near_buckets_capped",
-                                                   len(over)))
-            yield beam.pvalue.TaggedOutput(STATS, (
-                RUN_PREFIX + "near_bucket_members_unchecked",
-                int((over - self.config.near_max_bucket).sum())))
+            yield emit_stat(RUN_PREFIX + "near_buckets_capped", len(over))
+            yield emit_stat(RUN_PREFIX + "near_bucket_members_unchecked",
+                            int((over - self.config.near_max_bucket).sum()))
 
 
 def earliest_matches(arrays) -> np.ndarray:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections import Counter
 
 import apache_beam as beam
 import numpy as np
@@ -33,6 +34,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import shard_writer
 from beam_pipelines.accounting import STATS
+from beam_pipelines.stats import emit_stats
 
 PARTS = ("keys", "ids", "lengths")
 RUN_BYTES = 64 << 20  # ids buffered per split before a sorted run is written
@@ -76,6 +78,7 @@ class SpillRows(beam.DoFn):
     def start_bundle(self):
         self.buffers: dict[str, list] = {}
         self.sizes: dict[str, int] = {}
+        self.stats: Counter = Counter()
 
     def process(self, block):
         split, ids, lengths = block
@@ -83,22 +86,20 @@ class SpillRows(beam.DoFn):
         self.buffers.setdefault(split, []).append((keys, ids, lengths))
         self.sizes[split] = self.sizes.get(split, 0) + ids.nbytes
         if self.sizes[split] >= self.run_bytes:
-            run, stat = self._spill(split)
-            yield run
-            yield beam.pvalue.TaggedOutput(STATS, stat)
+            yield self._spill(split)
 
-    def _spill(self, split: str) -> tuple[tuple, tuple]:
-        """Writes the split's buffered rows as one run: ((split, path, rows), stat)."""
+    def _spill(self, split: str) -> tuple:
+        """Writes the split's buffered rows as one run (counted); (split, path, rows)."""
         self.sizes.pop(split)
         keys, ids, lengths = shard_writer.concat_rows(self.buffers.pop(split))
-        return ((split, save_run(self.folder, split, keys, ids, lengths), len(keys)),
-                shard_writer.shuffle_stat(keys, ids, lengths))
+        key, size = shard_writer.shuffle_stat(keys, ids, lengths)
+        self.stats[key] += size
+        return split, save_run(self.folder, split, keys, ids, lengths), len(keys)
 
     def finish_bundle(self):
         for split in list(self.buffers):
-            run, stat = self._spill(split)
-            yield GlobalWindows.windowed_value(run)
-            yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value(stat))
+            yield GlobalWindows.windowed_value(self._spill(split))
+        yield from emit_stats(self.stats)
 
 
 def shard_tasks(runs: list, shard_size: int, fixed_shards: int):

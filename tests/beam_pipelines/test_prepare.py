@@ -359,7 +359,8 @@ def test_to_sequences_writes_every_token_once(corpus_texts, bpe_tokenizer_dir, p
         blocks, stats = (p | beam.Create(docs)
                          | tokenization.ToSequences(bpe_tokenizer_dir, 24, pad_tail, 1,
                                                     batch_chars=5_000))
-        counts = blocks | "All" >> beam.combiners.ToList() | beam.Map(token_counts)
+        counts = (blocks | "AllBlocks" >> beam.Flatten()
+                  | "All" >> beam.combiners.ToList() | beam.Map(token_counts))
         summed = stats | beam.CombinePerKey(sum) | "Stats" >> beam.combiners.ToList()
         joined = (counts | beam.Map(lambda c, s: (c, s), s=beam.pvalue.AsSingleton(summed)))
         assert_that(joined, check)

@@ -163,8 +163,6 @@ def _shuffle_files(execution, blocks, out, run_id, num_shards):
     opts = types.SimpleNamespace(seed=3, max_length=blocks[0][1].shape[1], output_dir=str(out))
     with BeamTestPipeline(runner="FnApiRunner") as p:
         parts = tuple(p | f"Block{i}" >> beam.Create([block]) for i, block in enumerate(blocks))
-        if execution.flat_blocks:
-            parts = parts | beam.Flatten()
         written, _ = execution.shuffle(parts, opts, run_id, None, 1000, num_shards)
         records = written | beam.combiners.ToList() | beam.Map(
             lambda found: sorted(found, key=lambda r: r["shard"]))
