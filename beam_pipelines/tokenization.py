@@ -10,9 +10,9 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import chunking, progress, sources
+from beam_pipelines import chunking, progress
 from beam_pipelines.accounting import STATS
-from beam_pipelines.documents import split_of
+from beam_pipelines.documents import Document, split_of
 from beam_pipelines.stats import emit_stat, emit_stats
 from common import tokenizer_files
 
@@ -55,7 +55,7 @@ class TokenizeAndChunk(beam.DoFn):
         self.chunkers: dict[str, chunking.Chunker] = {}
         self.stats: Counter = Counter()
 
-    def process(self, doc: sources.Document):
+    def process(self, doc: Document):
         split = split_of(doc)
         if not doc.text.strip():
             self.stats[f"{split}/documents_empty"] += 1
