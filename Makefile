@@ -8,7 +8,7 @@ SHELL := /bin/bash
 # at spaces into words, each quoted the same way.
 USER_VARS := PYTHON DEMO DEMO_CORPUS_MB DEMO_STEPS DEMO_VOCAB DEMO_LENGTH DEMO_MASKING PUSH_TO \
   PROJECT REGION BUCKET INPUT TOKENIZER DATA OUTPUT MAX_LENGTH MAX_WORKERS TPU MODEL BATCH STEPS \
-  BACKEND ARGS DEMO_ML DEMO_ML_CHARS DEMO_ML_STEPS DEMO_ML_VOCAB DEMO_ML_MODEL
+  BACKEND ARGS TEST_WORKERS DEMO_ML DEMO_ML_CHARS DEMO_ML_STEPS DEMO_ML_VOCAB DEMO_ML_MODEL
 $(foreach v,$(USER_VARS),$(if $(filter command environment,$(firstword $(origin $(v)))),\
   $(eval override $(v) := $$(value $(v)))))
 q = '$(subst ','\'',$(1))'
@@ -18,6 +18,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# `make test` runs the suite on this many processes (pytest-xdist), a test file per process at a
+# time (its module fixtures built once); 1 = in this process. 2 fits CI's 2 cores: 8.7 min for
+# the first pass there where one process took 13-14.5 (docs/development.md).
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(call q,$(TEST_WORKERS)) --dist loadfile)
 export KERAS_BACKEND := tensorflow
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
@@ -121,8 +126,8 @@ $(TPU_JAX_STAMP): setup.py constraints.txt constraints-tpu-jax.txt
 
 # The trainer's tests run twice: on TensorFlow (with everything else), then on JAX.
 test: $(STAMP)
-	$(PY) -m pytest tests -q -p no:cacheprovider --durations=15
-	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer -q -p no:cacheprovider --durations=15
+	$(PY) -m pytest tests -q -p no:cacheprovider --durations=15 $(XDIST)
+	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer -q -p no:cacheprovider --durations=15 $(XDIST)
 
 # Off a TPU VM libtpu would query the cloud metadata server at import: TPU_SKIP_MDS_QUERY
 # stops that, and the tests run without a network (unshare -n, loopback only) to prove it.
