@@ -26,7 +26,7 @@ from collections import Counter
 
 import apache_beam as beam
 
-from beam_pipelines import dedup, near_dedup, quality
+from beam_pipelines import quality
 from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
                                       split_of)
 from beam_pipelines.stats import emit_stats
@@ -85,16 +85,16 @@ class Clean(beam.PTransform):
     (a tuple of PCollections, one per step: see `WriteRemovedSample`), and (name, count)
     pairs for the accounting."""
 
-    def __init__(self, quality_config: quality.QualityConfig | None, dedup: str = "none",
+    def __init__(self, quality_config: quality.QualityConfig | None,
                  validation_fraction: float = 0.0, test_fraction: float = 0.0,
-                 sample_size: int = 20, near_config=None, exact_dedup=None, near_dedup=None):
+                 exact_dedup: beam.PTransform | None = None,
+                 near_dedup: beam.PTransform | None = None):
         super().__init__()
-        # Local runs: local.exact_dedup.ExactDedupByRereading and
-        # local.near_dedup.NearDedupByRereading (no text held in memory).
+        # The dedups come from the run's execution (beam_pipelines/execution.py): Beam's
+        # groupings, or sorted files on disk on a local runner. None: that step is off.
         self.exact_dedup, self.near_dedup = exact_dedup, near_dedup
-        self.quality_config, self.dedup = quality_config, dedup
-        self.fractions, self.sample_size = (validation_fraction, test_fraction), sample_size
-        self.near_config = near_config  # a minhash.MinHashConfig, for dedup="near"
+        self.quality_config = quality_config
+        self.fractions = (validation_fraction, test_fraction)
 
     def expand(self, docs):
         counted = docs | "CountBySplit" >> beam.ParDo(
@@ -107,17 +107,12 @@ class Clean(beam.PTransform):
             docs = filtered.kept
             removed.append(filtered[REMOVED])
             stats.append(filtered[STATS])
-        if self.dedup in ("exact", "near"):  # near: exact copies first, the cheap part
-
-            docs, copies, counts = docs | "ExactDedup" >> (
-                self.exact_dedup or dedup.ExactDedup(self.sample_size))
-            removed.append(copies)
-            stats.append(counts)
-        if self.dedup == "near":
-            docs, copies, counts = docs | "NearDedup" >> (
-                self.near_dedup or near_dedup.NearDedup(self.near_config))
-            removed.append(copies)
-            stats.append(counts)
+        # Near dedup comes after the exact one (exact copies are the cheap part).
+        for label, step in (("ExactDedup", self.exact_dedup), ("NearDedup", self.near_dedup)):
+            if step is not None:
+                docs, copies, counts = docs | label >> step
+                removed.append(copies)
+                stats.append(counts)
         if not removed:
             removed.append(docs.pipeline | "NothingRemoved" >> beam.Create([]))
         return docs, tuple(removed), stats | "RemovalStats" >> beam.Flatten()

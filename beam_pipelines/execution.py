@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from beam_pipelines import shard_writer
+from beam_pipelines import dedup, near_dedup, shard_writer
 from beam_pipelines.accounting import STATS
 
 
@@ -18,15 +18,14 @@ class GroupingExecution:
     """Any runner, Dataflow in practice: keys grouped by Beam."""
 
     def exact_dedup(self, read_again, splits, opts, progress_dir):
-        """None: `cleaning.Clean` uses dedup.ExactDedup, a GroupByKey on the text's key."""
-        del read_again, splits, opts, progress_dir
-        return None
+        """`dedup.ExactDedup`: Beam's CombinePerKey on the text's key (the input is read once)."""
+        del read_again, splits, progress_dir
+        return dedup.ExactDedup(opts.removed_sample_size)
 
     def near_dedup(self, read_again, opts, config):
-        """None: `cleaning.Clean` uses near_dedup.NearDedup, GroupByKeys on band keys and
-        on places."""
-        del read_again, opts, config
-        return None
+        """`near_dedup.NearDedup`: GroupByKeys on band keys and on places."""
+        del read_again, opts
+        return near_dedup.NearDedup(config)
 
     def shuffle(self, block_parts, opts, run_id, progress_dir, shard_size, fixed_shards):
         """PCollections of row blocks (`tokenization.ToSequences`'s) -> (written shard

@@ -99,12 +99,13 @@ def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: di
         return read_docs(label, after).docs
 
     read = read_docs("Read")
-    exact_dedup = execution.exact_dedup(read_again, splits, opts, progress_dir)
+    exact_dedup = (execution.exact_dedup(read_again, splits, opts, progress_dir)
+                   if opts.dedup in ("exact", "near") else None)  # near: exact copies first
     near_dedup = (execution.near_dedup(read_again, opts, opts_lib.near_config(opts))
                   if opts.dedup == "near" else None)
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
-        opts_lib.quality_config(opts), opts.dedup, opts.validation_fraction, opts.test_fraction,
-        opts.removed_sample_size, opts_lib.near_config(opts), exact_dedup, near_dedup)
+        opts_lib.quality_config(opts), opts.validation_fraction, opts.test_fraction,
+        exact_dedup, near_dedup)
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
         opts.tokenize_batch_chars, progress_dir)
