@@ -68,7 +68,7 @@ setuptools.setup(
         ],
         "test": [
             "pytest==9.2.0",
-            "pytest-xdist==3.8.0",  # make test runs the suite on TEST_WORKERS processes (CI: 2 cores)
+            "pytest-xdist==3.8.0",  # make test: TEST_WORKERS processes (CI: 2 cores)
             "gcp-storage-emulator==2026.7.19",
             "transformers==5.23.0",
             "torch==2.13.0",  # CPU build from the machine's disk: the HF export round-trip test

@@ -10,8 +10,8 @@ the hash of its text picks, chosen once by `cleaning.CountBySplit` as the docume
 removal steps and carried with it (`Document.split`); a removed document is counted in that
 split. So per split, documents read (counted by that same step) = tokenized + empty +
 duplicate + filtered, and the run's documents read = the splits' + rejected: rejected
-records have no split (a bad record may have no text to hash). Removals are counted by kind: `{split}/documents_filtered/{rule}` and
-`{split}/documents_duplicate/{exact|near}`.
+records have no split (a bad record may have no text to hash). Removals are counted by
+kind: `{split}/documents_filtered/{rule}` and `{split}/documents_duplicate/{exact|near}`.
 """
 
 from __future__ import annotations

@@ -282,7 +282,8 @@ class ExactDedupByRereading(beam.PTransform):
         self.kept = kept  # for `survivors`
         second = self.reread(kept) | "KeepFirstCopies" >> beam.ParDo(
             KeepFirstCopies(self.splits, self.quality_config),
-            kept=beam.pvalue.AsSingleton(kept), copied=beam.pvalue.AsDict(decided[COPIED])).with_outputs(REMOVED, main="docs")
+            kept=beam.pvalue.AsSingleton(kept),
+            copied=beam.pvalue.AsDict(decided[COPIED])).with_outputs(REMOVED, main="docs")
         return second.docs, second[REMOVED], decided[STATS]
 
     def survivors(self, docs):

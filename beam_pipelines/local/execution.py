@@ -1,6 +1,7 @@
-"""`OnDiskExecution`: prepare's keyed steps (exact and near dedup, the shuffle) on a local runner, through files in `spill_dir`
-(a folder on the workers' shared disk), so that memory stays flat at corpus size. Same
-interface and same output as `beam_pipelines.execution.GroupingExecution`."""
+"""`OnDiskExecution`: prepare's keyed steps (exact and near dedup, the shuffle) on a local
+runner, through files in `spill_dir` (a folder on the workers' shared disk), so that memory
+stays flat at corpus size. Same interface and same output as
+`beam_pipelines.execution.GroupingExecution`."""
 
 from __future__ import annotations
 
