@@ -104,7 +104,8 @@ def test_a_count_of_the_wrong_type_is_an_invalid_manifest_for_readers_and_verify
         record = record[key]
     record[path[-1]] = value
     (tmp_path / "manifest.json").write_text(json.dumps(data))
-    with pytest.raises(manifest.ManifestError, match="is not a valid manifest: .* not an? (integer|string)"):
+    with pytest.raises(manifest.ManifestError,
+                       match="is not a valid manifest: .* not an? (integer|string)"):
         manifest.read_manifest(str(tmp_path))
     assert manifest.try_read(str(tmp_path)) is None
     assert verify.main([str(tmp_path)]) == 1
