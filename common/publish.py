@@ -49,9 +49,9 @@ class PushFlags:
     license: str = flag("Model card: license identifier (e.g. apache-2.0).")
 
     def __post_init__(self):
-        self.check_push_to()
+        self.check_push_flags()
 
-    def check_push_to(self) -> None:
+    def check_push_flags(self) -> None:
         """The target (every repository it will derive) and the card's metadata, checked
         before any work: a refusal at push time would come after the training."""
         if self.push_to is not None:

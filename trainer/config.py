@@ -130,7 +130,7 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
                         minimum=0, maximum=2)
 
     def __post_init__(self):
-        self.check_push_to()  # a bad target fails now, not after training
+        self.check_push_flags()  # a bad target or card metadata fails now, not after training
         if self.pretrained_model_config:
             if self.pretrained_model_config not in _LEGACY_MODEL_CONFIGS:
                 raise ValueError(
