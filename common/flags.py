@@ -92,11 +92,14 @@ def unknown_argument(unknown: list[str], known: list[str]) -> str:
 
 
 def flag(help: str, default=None, aliases=(), choices=None, required=False, minimum=None,
-         maximum=None):
+         maximum=None, greater_than=None, less_than=None):
     """A dataclass field that is also a command-line flag; `minimum` and `maximum` are
-    inclusive bounds that `out_of_bounds` checks (a flag left at None is not checked)."""
+    inclusive bounds, `greater_than` and `less_than` exclusive ones (a rate that must not be 0,
+    a beta that must stay below 1); `out_of_bounds` checks them (a flag left at None is not
+    checked)."""
     meta = dict(help=help, aliases=tuple(aliases), choices=choices, required=required,
-                minimum=minimum, maximum=maximum)
+                minimum=minimum, maximum=maximum, greater_than=greater_than,
+                less_than=less_than)
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -129,19 +132,39 @@ def from_values(cls, values):
     return cls(**kwargs)
 
 
-def out_of_bounds(cls, values) -> str | None:
+def _bounds(meta) -> tuple:
+    """(low, high, low is exclusive, high is exclusive) of a field; None where unbounded."""
+    low, high = meta.get("minimum"), meta.get("maximum")
+    low_open, high_open = meta.get("greater_than") is not None, meta.get("less_than") is not None
+    return (meta["greater_than"] if low_open else low, meta["less_than"] if high_open else high,
+            low_open, high_open)
+
+
+def _inside(value, low, high, low_open, high_open) -> bool:
+    above = low is None or (value > low if low_open else value >= low)
+    return above and (high is None or (value < high if high_open else value <= high))
+
+
+def bounds_text(meta) -> str | None:
+    """The bounds of a field in words ("at least 1", "in (0, 1]"), or None if unbounded."""
+    low, high, low_open, high_open = _bounds(meta)
+    if low is None and high is None:
+        return None
+    if high is None:
+        return f"greater than {low}" if low_open else f"at least {low}"
+    if low is None:
+        return f"less than {high}" if high_open else f"at most {high}"
+    return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+
+
+def out_of_bounds(cls, values, label: str = "--{}") -> str | None:
     """One sentence about the first flag of `cls` whose value in `values` (attributes, flat)
-    lies outside the bounds declared on its field, or None."""
+    lies outside the bounds declared on its field, or None; `label` names the field."""
     for field in flag_fields(cls):
-        low, high = field.metadata["minimum"], field.metadata["maximum"]
         value = getattr(values, field.name)
-        if value is None or ((low is None or value >= low) and (high is None or value <= high)):
+        if value is None or _inside(value, *_bounds(field.metadata)):
             continue
-        if high is None:
-            return f"--{field.name} must be at least {low} (got {value})"
-        if low is None:
-            return f"--{field.name} must be at most {high} (got {value})"
-        return f"--{field.name} must be in [{low}, {high}] (got {value})"
+        return f"{label.format(field.name)} must be {bounds_text(field.metadata)} (got {value})"
     return None
 
 

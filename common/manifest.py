@@ -65,12 +65,32 @@ class Manifest:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Manifest":
+        """The manifest in `data`; TypeError (one sentence) for a count that is not an integer
+        or a name that is not a string: readers do arithmetic on them."""
         data = dict(data)
         data["shards"] = [Shard(**s) for s in data["shards"]]
-        return cls(**data)
+        found = cls(**data)
+        _check_types(found)
+        return found
 
     def shard_paths(self, split_dir: str) -> list[str]:
         return [fs.join(split_dir, s.name) for s in self.shards]
+
+
+def _check_types(found: Manifest) -> None:
+    records = [("", found, ("max_length", "num_examples", "num_tokens", "format_version"),
+                ("split", "run_id"))]
+    records += [(f"shards[{i}].", shard, ("num_examples", "num_tokens", "num_bytes"),
+                 ("name", "crc32c")) for i, shard in enumerate(found.shards)]
+    for where, record, counts, names in records:
+        for name in counts:
+            value = getattr(record, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{where}{name} is {json.dumps(value)}, not an integer")
+        for name in names:
+            if not isinstance(getattr(record, name), str):
+                raise TypeError(f"{where}{name} is {json.dumps(getattr(record, name))}, not "
+                                "a string")
 
 
 def _sha256(data: bytes) -> str:

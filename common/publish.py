@@ -24,16 +24,18 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from huggingface_hub.errors import HFValidationError
+from huggingface_hub.utils import validate_repo_id
+
+from common import card_metadata
 from common.errors import UserError
 from common.flags import flag
 
 HF, KAGGLE = "hf", "kaggle"
 KERAS_HUB_FORMAT, HF_FORMAT = "keras-hub", "hf"
 PRESET_SUFFIX = "-keras-hub"
-# The Hub's repo-name rules (huggingface_hub.utils.validate_repo_id): letters, digits, - _ .,
-# no `--` or `..`, not starting or ending with - or ., at most 96 characters.
-_HF_PART = re.compile(r"^(?![.-])(?!.*(--|\.\.))[A-Za-z0-9_.-]{1,96}(?<![.-])$")
-_KAGGLE_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_HF_NAME_MAX = 96  # characters of a Hub repository name (huggingface_hub validate_repo_id)
+_KAGGLE_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _EXAMPLES = "hf://ORG/NAME or kaggle://OWNER/MODEL/keras/VARIATION"
 
 
@@ -47,11 +49,14 @@ class PushFlags:
     license: str = flag("Model card: license identifier (e.g. apache-2.0).")
 
     def __post_init__(self):
-        self.check_push_to()
+        self.check_push_flags()
 
-    def check_push_to(self) -> None:
+    def check_push_flags(self) -> None:
+        """The target (every repository it will derive) and the card's metadata, checked
+        before any work: a refusal at push time would come after the training."""
         if self.push_to is not None:
             parse(self.push_to)
+        card_metadata.check(self.language, self.license)
 
 
 class PushTargetError(UserError):
@@ -76,25 +81,30 @@ class Target:
 
 
 def _hf(handle: str, uri: str) -> Target:
-    parts = handle.split("/")
-    if len(parts) != 2:
+    """Every repository the export can go to is checked with the Hub library's own validator:
+    the transformers folder's (`handle`) and the keras-hub preset's (`handle` + suffix)."""
+    if len(handle.split("/")) != 2:
         raise PushTargetError(f"--push_to {uri!r}: a Hugging Face target is hf://ORG/NAME "
                               "(organisation or user name, then the repository name).")
-    bad = next((p for p in parts if not _HF_PART.match(p)), None)
-    if bad is not None:
-        raise PushTargetError(
-            f"--push_to {uri!r}: {bad!r} is not a valid Hub name (letters, digits, - _ ., "
-            "no '--' or '..', not starting or ending with - or ., at most 96 characters).")
-    if len(parts[1]) + len(PRESET_SUFFIX) > 96:
+    if len(handle.split("/")[1]) + len(PRESET_SUFFIX) > _HF_NAME_MAX:
         raise PushTargetError(f"--push_to {uri!r}: the name must leave room for the preset "
                               f"repository's {PRESET_SUFFIX!r} suffix (at most "
-                              f"{96 - len(PRESET_SUFFIX)} characters).")
+                              f"{_HF_NAME_MAX - len(PRESET_SUFFIX)} characters).")
+    for repo_id in (handle, handle + PRESET_SUFFIX):
+        try:
+            validate_repo_id(repo_id)
+        except HFValidationError as err:
+            # Its messages end with the id itself, unescaped (a newline would break the line).
+            reason = str(err).strip().removesuffix(f": '{repo_id}'.").rstrip(".")
+            what = "" if repo_id == handle else " (where the keras-hub preset would go)"
+            raise PushTargetError(f"--push_to {uri!r}: {repo_id!r}{what} is not a valid Hub "
+                                  f"repository: {reason}.") from None
     return Target(HF, handle)
 
 
 def _kaggle(handle: str, uri: str) -> Target:
     parts = handle.split("/")
-    if len(parts) != 4 or not all(_KAGGLE_PART.match(p) for p in parts):
+    if len(parts) != 4 or not all(_KAGGLE_PART.fullmatch(p) for p in parts):
         raise PushTargetError(f"--push_to {uri!r}: a Kaggle target is "
                               "kaggle://OWNER/MODEL/keras/VARIATION (four names).")
     if parts[2] != "keras":

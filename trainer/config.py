@@ -18,9 +18,12 @@ import dataclasses
 from common import flags
 from common.flags import flag
 from common.publish import PushFlags
-from trainer import families, keras_backend
+from trainer import families, keras_backend, model
 from trainer.families import sizes
 from trainer.plan import DEFAULT_LEARNING_RATES
+
+# The masking keys hold the seed in an int32 (trainer/masking.py), Keras' seeding takes < 2**32.
+MAX_SEED = 2**31 - 1
 
 # The legacy HF example's `--pretrained_model_config` names a Hugging Face config; we train
 # from scratch, so map the ones it documents to (family, size).
@@ -45,12 +48,13 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
     output_dir: str = flag("Where checkpoints, logs and metrics go (local or gs://).",
                             required=True)
     max_length: int = flag("Sequence length of the data; read from the manifest when "
-                            "omitted (required for legacy-format shards).")
+                            "omitted (required for legacy-format shards).", minimum=1)
     # Model.
     model: str = flag("Named size.", "base", choices=sizes.NAMES)
     family: str = flag("Model family.", "roberta", choices=families.NAMES)
     config: dict = flag("JSON overrides of the backbone config, e.g. "
-                         '\'{"num_layers": 1, "hidden_dim": 32}\'.')
+                         '\'{"num_layers": 1, "hidden_dim": 32}\': arguments the family\'s '
+                         "keras-hub backbone takes (trainer/model.py check_overrides).")
     pretrained_model_config: str = flag(
         "Legacy flag (HF example): a Hugging Face config name mapped to --family/--model "
         "(weights are not "
@@ -68,7 +72,8 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
     no_tpu: bool = flag("Legacy flag (HF example): never use a TPU (same as --strategy "
                          "gpu/cpu).", False)
     cpu_replicas: int = flag("With --strategy cpu: split the CPU into N logical devices under "
-                              "MirroredStrategy (exercises the multi-replica path).", 1)
+                              "MirroredStrategy (exercises the multi-replica path).", 1,
+                              minimum=1)
     precision: str = flag("bf16 = mixed_bfloat16 (the default on TPU), fp32 otherwise.",
                            None, choices=("bf16", "fp32"))
     bfloat16: bool = flag("Legacy flag (HF example): same as --precision bf16.", False)
@@ -76,48 +81,56 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
                              "over CPU devices (keras#19005).", "auto",
                              choices=("auto", "true", "false"))
     steps_per_execution: int = flag("Train steps per compiled call (default: 100 on TPU, "
-                                     "1 elsewhere).")
+                                     "1 elsewhere).", minimum=1)
     # Batch, length of training.
     per_replica_batch_size: int = flag("Examples per replica per micro-batch (per step "
-                                        "without --grad_accum_steps).", 8)
+                                        "without --grad_accum_steps).", 8, minimum=1)
     grad_accum_steps: int = flag(
         "Micro-batches per optimizer update (gradient accumulation): the global batch is "
         "per_replica_batch_size x replicas x N. Steps (--train_steps, --save_every, "
         "--eval_every, warmup, logs, the resume point) count updates.", 1,
-        aliases=["--gradient_accumulation_steps"])
-    train_steps: int = flag("Optimizer steps (alternative to --epochs).")
-    epochs: int = flag("Passes over the training data.", aliases=["--num_epochs"])
+        aliases=["--gradient_accumulation_steps"], minimum=1)
+    train_steps: int = flag("Optimizer steps (alternative to --epochs).", minimum=1)
+    epochs: int = flag("Passes over the training data.", aliases=["--num_epochs"], minimum=1)
     # Optimisation.
     learning_rate: float | None = flag(
         "Peak learning rate. Default: by --model size (" + ", ".join(
             f"{size} {rate:g}" for size, rate in DEFAULT_LEARNING_RATES.items())
-        + "), or the rate a resumed run used.")
+        + "), or the rate a resumed run used.", greater_than=0)
     warmup_ratio: float = flag("Fraction of steps of linear warmup (the legacy HF example "
-                                "uses 0.05).", 0.05)
+                                "uses 0.05).", 0.05, minimum=0, maximum=1)
     weight_decay: float = flag("AdamW decoupled weight decay (not on biases/LayerNorm).", 1e-3,
-                                aliases=["--weight_decay_rate"])
-    adam_beta1: float = flag("AdamW beta_1.", 0.9)
-    adam_beta2: float = flag("AdamW beta_2.", 0.98)
-    adam_epsilon: float = flag("AdamW epsilon.", 1e-6)
-    clip_norm: float = flag("Global gradient-norm clipping (0 = off).", 1.0)
-    mlm_probability: float = flag("Fraction of maskable tokens selected.", 0.15)
+                                aliases=["--weight_decay_rate"], minimum=0)
+    # A beta of 1 divides by zero in Adam's bias correction (1 - beta**t).
+    adam_beta1: float = flag("AdamW beta_1.", 0.9, minimum=0, less_than=1)
+    adam_beta2: float = flag("AdamW beta_2.", 0.98, minimum=0, less_than=1)
+    adam_epsilon: float = flag("AdamW epsilon.", 1e-6, greater_than=0)
+    clip_norm: float = flag("Global gradient-norm clipping (0 = off).", 1.0, minimum=0)
+    mlm_probability: float = flag("Fraction of maskable tokens selected.", 0.15,
+                                  greater_than=0, maximum=1)
     masking: str = flag("What is masked together: single tokens (BERT/RoBERTa), every piece "
                          "of a word (BERT whole-word masking) or spans of 1-10 tokens, "
                          "geometric lengths (SpanBERT).", "token",
                          choices=("token", "whole_word", "span"))  # = masking.MODES
-    seed: int = flag("Seed for weights, data order, dropout and masking.", 42)
+    seed: int = flag("Seed for weights, data order, dropout and masking.", 42, minimum=0,
+                     maximum=MAX_SEED)
     # Input pipeline.
-    shuffle_buffer_size: int = flag("Examples in the shuffle buffer.", 2**16)
+    shuffle_buffer_size: int = flag("Examples in the shuffle buffer.", 2**16, minimum=1)
     # Loop, evaluation, checkpoints.
-    eval_every: int = flag("Evaluate every N steps (and always at the end).", 1000)
-    save_every: int = flag("Checkpoint and back up every N steps (and at the end).", 1000)
-    keep_checkpoints: int = flag("How many ckpt-*.weights.h5 to keep.", 3)
-    eval_seed: int = flag("Seed of the fixed evaluation masks.", 1234)
-    max_eval_batches: int = flag("Cap on evaluation batches per evaluation (default: all).")
-    verbose: int = flag("Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1)
+    eval_every: int = flag("Evaluate every N steps (and always at the end).", 1000, minimum=1)
+    save_every: int = flag("Checkpoint and back up every N steps (and at the end).", 1000,
+                           minimum=1)
+    # At least one: the newest checkpoint is what export and predict read.
+    keep_checkpoints: int = flag("How many ckpt-*.weights.h5 to keep.", 3, minimum=1)
+    eval_seed: int = flag("Seed of the fixed evaluation masks.", 1234, minimum=0,
+                          maximum=MAX_SEED)
+    max_eval_batches: int = flag("Cap on evaluation batches per evaluation (default: all).",
+                                 minimum=1)
+    verbose: int = flag("Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1,
+                        minimum=0, maximum=2)
 
     def __post_init__(self):
-        self.check_push_to()  # a bad target fails now, not after training
+        self.check_push_flags()  # a bad target or card metadata fails now, not after training
         if self.pretrained_model_config:
             if self.pretrained_model_config not in _LEGACY_MODEL_CONFIGS:
                 raise ValueError(
@@ -130,10 +143,11 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
             raise ValueError("--no_tpu contradicts --strategy tpu")
         if (self.train_steps is None) == (self.epochs is None):
             raise ValueError("give exactly one of --train_steps and --epochs")
-        for name in ("per_replica_batch_size", "grad_accum_steps", "eval_every", "save_every",
-                     "train_steps", "epochs"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ValueError(f"--{name} must be at least 1")
+        if self.backend is None:  # else the flag chose it (trainer/keras_backend.py)
+            keras_backend.check()
+        if problem := flags.out_of_bounds(TrainConfig, self):
+            raise ValueError(problem)
+        model.check_overrides(self.family, self.model, self.config)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

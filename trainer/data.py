@@ -239,6 +239,16 @@ def _with_position(batch, index, start_step: int, batch_size: int, share: Pipeli
             ROW: batches_before * batch_size + tf.range(batch_size, dtype=tf.int32)}
 
 
+def seed_shuffles(seed: int) -> None:
+    """Call after `keras.utils.set_random_seed(seed)`, which makes `seed` TensorFlow's global
+    seed. TensorFlow's op seeding (random_seed.get_seed) compares (global seed % (2**31 - 1),
+    op seed) with (0, 0) in Python: with our symbolic per-epoch shuffle seeds that reads a
+    tensor as a bool and fails when the first is 0 (seeds 0 and 2**31 - 1). Those two take
+    global seed 1 instead; their per-epoch op seeds, which hold `seed`, still differ."""
+    if seed % (2**31 - 1) == 0:
+        tf.random.set_seed(1)
+
+
 def train_dataset(source: SplitSource, batch_size: int, seed: int, start_step: int = 0,
                   shuffle_buffer: int = 2**16, share: PipelineShare = PipelineShare(),
                   micro_batches: int = 1) -> tf.data.Dataset:

@@ -7,8 +7,60 @@ Example:
 
 from __future__ import annotations
 
+import difflib
+import json
+import types
+
+from common import flags
 from trainer import families
-from trainer.families.sizes import SIZES
+from trainer.families.sizes import SIZES, Shape
+
+# Backbone arguments that the trainer fills in itself, and from what.
+SET_BY_TRAINER = {"vocabulary_size": "the tokenizer", "max_sequence_length": "the data",
+                  "dtype": "--precision"}
+_NUMBER_TYPES = {"int": (int,), "float": (int, float)}
+
+
+def check_overrides(family: str, size: str, overrides) -> None:
+    """Raises ValueError (one sentence) unless `overrides` (--config) is a JSON object of
+    arguments that the family's backbone takes, each of its type and within `Shape`'s bounds,
+    with whole attention heads (the transformers export needs them)."""
+    if overrides is None:
+        return
+    if not isinstance(overrides, dict):
+        raise ValueError(f"--config must be a JSON object such as '{{\"num_layers\": 2}}', "
+                         f"not {json.dumps(overrides)}")
+    record = families.get(family)
+    takes = record.backbone_args()
+    for key in overrides:
+        if key in SET_BY_TRAINER:
+            raise ValueError(f"--config {key!r}: the trainer sets it from "
+                             f"{SET_BY_TRAINER[key]}")
+        if key not in takes:
+            close = difflib.get_close_matches(key, takes, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(f"--config {key!r} is not an argument of keras_hub.models."
+                             f"{record.backbone_class} ({hint}it takes "
+                             f"{', '.join(k for k in takes if k not in SET_BY_TRAINER)})")
+    _check_shape(overrides)
+    shape = {**SIZES.get(size, {}), **overrides}
+    if shape.get("hidden_dim", 0) % shape.get("num_heads", 1):
+        raise ValueError(f"--config: hidden_dim {shape['hidden_dim']} is not a multiple of "
+                         f"num_heads {shape['num_heads']}")
+
+
+def _check_shape(overrides: dict) -> None:
+    values = types.SimpleNamespace(**{f.name: overrides.get(f.name)
+                                      for f in flags.flag_fields(Shape)})
+    for field in flags.flag_fields(Shape):
+        value, kinds = getattr(values, field.name), _NUMBER_TYPES[field.type]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+            raise ValueError(f"--config {field.name!r} must be a JSON number"
+                             f"{' without a fraction' if field.type == 'int' else ''}, not "
+                             f"{json.dumps(value)}")
+    if problem := flags.out_of_bounds(Shape, values, label="--config {!r}"):
+        raise ValueError(problem)
+
 
 def backbone_config(
     family: str,

@@ -94,6 +94,7 @@ def _build(config, runtime, spec, backbone, plan):
         "mixed_bfloat16" if runtime.device.precision == "bf16" else "float32")
     with runtime.scope():
         keras.utils.set_random_seed(config.seed)
+        data.seed_shuffles(config.seed)
         masked_lm = model.build_masked_lm(config.family, backbone)
         trainer_model = MaskedLMTrainer(masked_lm, spec, seed=config.seed,
                                         eval_seed=config.eval_seed)

@@ -127,3 +127,29 @@ def test_a_group_joins_the_command_line_flat_and_comes_back_nested():
 def test_bounds_declared_on_fields_are_checked_with_one_sentence(values, message):
     given = argparse.Namespace(**({"first": None, "rows": 8, "share": 0.5, "cap": 3} | values))
     assert out_of_bounds(_Outer, given) == message
+
+
+@dataclasses.dataclass
+class _Open:
+    rate: float = flag("Rate.", 0.1, greater_than=0, maximum=1)
+    beta: float = flag("Beta.", 0.9, minimum=0, less_than=1)
+    step: float = flag("Step.", 1.0, greater_than=0)
+
+
+@pytest.mark.parametrize("values, message", [
+    ({}, None),
+    ({"rate": 1}, None),
+    ({"rate": 0}, "--rate must be in (0, 1] (got 0)"),
+    ({"beta": 0}, None),
+    ({"beta": 1.0}, "--beta must be in [0, 1) (got 1.0)"),
+    ({"step": -1.0}, "--step must be greater than 0 (got -1.0)"),
+])
+def test_exclusive_bounds_refuse_the_bound_itself(values, message):
+    given = argparse.Namespace(**({"rate": 0.1, "beta": 0.9, "step": 1.0} | values))
+    assert out_of_bounds(_Open, given) == message
+
+
+def test_a_label_names_what_is_out_of_bounds():
+    given = argparse.Namespace(rate=2, beta=0.9, step=1.0)
+    assert out_of_bounds(_Open, given, label="--config {!r}") == (
+        "--config 'rate' must be in (0, 1] (got 2)")

@@ -85,3 +85,29 @@ def test_a_manifest_without_a_tokenizer_fingerprint_is_one_clear_error(tmp_path,
     fs.write_json(str(tmp_path / "manifest.json"), data)
     with pytest.raises(manifest.ManifestError, match="tokenizer"):
         manifest.read_manifest(str(tmp_path), tokenizer_fingerprint="ab" * 32)
+
+
+@pytest.mark.parametrize("path, value", [
+    (("num_examples",), "5"), (("shards", 0, "num_examples"), "3"),
+    (("max_length",), 16.0), (("shards", 1, "name"), 7), (("num_tokens",), True),
+])
+def test_a_count_of_the_wrong_type_is_an_invalid_manifest_for_readers_and_verify(
+        tmp_path, capsys, path, value):
+    import json
+
+    from common import verify
+
+    _write_split(str(tmp_path))
+    data = json.loads((tmp_path / "manifest.json").read_text())
+    record = data
+    for key in path[:-1]:
+        record = record[key]
+    record[path[-1]] = value
+    (tmp_path / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(manifest.ManifestError,
+                       match="is not a valid manifest: .* not an? (integer|string)"):
+        manifest.read_manifest(str(tmp_path))
+    assert manifest.try_read(str(tmp_path)) is None
+    assert verify.main([str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("BAD: ") and "\n" not in err and "Traceback" not in err

@@ -76,6 +76,22 @@ def _take(dataset, n):
     return [b["input_ids"].numpy() for b in dataset.take(n)]
 
 
+@pytest.mark.parametrize("seed", [0, 2**31 - 1])
+def test_seeds_that_tensorflow_truncates_to_zero_still_shuffle(split, seed):
+    """keras.utils.set_random_seed(0) made every tf.data shuffle of ours fail to trace
+    (OperatorNotAllowedInGraphError: a symbolic seed used as a bool); --seed 0 crashed."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    with pytest.raises(tf.errors.OperatorNotAllowedInGraphError):
+        data.train_dataset(split, 8, seed=seed)  # what TensorFlow does on its own
+    data.seed_shuffles(seed)
+    first = _take(data.train_dataset(split, 8, seed=seed, shuffle_buffer=64), 2)
+    assert len(first) == 2 and (first[0] != first[1]).any()
+    assert (_take(data.train_dataset(split, 8, seed=seed, shuffle_buffer=64), 2)[1]
+            == first[1]).all()  # still deterministic
+
+
 def test_batches_are_parsed_int32_and_full(split):
     batch = next(iter(data.train_dataset(split, 8, seed=0)))
     assert batch["input_ids"].dtype == tf.int32 and batch["input_ids"].shape == (8, 32)

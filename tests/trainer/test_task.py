@@ -200,3 +200,19 @@ def test_a_cpu_run_shows_no_cuda_noise(corpus, tmp_path):
     for noise in ("E0000", "cuInit", "cuda drivers", "cpu_feature_guard", "absl::InitializeLog"):
         assert noise not in output, (noise, output[-3000:])
     assert (tmp_path / "out" / "metrics.json").exists()
+
+
+def test_a_manifest_count_that_is_a_string_is_one_line(corpus, tmp_path, capsys):
+    import shutil
+
+    train = tmp_path / "train"
+    shutil.copytree(corpus["train"], train)
+    found = json.loads((train / "manifest.json").read_text())
+    found["num_examples"] = str(found["num_examples"])
+    (train / "manifest.json").write_text(json.dumps(found))
+    args = task_args(corpus, tmp_path / "out", "--train_steps", "5")
+    args[args.index("--train_data") + 1] = str(train)
+    assert task.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a valid manifest: num_examples is" in err[0], err
+    assert not (tmp_path / "out").exists()

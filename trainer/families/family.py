@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Callable
 
 import keras_hub
@@ -21,6 +22,13 @@ class Family:
 
     def backbone_cls(self):
         return getattr(keras_hub.models, self.backbone_class)
+
+    def backbone_args(self) -> tuple[str, ...]:
+        """The named arguments of the backbone's constructor (its `**kwargs` are Keras layer
+        options such as `name`, not model configuration)."""
+        parameters = inspect.signature(self.backbone_cls().__init__).parameters.values()
+        return tuple(p.name for p in parameters if p.name != "self"
+                     and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
     def task_cls(self):
         return getattr(keras_hub.models, self.task_class)
