@@ -258,7 +258,8 @@ def test_units_mask_15_percent_never_specials_labels_original(unit_masked):
 @pytest.mark.parametrize("spec", [WWM, GLUED], ids=["spaced", "glued"])
 def test_whole_words_are_never_split(spec):
     ids, mask = _words_batch(512)
-    out = as_numpy(mask_tokens(ids, mask, step_seed(1, 1, 0, len(ids)), spec))
+    out = as_numpy(compiled(lambda i, m, k: mask_tokens(i, m, k, spec))(
+        ids, mask, step_seed(1, 1, 0, len(ids))))
     grid = _selected_grid(ids, out)
     whole = partial = 0
     for row, start, end in _units(ids, mask, spec):
