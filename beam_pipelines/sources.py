@@ -34,6 +34,10 @@ DEFAULT_RANGE_BYTES = 64 << 20  # larger uncompressed text/JSONL files are read 
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst", ".deflate")
 BOM = "\ufeff"
 _READ_CHUNK = 1 << 20
+# JSON's whitespace (RFC 8259): a JSONL line of these alone is a blank between objects. Any
+# other whitespace or separator (U+3000, U+0085, U+001C...) is not JSON: such a line is a
+# dead letter, so that every line is a document, a dead letter or a blank.
+JSON_WHITESPACE = " \t\r\n"
 
 
 def file_format(path: str) -> str | None:
@@ -140,7 +144,7 @@ def _read_jsonl(path, f, limit, text_field, start=0, end=None) -> Iterator[Recor
             yield item
             continue
         line_no, offset, line = item
-        if not line.strip():
+        if not line.strip(JSON_WHITESPACE):
             continue  # blank lines between JSON objects are not documents
         try:
             obj = orjson.loads(line)  # ~4x json.loads; JSONL parsing is on the hot path

@@ -10,7 +10,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_pipelines import chunking, progress
+from beam_pipelines import chunking, progress, text_pieces
 from beam_pipelines.accounting import STATS
 from beam_pipelines.documents import Document, split_of
 from beam_pipelines.stats import emit_stat, emit_stats
@@ -18,6 +18,8 @@ from common import tokenizer_files
 
 TAIL = "tail"
 BLOCK_ROWS = 4096  # rows per emitted block: big enough to amortise per-element costs
+# What a pending text is: a whole document, or a piece of a long one (the last one or not).
+WHOLE, PIECE, LAST_PIECE = 0, 1, 2
 
 
 class TokenizeAndChunk(beam.DoFn):
@@ -28,19 +30,26 @@ class TokenizeAndChunk(beam.DoFn):
     of ~`batch_chars` characters with `encode_batch_fast` (Rust, multi-threaded). The Rust
     call runs in a helper thread (it releases the GIL) while this thread reads the next
     batch and chunks the previous one, so the Python work overlaps the tokenizer's.
+
+    A document over `piece_chars` characters is tokenized in pieces cut at whitespace
+    (`text_pieces`): the same ids, special tokens put around them once, and the tokenizer's
+    working memory bounded by the batch, not by the longest document.
     """
 
-    def __init__(self, tokenizer_dir, max_length, batch_chars=1_000_000, progress_dir=None):
+    def __init__(self, tokenizer_dir, max_length, batch_chars=1_000_000, progress_dir=None,
+                 piece_chars=text_pieces.PIECE_CHARS):
         self.tokenizer_dir = tokenizer_dir
         self.progress_dir = progress_dir
         self.max_length = max_length
         self.batch_chars = batch_chars
+        self.piece_chars = piece_chars
 
     def setup(self):
         self.tokenizer, _ = tokenizer_files.load(self.tokenizer_dir)
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
         self.special_only = self.tokenizer.num_special_tokens_to_add(False)
+        self.cutter = text_pieces.Cutter.of(self.tokenizer)
         self.ids_dtype = chunking.ids_dtype(self.tokenizer.get_vocab_size())
         self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self.tally = progress.Tally(self.progress_dir)
@@ -49,9 +58,10 @@ class TokenizeAndChunk(beam.DoFn):
         self.executor.shutdown(wait=False)
 
     def start_bundle(self):
-        self.pending: list[tuple[str, str]] = []
+        self.pending: list[tuple[str, str, int]] = []  # (split, text, WHOLE/PIECE/LAST_PIECE)
         self.pending_chars = 0
-        self.in_flight = None  # (splits, future of encodings)
+        self.in_flight = None  # ([(split, kind)], future of encodings)
+        self.open_document = False  # a long document's prefix went out, its suffix not yet
         self.chunkers: dict[str, chunking.Chunker] = {}
         self.stats: Counter = Counter()
 
@@ -60,8 +70,19 @@ class TokenizeAndChunk(beam.DoFn):
         if not doc.text.strip():
             self.stats[f"{split}/documents_empty"] += 1
             return
-        self.pending.append((split, doc.text))
-        self.pending_chars += len(doc.text)
+        pieces = (self.cutter.pieces(doc.text, self.piece_chars) if self.cutter else None)
+        if pieces is None:
+            yield from self._add(split, doc.text, WHOLE)
+            return
+        piece = next(pieces)
+        for following in pieces:
+            yield from self._add(split, piece, PIECE)
+            piece = following
+        yield from self._add(split, piece, LAST_PIECE)
+
+    def _add(self, split, text, kind):
+        self.pending.append((split, text, kind))
+        self.pending_chars += len(text)
         if self.pending_chars >= self.batch_chars:
             yield from self._flush(min_rows=BLOCK_ROWS)
 
@@ -69,30 +90,50 @@ class TokenizeAndChunk(beam.DoFn):
         """Starts tokenizing the pending batch; returns the batch that was in flight."""
         previous, self.in_flight = self.in_flight, None
         if self.pending:
-            splits = [split for split, _ in self.pending]
-            texts = [text for _, text in self.pending]
-            self.in_flight = (splits, self.executor.submit(
+            kinds = [(split, kind) for split, _, kind in self.pending]
+            texts = [text for _, text, _ in self.pending]
+            self.in_flight = (kinds, self.executor.submit(
                 self.tokenizer.encode_batch_fast, texts, add_special_tokens=True))
         self.pending, self.pending_chars = [], 0
         return previous
 
     def _chunk(self, batch):
-        splits, future = batch
+        kinds, future = batch
         kept: dict[str, list] = {}
-        for split, encoding in zip(splits, future.result()):
+        documents: Counter = Counter()
+        for (split, kind), encoding in zip(kinds, future.result()):
             ids = encoding.ids
-            if len(ids) <= self.special_only:  # e.g. only control characters
+            if kind != WHOLE:
+                ids = self._piece_ids(ids, kind == LAST_PIECE)
+            elif len(ids) <= self.special_only:
+                ids = None
+            if ids is None:  # e.g. only control characters
                 self.stats[f"{split}/documents_empty"] += 1
-            else:
-                kept.setdefault(split, []).append(ids)
+                continue
+            kept.setdefault(split, []).append(ids)
+            documents[split] += kind != PIECE
         for split, id_lists in kept.items():  # one numpy conversion per split and batch
             flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=self.ids_dtype,
                                count=sum(map(len, id_lists)))
-            self.stats[f"{split}/documents_tokenized"] += len(id_lists)
+            self.stats[f"{split}/documents_tokenized"] += documents[split]
             self.stats[f"{split}/tokens_in"] += len(flat)
-            self.tally.add(documents=len(id_lists), tokens=len(flat))
+            self.tally.add(documents=documents[split], tokens=len(flat))
             self.chunkers.setdefault(
                 split, chunking.Chunker(self.max_length, self.ids_dtype)).add(flat)
+
+    def _piece_ids(self, ids, last: bool) -> list | None:
+        """A piece's ids without the special tokens the tokenizer put around it; the whole
+        document's prefix goes before its first token, its suffix after its last piece.
+        None for the last piece of a document with no token (counted as empty)."""
+        prefix, suffix = self.cutter.prefix, self.cutter.suffix
+        body = ids[len(prefix):len(ids) - len(suffix)]
+        if body and not self.open_document:
+            body, self.open_document = [*prefix, *body], True
+        if last:
+            if not self.open_document:
+                return None
+            body, self.open_document = [*body, *suffix], False
+        return body
 
     def _flush(self, min_rows: int, drain: bool = False):
         previous = self._submit_pending()
@@ -147,9 +188,10 @@ class ToSequences(beam.PTransform):
     """
 
     def __init__(self, tokenizer_dir, max_length, pad_tail, pad_id, batch_chars=1_000_000,
-                 progress_dir=None):
+                 progress_dir=None, piece_chars=text_pieces.PIECE_CHARS):
         super().__init__()
-        self.tokenize = TokenizeAndChunk(tokenizer_dir, max_length, batch_chars, progress_dir)
+        self.tokenize = TokenizeAndChunk(tokenizer_dir, max_length, batch_chars, progress_dir,
+                                         piece_chars)
         self.chunk_tails = ChunkTails(max_length, pad_tail, pad_id)
 
     def expand(self, docs):

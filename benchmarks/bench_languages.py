@@ -13,9 +13,11 @@ man pages; English: the catalogs' English source strings) and measures on the ot
   and the continuation tokens after it), in tokens: mean, p99, max and the share of tokens
   in units of more than 10 tokens, with the table of `tokenizer_files.word_starts` before
   (space marks only) and after (plus a unit per Han/Kana character or Thai cluster) the
-  rule for unspaced scripts, for the units whose text begins with a character of a script
-  written without spaces and (after) for the other units, words of spaced scripts (the
-  Latin names and options in these texts); `same` says whether both tables are identical.
+  rule for unspaced scripts, and then with the token after such a unit starting a word too
+  (`tokenizer_files.unit_tables`: a Latin run glued to Chinese is a word of its own), for
+  the units whose text begins with a character of a script written without spaces and
+  (after) for the other units, words of spaced scripts (the Latin names and options in
+  these texts); `same` says whether the first two tables are identical.
 
 Figures are in docs/languages.md.
 """
@@ -45,18 +47,20 @@ def split_documents(lang: str, max_chars: int) -> tuple[list[str], list[str]]:
     return train, held_out
 
 
-def unit_lengths(encodings, texts, table) -> tuple[np.ndarray, np.ndarray]:
-    """Lengths in tokens of the units whole-word masking takes (special tokens aside): of
-    those whose text begins with a character of a script written without spaces, and of
-    the others (words of spaced scripts, numbers, code in the same text)."""
+def unit_lengths(encodings, texts, tables) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths in tokens of the units whole-word masking takes (special tokens aside) with
+    `tables` (`word_starts`, or it and `unit_tables`' two): of those whose text begins with
+    a character of a script written without spaces, and of the others (words of spaced
+    scripts, numbers, code in the same text)."""
     lengths = ([], [])
     for encoding, text in zip(encodings, texts):
         units = []  # [start offset, end offset, tokens]
-        for token_id, special, (a, b) in zip(encoding.ids, encoding.special_tokens_mask,
-                                             encoding.offsets):
+        starts = tokenizer_files.starts_in(encoding.ids, *tables)
+        for start, special, (a, b) in zip(starts, encoding.special_tokens_mask,
+                                          encoding.offsets):
             if special:
                 continue
-            if table[token_id] or not units:
+            if start or not units:
                 units.append([a, b, 0])
             units[-1][1:] = [b, units[-1][2] + 1]
         for a, b, count in units:
@@ -99,12 +103,13 @@ def measure(lang: str, model: str, train: list[str], held_out: list[str], vocab_
     unk, per_char = coverage(tokenizer, encodings, held_out)
     before = tokenizer_files.word_starts(tokenizer, unspaced_units=False)
     after = tokenizer_files.word_starts(tokenizer)
-    unspaced_before, _ = unit_lengths(encodings, held_out, before)
-    unspaced_after, spaced_after = unit_lengths(encodings, held_out, after)
+    unspaced_before, _ = unit_lengths(encodings, held_out, (before,))
+    unspaced_after, spaced_after = unit_lengths(encodings, held_out, (after,))
+    glued = unit_lengths(encodings, held_out, (after, *tokenizer_files.unit_tables(tokenizer)))
     print(f"{lang:3} {model:9} {tokenizer.get_vocab_size():6d} {100 * unk:6.2f}% "
           f"{per_char:8.3f} | {unit_stats(unspaced_before)} | {unit_stats(unspaced_after)} | "
-          f"{unit_stats(spaced_after)} | {'same' if before == after else 'new':4}"
-          f" {seconds:5.1f}s", flush=True)
+          f"{unit_stats(spaced_after)} | {unit_stats(glued[0])} | {unit_stats(glued[1])} | "
+          f"{'same' if before == after else 'new':4} {seconds:5.1f}s", flush=True)
 
 
 def main(argv=None) -> None:
@@ -119,7 +124,8 @@ def main(argv=None) -> None:
           "tokens; before = space marks only, after = plus unspaced-script units; units whose "
           "text begins with a Han/Kana/Thai/... character, and the other units (words)")
     print(f"{'':14} {'vocab':>6} {'unk':>7} {'tok/char':>8} | {'unspaced, before':^21} | "
-          f"{'unspaced, after':^21} | {'words, after':^21} | table")
+          f"{'unspaced, after':^21} | {'words, after':^21} | {'unspaced, + glued':^21} | "
+          f"{'words, + glued':^21} | table")
     for lang in args.langs.split(","):
         train, held_out = split_documents(lang, args.max_chars)
         print(f"# {lang}: {len(train)} documents to train, {len(held_out)} held out, "

@@ -52,7 +52,7 @@ def write_corpus(output: str, chars: int) -> None:
 
 def report(corpus: str, tokenizer_dir: str, run_dir: str | None) -> None:
     tokenizer, _ = tokenizer_files.load(tokenizer_dir)
-    table = tokenizer_files.word_starts(tokenizer)
+    tables = (tokenizer_files.word_starts(tokenizer), *tokenizer_files.unit_tables(tokenizer))
     with open(corpus, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
     print("whole-word masking units in tokens (mean, p99, max, share of tokens in units > 10) "
@@ -63,7 +63,7 @@ def report(corpus: str, tokenizer_dir: str, run_dir: str | None) -> None:
         encodings = tokenizer.encode_batch(texts)
         unk, per_char = bench_languages.coverage(tokenizer, encodings, texts)
         stats = [bench_languages.unit_stats(lengths)
-                 for lengths in bench_languages.unit_lengths(encodings, texts, table)]
+                 for lengths in bench_languages.unit_lengths(encodings, texts, tables)]
         print(f"{lang:4} {len(texts):5d}  {per_char:8.3f} {100 * unk:5.2f}% | {stats[0]} | "
               f"{stats[1]}")
     if run_dir:

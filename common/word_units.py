@@ -77,6 +77,8 @@ _UNIT, _MARK = _class(_UNIT_RANGES), _class(_MARK_RANGES)
 _HAS_UNIT = re.compile(f"[{_UNIT}]")
 _UNITS = re.compile(f"[{_UNIT}][{_MARK}]*|[^\\s{_UNIT}]+")
 _STARTS_UNIT = re.compile(f"(?![{_MARK}])[{_UNIT}]")
+_ENDS_UNIT = re.compile(f"[{_UNIT}][{_MARK}]*\\Z")
+_STARTS_MARK = re.compile(f"[{_MARK}]")
 
 
 def has_unspaced(text: str) -> bool:
@@ -113,3 +115,20 @@ def starts_unit(piece: str) -> bool:
     unit of an unspaced script, so that whole-word masking starts a word there: its first
     character is a unit character and not a combining mark."""
     return _STARTS_UNIT.match(piece) is not None
+
+
+def ends_unit(piece: str) -> bool:
+    """Whether a tokenizer piece ends with a unit of an unspaced script (a character with
+    its marks), so that whatever follows it, a Latin word glued to Chinese included
+    (`"版Python"`), begins a unit of its own unless it is a further mark."""
+    return _ENDS_UNIT.search(piece) is not None
+
+
+def starts_with_mark(piece: str) -> bool:
+    """Whether a piece begins with a combining mark, which stays with the unit before it."""
+    return _STARTS_MARK.match(piece) is not None
+
+
+def marks_between(low: int, high: int) -> bool:
+    """Whether a combining mark lies among the code points low..high."""
+    return any(a <= high and low <= b for a, b in _MARK_RANGES)

@@ -21,9 +21,10 @@ Three modes (`MaskingSpec.masking`), all with fixed shapes and the same 15 % bud
   token the tokenizer marks as a word start (`common.tokenizer_files.word_starts`), so words
   are whitespace-delimited for Metaspace/byte-level tokenizers and BERT-pre-tokenized for
   WordPiece, and in scripts written without spaces (Chinese, Japanese, Thai, ...) every
-  token that begins a character (cluster) starts one (`common.word_units`): all decided
-  per token id, one table lookup here. 80/10/10 is drawn per token, as BERT's whole-word
-  masking does.
+  token that begins a character (cluster) starts one (`common.word_units`), and so does
+  the token after one that ends such a character, unless it continues that character (a
+  Latin run glued to Chinese, `文件foo.txt`, is a word of its own): three tables per token
+  id, looked up here. 80/10/10 is drawn per token, as BERT's whole-word masking does.
 * `span`: contiguous spans whose lengths follow SpanBERT's geometric distribution
   (p = 0.2, truncated to 1..10 tokens, mean 3.8); 80/10/10 is drawn per span.
 
@@ -69,6 +70,11 @@ class MaskingSpec:
     random_fraction: float = 0.1  # of the selected: replaced by a random non-special token
     masking: str = "token"  # one of MODES
     word_starts: tuple = ()  # whole_word: per token id, True where a token starts a word
+    # whole_word, optional (`tokenizer_files.unit_tables`): per token id, how it ends (0 in
+    # no unit of an unspaced script, 1 with one, 2 inside one's bytes, 3 continuation bytes
+    # only) and whether it begins mid-character (then it continues).
+    unit_ends: tuple = ()
+    mid_character: tuple = ()
     span_p: float = 0.2  # span: geometric parameter of span lengths (SpanBERT)
     span_max: int = 10  # span: lengths truncated to 1..span_max
 
@@ -78,6 +84,11 @@ class MaskingSpec:
         if self.masking == "whole_word" and len(self.word_starts) != self.vocab_size:
             raise ValueError("whole_word masking needs word_starts for every token id "
                              f"({len(self.word_starts)} given, vocabulary {self.vocab_size})")
+        if {len(self.unit_ends), len(self.mid_character)} - {0} - {self.vocab_size} or (
+                len(self.unit_ends) != len(self.mid_character)):
+            raise ValueError("unit_ends and mid_character need an entry for every token id "
+                             f"({len(self.unit_ends)}, {len(self.mid_character)} given, "
+                             f"vocabulary {self.vocab_size})")
 
     def max_predictions(self, sequence_length: int) -> int:
         """Slots per sequence; enough for `floor(rate * n + u)` with n <= sequence_length.
@@ -204,7 +215,7 @@ def _unit_starts(input_ids, candidates, uniform, spec: MaskingSpec):
     """
     length = input_ids.shape[1]
     if spec.masking == "whole_word":
-        starts = ops.take(ops.convert_to_tensor(np.array(spec.word_starts, bool)), input_ids)
+        starts = _word_starts(input_ids, spec)
     else:
         # Span lengths by inverse transform, as comparisons with the CDF (exact on every
         # backend), laid end to end from position 0: starts are their running sums.
@@ -217,6 +228,30 @@ def _unit_starts(input_ids, candidates, uniform, spec: MaskingSpec):
     after_other = ops.concatenate([ops.ones_like(candidates[:, :1]), not_candidate[:, :-1]],
                                   axis=1)
     return ops.logical_or(ops.logical_or(starts, not_candidate), after_other)
+
+
+def _word_starts(input_ids, spec: MaskingSpec):
+    """bool [batch, length]: a word-start token, or one after the end of a unit of an
+    unspaced script that does not continue its character (`tokenizer_files.starts_in` is
+    the same steps in NumPy: continuation bytes end the unit whose first bytes came up to
+    3 tokens before)."""
+    def table(values, dtype):
+        return ops.take(ops.convert_to_tensor(np.array(values, dtype)), input_ids)
+
+    def after(flags):
+        return ops.concatenate([ops.zeros_like(flags[:, :1]), flags[:, :-1]], axis=1)
+
+    starts = table(spec.word_starts, bool)
+    if not spec.unit_ends:
+        return starts
+    code = table(spec.unit_ends, np.int32)
+    tail, inside = ops.equal(code, 3), ops.equal(code, 2)  # tokenizer_files.ENDS_*
+    in_unit = inside
+    for _ in range(3):
+        in_unit = ops.logical_or(inside, ops.logical_and(tail, after(in_unit)))
+    ends = ops.logical_or(ops.equal(code, 1), ops.logical_and(tail, after(in_unit)))
+    opens = ops.logical_not(table(spec.mid_character, bool))
+    return ops.logical_or(starts, ops.logical_and(after(ends), opens))
 
 
 def _unit_start_of(starts):

@@ -115,12 +115,13 @@ def _build(config, runtime, spec, backbone, plan):
 
 def _masking_spec(config, inputs: Inputs) -> MaskingSpec:
     info = inputs.info
-    word_starts = ()
+    tables = {}
     if config.masking == "whole_word":
-        word_starts = tuple(tokenizer_files.word_starts(inputs.tokenizer))
+        ends, mid = tokenizer_files.unit_tables(inputs.tokenizer)
+        tables = dict(word_starts=tuple(tokenizer_files.word_starts(inputs.tokenizer)),
+                      unit_ends=tuple(ends), mid_character=tuple(mid))
     return MaskingSpec(info.vocab_size, info.mask_id, tuple(info.all_special_ids),
-                       rate=config.mlm_probability, masking=config.masking,
-                       word_starts=word_starts)
+                       rate=config.mlm_probability, masking=config.masking, **tables)
 
 
 def _run_config(config, runtime, inputs, plan, backbone, total_steps, global_batch) -> dict:

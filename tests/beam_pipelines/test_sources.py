@@ -186,3 +186,17 @@ def test_a_runner_that_retries_bundles_reads_every_document(tmp_path, monkeypatc
         assert_that(read.dead | "Dead" >> beam.combiners.Count.Globally(), equal_to([0]),
                     label="NoDeadLetter")
     assert len(calls) == 2  # the failed attempt and its retry
+
+
+@pytest.mark.parametrize("blank", ["\u3000", "\x1c", "\x85", "\x0b\x0c", " \u00a0 ", "\u2028"])
+def test_a_jsonl_line_of_other_whitespace_is_a_dead_letter_not_lost(tmp_path, blank):
+    """Only JSON's own whitespace (space, tab, CR) makes a blank line between objects; a
+    line of any other whitespace or separator is not JSON, so it is dead-lettered: every
+    line is a document, a dead letter or a JSON-blank line."""
+    path = tmp_path / "w.jsonl"
+    path.write_bytes(("\n".join([json.dumps({"text": "first"}), blank, " \t\r",
+                                 json.dumps({"text": "second"})]) + "\n").encode())
+    records = list(sources.read_file(str(path)))
+    assert [d.text for d in _docs(records)] == ["first", "second"]
+    (dead,) = [r for r in records if isinstance(r, sources.DeadLetter)]
+    assert dead.line == 2 and "malformed JSON" in dead.reason

@@ -147,3 +147,46 @@ def test_a_new_line_starts_a_word_with_byte_level_bpe():
     tokens = [tokenizer.id_to_token(i) for i in ids]
     starts = [tokens[i] for i in range(len(ids)) if table[ids[i]]]
     assert "\u010a" in tokens and "\u010a" in starts  # the second line's "the" goes with it
+
+
+# Latin words, commands and numbers glued to Chinese, Japanese and Thai without a space, as
+# in technical prose (man pages, reference manuals).
+GLUED = ["打开文件foo.txt的内容", "有用的FILTER-OPTION参数", "使用Python3.12版のAPIを呼ぶ",
+         "第3章では2026年のRFC8259を読む", "ภาษาไทยABCภาษา", "设置为true时", "のmanページ"]
+
+
+@pytest.fixture(scope="module", params=["unigram", "bpe", "wordpiece"])
+def mixed(request):
+    """A tokenizer of each model trained on Chinese, Japanese, Thai and English."""
+    texts = [d for lang in multilingual.UNSPACED for d in multilingual.documents(lang, 40)]
+    tokenizer = _train(request.param, texts + multilingual.SENTENCES["en"] * 10 + TEXTS, 1000)
+    return request.param, tokenizer, tokenizer_files.word_starts(tokenizer)
+
+
+def test_a_latin_run_glued_to_an_unspaced_script_is_a_word_of_its_own(mixed):
+    """A token that begins where `word_units.units` begins a unit starts a word (unless cut
+    inside a character that could be a combining mark), and a start the table of word starts
+    alone does not give is at such a place; before, a run of Latin letters or digits went
+    with the character before it."""
+    model, tokenizer, table = mixed
+    ends, mid = tokenizer_files.unit_tables(tokenizer)
+    glued = 0
+    for text in GLUED:
+        unit_starts = {m.start() for m in word_units._UNITS.finditer(text)}
+        encoding = tokenizer.encode(text, add_special_tokens=False)
+        starts = tokenizer_files.starts_in(encoding.ids, table, ends, mid)
+        for i, (begin, _) in enumerate(encoding.offsets):
+            previous = encoding.offsets[i - 1][0] if i else None
+            if i == 0 or encoding.tokens[i - 1] == "\u2581":
+                continue  # a sequence's first token follows a special token: a start anyway
+            where = (model, text, encoding.tokens, i)
+            if previous == begin:  # a later byte piece of the same character
+                assert not starts[i], where
+            elif begin in unit_starts and not mid[encoding.ids[i]]:
+                assert starts[i], where
+                glued += not table[encoding.ids[i]]
+            elif not table[encoding.ids[i]]:
+                assert not starts[i], where
+    # Starts that the table of word starts alone misses (WordPiece makes each Han character
+    # a word already, and a Kana word with a character it lacks one unknown token).
+    assert glued >= (0 if model == "wordpiece" else 5)

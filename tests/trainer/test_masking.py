@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import pytest
 
+from common import tokenizer_files
 from trainer.masking import MaskingSpec, content_keys, mask_tokens, train_keys, uniforms
 
 
@@ -177,6 +178,16 @@ WORD_STARTS = tuple(i < 60 for i in range(100))
 WWM = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word",
                   word_starts=WORD_STARTS)
 SPAN = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="span")
+# As WWM, with ids 50..59 (starts) and 90..94 (continuations) ending a unit of an unspaced
+# script (a Han character, '版' / '版' after '▁...'), 60..64 continuing a character (a
+# combining mark, a byte of a character), 65..69 ending with a Han character's first bytes and
+# 95..99 holding continuation bytes only (`tokenizer_files.ENDS_*`): the token after a unit
+# starts a word (a Latin run glued to Chinese) unless it is mid-character.
+GLUED = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word",
+                    word_starts=WORD_STARTS,
+                    unit_ends=tuple(1 if 50 <= i < 60 or 90 <= i < 95 else 2 if 65 <= i < 70
+                                    else 3 if i >= 95 else 0 for i in range(100)),
+                    mid_character=tuple(60 <= i < 65 or i >= 95 for i in range(100)))
 
 
 def _words_batch(num=2048, length=64, seed=1):
@@ -200,9 +211,11 @@ def _units(ids, mask, spec):
     units = []
     for row in range(len(ids)):
         start = None
+        starts = tokenizer_files.starts_in(ids[row], spec.word_starts, spec.unit_ends,
+                                           spec.mid_character)
         for pos in range(ids.shape[1] + 1):
             ends_here = (pos == ids.shape[1] or not candidate[row, pos]
-                         or (spec.word_starts[ids[row, pos]] and start is not None))
+                         or (starts[pos] and start is not None))
             if start is not None and ends_here:
                 units.append((row, start, pos))
                 start = None
@@ -242,18 +255,39 @@ def test_units_mask_15_percent_never_specials_labels_original(unit_masked):
     assert spec.max_predictions(64) == {"whole_word": 18, "span": 20}[spec.masking]
 
 
-def test_whole_words_are_never_split():
+@pytest.mark.parametrize("spec", [WWM, GLUED], ids=["spaced", "glued"])
+def test_whole_words_are_never_split(spec):
     ids, mask = _words_batch(512)
-    out = as_numpy(mask_tokens(ids, mask, step_seed(1, 1, 0, len(ids)), WWM))
+    out = as_numpy(compiled(lambda i, m, k: mask_tokens(i, m, k, spec))(
+        ids, mask, step_seed(1, 1, 0, len(ids))))
     grid = _selected_grid(ids, out)
     whole = partial = 0
-    for row, start, end in _units(ids, mask, WWM):
+    for row, start, end in _units(ids, mask, spec):
         chosen = grid[row, start:end]
         if chosen.all():
             whole += end - start > 1
         partial += chosen.any() and not chosen.all()
     assert partial == 0
     assert whole > 500  # multi-piece words do get masked, whole
+
+
+def test_a_token_after_an_unspaced_unit_starts_a_word_unless_it_continues_it():
+    """A Latin run glued to Chinese (`文件foo.txt`) is a word of its own: the table of word
+    starts alone cannot tell, the token before decides (`tokenizer_files.unit_tables`)."""
+    from trainer.masking import _word_starts
+
+    ids, _ = _words_batch(256)
+    got = keras.ops.convert_to_numpy(compiled(lambda i: _word_starts(i, GLUED))(ids))
+    expected = np.array([tokenizer_files.starts_in(row, GLUED.word_starts, GLUED.unit_ends,
+                                                   GLUED.mid_character) for row in ids])
+    np.testing.assert_array_equal(got, expected)
+    spaced_only = np.array(WORD_STARTS)[ids]
+    new = got & ~spaced_only
+    assert new.sum() > 500  # continuation ids after a unit: now starts
+    assert not new[:, 0].any() and not np.isin(ids[new], range(60, 65)).any()
+    before = ids[:, :-1][new[:, 1:]]  # every new start follows a unit's end or its last bytes
+    assert np.isin(before, [*range(50, 60), *range(90, 100)]).all()
+    assert np.isin(before, range(95, 100)).sum() > 5
 
 
 def test_span_lengths_follow_the_truncated_geometric():
@@ -303,6 +337,9 @@ def test_span_80_10_10_is_drawn_per_span_and_spans_are_contiguous():
 def test_whole_word_needs_a_table_and_modes_are_checked():
     with pytest.raises(ValueError, match="word_starts"):
         MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word")
+    with pytest.raises(ValueError, match="unit_ends and mid_character"):
+        MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word",
+                    word_starts=WORD_STARTS, unit_ends=(False,) * 100)
     with pytest.raises(ValueError, match="not one of"):
         MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="words")
 
