@@ -3,7 +3,8 @@
 A model that ignores the context does best by always answering the most frequent token of
 the training data. Masked positions are drawn uniformly from the non-special, non-pad
 tokens, so that answer's expected masked accuracy is its share of those tokens in the
-evaluation batches the run scores (the same batches: same order, batch size and cap).
+evaluation batches the run scores (the same records: each input pipeline's share, in batches
+of one step's rows, capped at `max_eval_batches`; gradient accumulation plays no part).
 
     python -m trainer.baseline --run_dir RUN_DIR
 
@@ -33,6 +34,20 @@ def token_counts(batches, vocab_size: int, special_ids) -> np.ndarray:
     return counts
 
 
+def scored_batches(evaluation: data.SplitSource, config: dict):
+    """The evaluation batches a run with `config` (its run_config.json) scores, as
+    `trainer.task` builds them: per input pipeline, its share of the records in batches of
+    the rows one step gives it (per-replica batch x its replicas, whichever backend), capped
+    at `max_eval_batches`. Not the global batch, which counts accumulated micro-batches."""
+    pipelines = int(config.get("input_pipelines") or 1)
+    per_replica = config.get("per_replica_batch_size")
+    rows = (per_replica * int(config.get("replicas") or 1) // pipelines if per_replica
+            else config["global_batch_size"])  # run configs older than these fields
+    for pipeline in range(pipelines):
+        mine = evaluation.for_pipeline(pipeline, pipelines, by_records=True)
+        yield from data.eval_dataset(mine, rows, config.get("max_eval_batches"))
+
+
 def unigram_baseline(run_dir: str, train_batches: int = 200) -> tuple[int, float]:
     """(the most frequent training token, its share of the run's evaluation tokens)."""
     run = RunDir(run_dir)
@@ -46,8 +61,7 @@ def unigram_baseline(run_dir: str, train_batches: int = 200) -> tuple[int, float
     specials = info.all_special_ids
     top = int(np.argmax(token_counts(data.eval_dataset(train, batch, train_batches),
                                      info.vocab_size, specials)))
-    scored = token_counts(data.eval_dataset(evaluation, batch, config.get("max_eval_batches")),
-                          info.vocab_size, specials)
+    scored = token_counts(scored_batches(evaluation, config), info.vocab_size, specials)
     return top, float(scored[top] / max(1, scored.sum()))
 
 

@@ -3,6 +3,8 @@
 `fit` runs in "intervals" (Keras epochs of a fixed number of steps); these callbacks act at
 interval ends, in this order (the order is the protocol; see README "Preemption"):
 
+0. `StopOnNonFiniteLoss`: raises at the first non-finite training or evaluation loss, so
+   nothing below runs for that interval (Keras calls callbacks in list order);
 1. `TrainingLog`: history.json and TensorBoard summaries at the step;
 2. `StepCheckpoints`: `checkpoints/ckpt-{step}.weights.h5` of the MaskedLM (for export);
 3. `StateBackup`: `backup/state-{step}.weights.h5`, weights + optimizer state: the commit of
@@ -14,7 +16,7 @@ process still serialises the weights: see `checkpoints.publish`).
 
 Example:
     >>> run = RunDir("out")
-    >>> callbacks = [DeterministicDropout(seed=42),
+    >>> callbacks = [StopOnNonFiniteLoss(), DeterministicDropout(seed=42),
     ...              TrainingLog(run, global_batch_size=256),
     ...              StepCheckpoints(run, masked_lm, every=1000, last_step=10_000),
     ...              StateBackup(run, every=1000, last_step=10_000)]
@@ -28,6 +30,7 @@ import keras
 import numpy as np
 
 from common import fs
+from common.errors import UserError
 from trainer import checkpoints
 from trainer.optimization import micro_batches_per_update, update_count
 from trainer.run_dir import RunDir
@@ -39,6 +42,43 @@ def _step(model) -> int:
 
 def _due(step: int, every: int, last_step: int) -> bool:
     return step % every == 0 or step >= last_step
+
+
+class NonFiniteLossError(UserError):
+    """Training diverged or read data that lies; nothing of the bad interval was written."""
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Raises `NonFiniteLossError` (one line, exit status 2) at the first batch end whose
+    training loss, or interval end whose evaluation loss, is NaN or infinite.
+
+    Must come first in the callback list: raising in `on_epoch_end` before the writers run
+    keeps a NaN interval out of history.json, the checkpoints and the backups, and raising
+    in `on_train_batch_end` ends `fit` before the interval's end. (Keras' TerminateOnNaN
+    checks the batch loss only and stops gracefully, so the interval's writers would run.)
+    The logged loss is the interval's running mean, so one NaN step makes it NaN."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = _step(self.model)
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not np.isfinite(float(loss)):
+            micro = micro_batches_per_update(self.model.optimizer)
+            self._stop("training loss", loss, self._start + -(-(batch + 1) // micro))
+
+    def on_epoch_end(self, epoch, logs=None):
+        for key in ("loss", "val_loss"):
+            value = (logs or {}).get(key)
+            if value is not None and not np.isfinite(float(value)):
+                name = "evaluation loss" if key == "val_loss" else "training loss"
+                self._stop(name, value, _step(self.model))
+
+    def _stop(self, what: str, value, step: int):
+        raise NonFiniteLossError(
+            f"the {what} is {float(value)} at step {step}: training stopped, and nothing "
+            f"after step {self._start} was saved. Check the data with python -m common.verify "
+            "(ids beyond the vocabulary make the loss NaN), or lower --learning_rate.")
 
 
 class StepCheckpoints(keras.callbacks.Callback):

@@ -159,11 +159,16 @@ def digest_now(source: SplitSource) -> str | None:
     return _manifest_digest(found) if found else None
 
 
+class UnparsableRecordError(DataError):
+    """A record that is not the schema's fixed-length Example (data that lies)."""
+
+
 @contextlib.contextmanager
 def replaced_splits_named(*sources: SplitSource):
     """Turns a read error caused by a split that changed since the run resolved it (a
     prepare rerun into the folder deleted the shards being read) into one
-    `SplitReplacedError`; every other error passes unchanged."""
+    `SplitReplacedError`, and a record that does not parse (shorter than the manifest's
+    length, say) into one `UnparsableRecordError`; every other error passes unchanged."""
     try:
         yield
     except tf.errors.OpError as err:
@@ -174,6 +179,12 @@ def replaced_splits_named(*sources: SplitSource):
                     "committed other shards there and deleted the ones being read). Prepare "
                     "new data into a new folder; to go on, restore the old data there (a "
                     "restart with other data is refused).") from err
+        if isinstance(err, tf.errors.InvalidArgumentError) and "Example" in err.message:
+            first = err.message.strip().splitlines()[0]
+            raise UnparsableRecordError(
+                f"a record of {' or '.join(s.split_dir for s in sources)} is not an Example of "
+                f"{sources[0].max_length} input_ids and attention_mask ({first}); "
+                "python -m common.verify names the shard.") from None
         raise
 
 

@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import tempfile
@@ -94,8 +95,10 @@ def hf_config(family: str, backbone_config: dict, tokenizer_info):
     return families.get(family).hf_config(backbone_config, tokenizer_info.special_token_ids)
 
 
-def export_hf(masked_lm, source, tokenizer_info, output_dir: str) -> str:
-    """Writes config.json, model.safetensors (no pickle) and the tokenizer files."""
+def export_hf(masked_lm, source, tokenizer_info, output_dir: str) -> int:
+    """Writes config.json, model.safetensors (no pickle) and the tokenizer files; returns the
+    number of parameters model.safetensors holds (not the Keras model's: RoBERTa's position
+    table has two more rows and a token-type row, BERT's pooler is not exported)."""
     from safetensors.numpy import save
 
     config = hf_config(source.family, source.run_config["backbone_config"], tokenizer_info)
@@ -104,7 +107,7 @@ def export_hf(masked_lm, source, tokenizer_info, output_dir: str) -> str:
     fs.write_bytes(fs.join(output_dir, HF_WEIGHTS), save(tensors, metadata={"format": "pt"}))
     fs.write_bytes(fs.join(output_dir, HF_CONFIG), config.to_json_string().encode("utf-8"))
     tokenizer_files.copy(source.tokenizer_dir, output_dir, source.max_sequence_length)
-    return output_dir
+    return sum(int(t.size) for t in tensors.values())
 
 
 def export_keras_hub(masked_lm, source, output_dir: str) -> str:
@@ -153,13 +156,15 @@ def export(checkpoint: str, output_dir: str, fmt: str = "all",
     tokenizer, info = _tokenizer_info(source)
     masked_lm = model_source.load_source(source)
     out = {f: fs.join(output_dir, f) if fmt == "all" else output_dir for f in formats}
+    parameters = {KERAS_HUB: masked_lm.count_params()}  # each card counts its own folder's
     if KERAS_HUB in out:
         export_keras_hub(masked_lm, source, out[KERAS_HUB])
     if HF in out:
-        export_hf(masked_lm, source, info, out[HF])
-    facts = card_facts.gather(source, tokenizer, masked_lm.count_params())
+        parameters[HF] = export_hf(masked_lm, source, info, out[HF])
+    facts = card_facts.gather(source, tokenizer, parameters[KERAS_HUB])
     for f, folder in out.items():
-        model_card.write(model_card.build(facts, f, card or model_card.CardOptions()), folder)
+        own = dataclasses.replace(facts, parameters=parameters[f])
+        model_card.write(model_card.build(own, f, card or model_card.CardOptions()), folder)
     return out
 
 

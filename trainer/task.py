@@ -214,6 +214,7 @@ def _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
     log = cb.TrainingLog(run_files, global_batch,
                          cb.read_history(run_files.history, start_step), chief=chief)
     callbacks = [
+        cb.StopOnNonFiniteLoss(),  # first: a NaN interval reaches none of the writers
         cb.DeterministicDropout(config.seed),
         log,
         cb.StepCheckpoints(run_files, masked_lm, config.save_every, plan.total_steps,

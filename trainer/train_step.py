@@ -82,15 +82,31 @@ class MaskedLMTrainer(keras.Model):
         return {"logits": ops.cast(logits, "float32"), "mask_ids": masked["mask_ids"],
                 "mask_weights": masked["mask_weights"]}
 
+    def outside_vocabulary(self, x):
+        """Whether the batch holds an id the model has no row for (data that lies).
+
+        Such ids must make the loss NaN on every backend, so that the run stops
+        (callbacks.StopOnNonFiniteLoss): left alone, an out-of-range target scored 0.0 on JAX
+        (its sparse cross-entropy multiplies the log-probabilities by `one_hot(target)`,
+        all zeros for such a target, and XLA turns that product into a select that drops
+        the NaN logits), and TensorFlow's XLA clamps an out-of-range embedding lookup."""
+        ids = x[schema.INPUT_IDS]
+        return ops.any(ops.logical_or(ids < 0, ids >= self.spec.vocab_size))
+
+    def _poisoned(self, x, loss):
+        return ops.where(self.outside_vocabulary(x), float("nan"), loss)
+
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        return self._cross_entropy(y_pred["mask_ids"], y_pred["logits"],
+        loss = self._cross_entropy(y_pred["mask_ids"], y_pred["logits"],
                                    sample_weight=y_pred["mask_weights"])
+        return self._poisoned(x, loss)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         weights = y_pred["mask_weights"]
         per_slot = keras.losses.sparse_categorical_crossentropy(
             y_pred["mask_ids"], y_pred["logits"], from_logits=True)
-        loss = ops.sum(per_slot * weights) / ops.maximum(ops.sum(weights), 1.0)
+        loss = self._poisoned(
+            x, ops.sum(per_slot * weights) / ops.maximum(ops.sum(weights), 1.0))
         self.perplexity.update_state(loss)
         self.accuracy.update_state(y_pred["mask_ids"], y_pred["logits"], sample_weight=weights)
         return self.get_metrics_result()

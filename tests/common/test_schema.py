@@ -51,3 +51,33 @@ def test_batch_encoder_matches_tf_example_row_by_row():
     masks = (rng.random((20, 33)) < 0.9).astype(np.int64)
     encoded = schema.encode_examples(ids, masks)
     assert encoded == [_tf_example(i.tolist(), m.tolist()) for i, m in zip(ids, masks)]
+
+
+def test_decoder_reads_what_tensorflow_parses_on_both_paths():
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 3_000_000, size=(6, 16))
+    ids[0, 0] = -1  # a ten-byte varint
+    masks = (np.arange(16)[None, :] < rng.integers(1, 17, (6, 1))).astype(np.int64)
+    canonical = schema.encode_examples(ids, masks)
+    assert schema._decode_canonical(canonical, 16) is not None  # the vectorised path
+    # Another writer's field order (ids first) is the same Example: protobuf's parser reads it.
+    other = [schema._length_delimited(1, schema._feature_entry(b"input_ids", r[-1])
+                                      + schema._feature_entry(b"attention_mask", r[0]))
+             for r in zip(schema._packed_rows(masks), schema._packed_rows(ids))]
+    assert schema._decode_canonical(other, 16) is None
+    parsed = schema.parse_batch(tf.constant(canonical + other), max_length=16)
+    decoded = schema.decode_examples(canonical + other, 16)
+    np.testing.assert_array_equal(decoded[0], parsed[schema.INPUT_IDS].numpy())
+    np.testing.assert_array_equal(decoded[1], parsed[schema.ATTENTION_MASK].numpy())
+
+
+@pytest.mark.parametrize("record, message", [
+    (b"\x0a\x05garbage", "is not a tf.train.Example"),
+    (schema.encode_example([1, 2, 3], [1, 1, 1]), "has 3 input_ids, not 4"),
+    (b"", "has no int64 feature 'input_ids'"),
+])
+def test_decoder_names_the_record_it_cannot_read(record, message):
+    good = schema.encode_example([1, 2, 3, 4], [1, 1, 1, 0])
+    with pytest.raises(schema.RecordSchemaError, match=message) as caught:
+        schema.decode_examples([good, record], 4)
+    assert caught.value.index == 1

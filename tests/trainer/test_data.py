@@ -239,3 +239,20 @@ def test_a_split_replaced_under_a_running_trainer_is_named(tmp_path, keep_manife
         message = str(caught.value)
         assert message.startswith(f"{corpus['train']} changed while this run was reading it")
         assert "\n" not in message
+
+
+def test_records_shorter_than_the_manifest_length_are_one_line(tmp_path, info):
+    """A shard whose records lie about their length (manifest says 32): reading it in the
+    trainer is one `DataError` line naming the split and common.verify, not a traceback."""
+    ids, mask = repetitive_sequences(64, seed=4)
+    write_split(str(tmp_path / "short"), ids[:, :28], mask[:, :28], info)
+    manifest_path = tmp_path / "short" / "manifest.json"
+    manifest_path.write_text(manifest_path.read_text().replace('"max_length": 28',
+                                                               '"max_length": 32'))
+    source = data.resolve_split(str(tmp_path / "short"), info)
+    with pytest.raises(data.UnparsableRecordError) as caught:
+        with data.replaced_splits_named(source):
+            next(iter(data.eval_dataset(source, 16)))
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"a record of {tmp_path / 'short'} ")
+    assert "python -m common.verify" in message

@@ -216,3 +216,26 @@ def test_a_manifest_count_that_is_a_string_is_one_line(corpus, tmp_path, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not a valid manifest: num_examples is" in err[0], err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(keras.backend.backend() == "jax", reason="one backend: the JAX half of "
+                    "the cause is test_train_step's NaN loss; this is the stop (~25 s)")
+def test_a_non_finite_loss_stops_the_run_with_one_line_and_saves_nothing_of_it(
+        corpus, tmp_path, capsys):
+    """Token ids beyond the vocabulary (shards whose checksums were made to match): the run
+    stops at the first NaN loss, exit 2, and writes no checkpoint, backup, history or
+    metrics for it (JAX used to report loss 0.0 and finish with exit 0)."""
+    from tests.trainer.mlm_data import repetitive_sequences, write_split
+
+    ids, mask = repetitive_sequences(64, seed=5)
+    ids[mask > 0] += 100  # the vocabulary has 100 ids
+    write_split(str(tmp_path / "lies"), ids, mask, corpus["info"])
+    run = tmp_path / "run"
+    code = task.main(task_args({**corpus, "train": str(tmp_path / "lies")}, run,
+                               "--train_steps", "4", "--eval_every", "2", "--save_every", "2"))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: the training loss is nan at step 1")
+    assert len(err.splitlines()) == 1
+    written = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file()}
+    assert not [p for p in written if p.startswith(("checkpoints/", "backup/", "logs/"))]
+    assert "metrics.json" not in written and "history.json" not in written
