@@ -440,3 +440,28 @@ def test_the_sweep_keeps_the_files_of_the_run_holding_the_lock(tmp_path):
     run_lock.acquire(str(out), ended, "FnApiRunner")  # a holder that recorded its end
     commit.sweep_dead_runs(str(out))
     assert not [p for p in kept + again if p.exists()]
+
+
+def test_an_input_deleted_while_the_run_reads_it_is_refused_in_one_line(
+        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch):
+    """Deletion is a change: an input removed between the two reads of the local exact
+    dedup ends in the one-line refusal, not a traceback, the previous output untouched."""
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
+    out = tmp_path / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    before = _snapshot(out)
+    load_range, done = exact_dedup.load_range, []
+
+    def delete_then_load(*args):  # DecideRange: after the first read, before the second
+        if not done:
+            src.unlink()
+            done.append(1)
+        return load_range(*args)
+
+    monkeypatch.setattr(exact_dedup, "load_range", delete_then_load)
+    capsys.readouterr()
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", "1")) == 2 and done
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"input {src} changed while the run read it" in err[0], err
+    assert "is gone" in err[0], err
+    assert _snapshot(out) == before and not (out / "_LOCK").exists()
