@@ -301,7 +301,7 @@ def run(argv=None) -> int:
         print(f"prepared {opts.output_dir} in {time.monotonic() - start:.1f} s "
               f"(run {record['run_id']})")
         print(summarize(opts.output_dir, opts_lib.split_names(opts)))
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 class RefusedError(UserError):

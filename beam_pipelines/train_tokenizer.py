@@ -310,7 +310,7 @@ def main(argv=None) -> int:
             url = hf_push.push_folder(config.output_dir, config.push_to, "Upload tokenizer",
                                       ignore=(DEAD_LETTER,))
             print(f"tokenizer pushed to {url}")
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

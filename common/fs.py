@@ -164,6 +164,10 @@ def upload_stream(path: str, chunks) -> None:
             for chunk in chunks:
                 f.write(chunk)
         os.replace(temp, path)
+    except OSError as err:
+        if err.filename is None:  # write(2) names no file: say which one could not be written
+            raise OSError(err.errno, err.strerror, path) from err
+        raise
     finally:
         if os.path.exists(temp):
             os.remove(temp)
