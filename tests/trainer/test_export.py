@@ -6,12 +6,16 @@ unexpected keys, and `pipeline("fill-mask")` must pick the same top token as tra
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from common import tokenizer_files
+from common import fs, tokenizer_files
+from common.errors import Terminated
 from tests.trainer.test_checkpoints import MAX_LENGTH, make_training_dir
 from trainer import export, model_source, predict
 
@@ -199,3 +203,84 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 def test_hf_folder_is_not_taken_for_a_preset(exported):
     with pytest.raises(model_source.ModelNotFoundError, match="Hugging Face"):
         model_source.resolve(exported["roberta"]["paths"]["hf"])
+
+
+def _tree(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in Path(folder).rglob("*")
+            if p.is_file()}
+
+
+def _leftovers(parent):
+    return [p.name for p in Path(parent).iterdir() if p.name.startswith(fs.TEMP_PREFIX)]
+
+
+@pytest.mark.parametrize("fault", [
+    OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), Terminated("stopped by signal SIGTERM")])
+def test_a_failed_re_export_leaves_the_previous_export_whole(exported, tmp_path, monkeypatch,
+                                                              capsys, fault):
+    """The model card is the last file written: a full disk (or a SIGTERM) there used to
+    leave the new weights beside the old card. Now the export is staged and swapped in."""
+    out = tmp_path / "exp"
+    run = exported["roberta"]["run"]
+    assert export.main(["--checkpoint", run, "--output_dir", str(out), "--format", "all"]) == 0
+    before = _tree(out)
+
+    def fail(card, folder):
+        raise fault
+
+    monkeypatch.setattr(export.model_card, "write", fail)
+    capsys.readouterr()
+    code = export.main(["--checkpoint", run, "--output_dir", str(out), "--format", "hf"])
+    assert code == (2 if isinstance(fault, OSError) else 143)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert _tree(out) == before and _leftovers(tmp_path) == []
+
+
+def test_a_failed_first_export_leaves_no_folder(exported, tmp_path, monkeypatch, capsys):
+    """A disk-full first export used to leave a preset with an empty tokenizer/ and no card
+    that keras-hub loads (and a later --push_to could publish)."""
+    out = tmp_path / "exp"
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out / "tokenizer" / "x"))
+
+    monkeypatch.setattr(export.tokenizer_files, "copy", full_disk)
+    assert export.main(["--checkpoint", exported["roberta"]["run"], "--output_dir", str(out),
+                        "--format", "keras-hub"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no space left on device" in err[0], err
+    assert not out.exists() and _leftovers(tmp_path) == []
+
+
+def test_a_re_export_replaces_the_previous_one_whole(exported, tmp_path):
+    out = tmp_path / "exp"
+    run = exported["roberta"]["run"]
+    export.export(run, str(out), "all")
+    paths = export.export(run, str(out), "hf")
+    assert paths == {"hf": str(out)} and not (out / "keras-hub").exists()
+    assert (out / export.HF_CONFIG).exists() and _leftovers(tmp_path) == []
+
+
+def test_an_export_refuses_a_folder_that_holds_something_else(exported, tmp_path, capsys):
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "todo.txt").write_text("mine")
+    assert export.main(["--checkpoint", exported["roberta"]["run"], "--output_dir", str(out),
+                        "--format", "hf"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not an earlier output" in err[0], err
+    assert _tree(out) == {"todo.txt": b"mine"} and _leftovers(tmp_path) == []
+
+
+def test_a_disk_too_small_for_the_preset_is_refused_before_h5py_writes(
+        exported, tmp_path, monkeypatch, capsys):
+    """h5py on a full disk crashes the process at exit (exit 139): measure first."""
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(export.shutil, "disk_usage",
+                        lambda path: usage._replace(free=1 << 20))
+    assert export.main(["--checkpoint", exported["roberta"]["run"], "--output_dir",
+                        str(tmp_path / "exp"), "--format", "keras-hub"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MiB are free" in err[0], err
+    assert not (tmp_path / "exp").exists() and _leftovers(tmp_path) == []
