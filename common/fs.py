@@ -309,14 +309,15 @@ def whole_folder(dest: str, markers: tuple[str, ...]):
         delete_tree(stage)
 
 
-def _files_under(folder: str) -> list[str]:
+def files_under(folder: str) -> list[str]:
+    """Every file under a folder (an object-store prefix), at any depth."""
     if is_remote(folder):
         return glob_in(folder, "**")
     return [os.path.join(root, f) for root, _, files in os.walk(folder) for f in files]
 
 
 def _check_replaceable(dest: str, markers) -> None:
-    files = _files_under(dest) if is_remote(dest) or os.path.isdir(dest) else []
+    files = files_under(dest) if is_remote(dest) or os.path.isdir(dest) else []
     if not is_remote(dest) and os.path.exists(dest) and not os.path.isdir(dest):
         raise NotReplaceableError(f"{dest} is a file, not a folder to write into.")
     if files and not any(basename(f) in markers for f in files):
@@ -350,8 +351,8 @@ def _swap_in(stage: str, dest: str, markers) -> None:
             os.rename(stage, dest)
             os.rename(aside, stage)  # the old folder, deleted with the stage
         return
-    new = {f[len(stage) + 1:] for f in _files_under(stage)}
-    old = _files_under(dest)
+    new = {f[len(stage) + 1:] for f in files_under(stage)}
+    old = files_under(dest)
     delete([f for f in old if basename(f) in markers])
     for last in (False, True):  # the markers after everything they vouch for
         names = sorted(n for n in new if (basename(n) in markers) == last)

@@ -284,3 +284,31 @@ def test_a_disk_too_small_for_the_preset_is_refused_before_h5py_writes(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "MiB are free" in err[0], err
     assert not (tmp_path / "exp").exists() and _leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
+                    reason="the gs:// swap does not depend on the backend; one pass is enough")
+def test_a_gcs_export_is_whole_or_nothing(exported, gcs, monkeypatch, tmp_path):
+    """On gs:// (no rename): staged under a `.tmp-` prefix beside the export, then copied
+    in; a failure before that leaves the earlier export's objects exactly as they were."""
+    gcs.apply_env()
+    run, out = exported["roberta"]["run"], gcs.url("exports", "tiny[1]")
+    local = export.export(run, str(tmp_path / "local"), "all")
+    assert export.export(run, out, "all") == {f: fs.join(out, f) for f in local}
+    objects = {n: gcs.read_object(n) for n in gcs.object_names("exports/")}
+    local_files = _tree(tmp_path / "local")
+    assert sorted(n.removeprefix("exports/tiny[1]/") for n in objects) == sorted(local_files)
+    assert objects["exports/tiny[1]/hf/config.json"] == local_files["hf/config.json"]
+
+    def fail(card, folder):
+        raise ConnectionError("upload failed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(export.model_card, "write", fail)
+        with pytest.raises(ConnectionError):
+            export.export(run, out, "hf")
+    assert {n: gcs.read_object(n) for n in gcs.object_names("exports/")} == objects
+    export.export(run, out, "hf")
+    names = gcs.object_names("exports/")
+    assert "exports/tiny[1]/config.json" in names and not any("keras-hub" in n for n in names)
+    assert not any(fs.TEMP_PREFIX in n for n in names)
