@@ -26,8 +26,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   StandardOptions)
 
-from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, progress, run_lock,
-                            sources, tokenization)
+from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, jsonl_files, progress,
+                            run_lock, sources, tokenization)
 from beam_pipelines.execution import GroupingExecution
 from beam_pipelines.local import memory_check
 from beam_pipelines.local.execution import OnDiskExecution
@@ -63,9 +63,8 @@ def _side_files(dead, removed, opts, run_id: str):
     The sample goes with the dead letters: committed manifests list both, so both stay."""
     dead_files = (dead
                   | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
-                  | "WriteDeadLetters" >> beam.io.WriteToText(
-                      prepared_dir.dead_letter_prefix(opts.output_dir, run_id),
-                      file_name_suffix=prepared_dir.JSONL_SUFFIX))
+                  | "WriteDeadLetters" >> jsonl_files.WriteJsonl(
+                      prepared_dir.dead_letter_prefix(opts.output_dir, run_id)))
     sample_files = removed | "SampleRemoved" >> cleaning.WriteRemovedSample(
         prepared_dir.sample_prefix(opts.output_dir, run_id), opts.removed_sample_size)
     return (dead_files, sample_files) | "SideFiles" >> beam.Flatten()

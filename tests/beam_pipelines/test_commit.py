@@ -506,3 +506,32 @@ def test_a_full_disk_while_shards_are_written_is_one_line_and_keeps_the_previous
     assert shards.SHARD_SUFFIX in err[0] and "no space left on device" in err[0], err
     assert _snapshot(out) == before and not (out / "_LOCK").exists()
     assert not [p for p in out.rglob("*") if p.name.startswith(fs.TEMP_PREFIX)]
+
+
+def _with_bad_lines(path, texts):
+    write_jsonl(path, texts)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("{not json\n" + json.dumps({"body": "no text field"}) + "\n")
+    return path
+
+
+def _dead_letters(read_lines):
+    return sorted(json.loads(line)["reason"].split(":")[0] for line in read_lines)
+
+
+def test_an_output_dir_with_a_bracket_is_written_with_dead_letters_present(
+        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys):
+    """Beam's text sink renamed its temporary files through a glob: `OUT[6]` matched
+    `OUT6`, and the first run ended in FinalizeWrite's "src and dst files do not exist"."""
+    src = _with_bad_lines(tmp_path / "c.jsonl", corpus_texts[:40])
+    out = tmp_path / "OUT[6]"
+    for attempt in range(2):  # the first run into the folder, then one over it
+        assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", attempt)) == 0, \
+            capsys.readouterr().err
+        assert set(_run_ids(out).values()) and len(set(_run_ids(out).values())) == 1
+        dead = sorted((out / "dead_letter").glob("*.jsonl"))
+        letters = [line for p in dead if "removed" not in p.name
+                   for line in p.read_text().splitlines()]
+        assert len(letters) == 2, dead
+    assert not (tmp_path / "OUT6").exists()
+    assert not [p for p in out.rglob("*") if p.name.startswith(("beam-temp", fs.TEMP_PREFIX))]
