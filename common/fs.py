@@ -329,6 +329,12 @@ def _check_replaceable(dest: str, markers) -> None:
 _STAGE = re.compile(re.escape(TEMP_PREFIX) + r"[0-9a-f]{32}-")
 
 
+def unstaged(path: str) -> str:
+    """`path` with a staging folder's name (`.tmp-{uuid}-NAME`) read as NAME: what to show a
+    user, who knows the folder they named."""
+    return _STAGE.sub("", path)
+
+
 def _delete_stale_stages(parent: str, name: str) -> None:
     """What a killed earlier write to the same folder left (SIGKILL runs no clean-up)."""
     if is_remote(parent):
