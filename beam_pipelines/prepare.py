@@ -34,7 +34,7 @@ from beam_pipelines.local.execution import OnDiskExecution
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
 from common import manifest, prepared_dir, shards, tokenizer_files
-from common.errors import UserError, run_cli
+from common.errors import UserError, no_room_logged_once, run_cli
 
 
 def read_tasks(opts) -> list[tuple]:
@@ -292,7 +292,8 @@ def run(argv=None) -> int:
             print("dry run: the Dataflow job graph was built and validated; nothing ran")
             return 0
         start = time.monotonic()
-        record = _launch(options, opts, tokenizer_info, tasks, args)
+        with no_room_logged_once(*BEAM_ERROR_LOGGERS):
+            record = _launch(options, opts, tokenizer_info, tasks, args)
         if record["state"] != "committed":
             dead = ", ".join(record.get("dead_letter_files", [])) or "none"
             raise RefusedError(f"nothing committed, {opts.output_dir} is unchanged: "
@@ -301,6 +302,11 @@ def run(argv=None) -> int:
               f"(run {record['run_id']})")
         print(summarize(opts.output_dir, opts_lib.split_names(opts)))
     return run_cli(body, argv)
+
+
+# Where Beam's local runners log a worker's error, traceback included, before raising it.
+BEAM_ERROR_LOGGERS = ("apache_beam.runners.common",
+                      "apache_beam.runners.worker.bundle_processor")
 
 
 class RefusedError(UserError):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import posixpath
 import re
 import signal
@@ -131,6 +132,30 @@ def failed_write_message(err: BaseException, argv: Sequence[str]) -> str | None:
         return (f"cannot write {path}: {reason}; the previous output (if any) is kept, "
                 "nothing half-written is left")
     return None
+
+
+class _NoRoomRecords(logging.Filter):
+    """Drops a log record whose exception is a full disk or a read-only filesystem."""
+
+    def filter(self, record):
+        err = record.exc_info[1] if record.exc_info else None
+        return err is None or failed_write_message(err, ()) is None
+
+
+@contextlib.contextmanager
+def no_room_logged_once(*logger_names: str):
+    """While the block runs, the named loggers drop the tracebacks of a full disk or a
+    read-only filesystem: Beam logs a worker's error with its traceback before raising it,
+    and `run_cli` then says it in one line."""
+    quiet = _NoRoomRecords()
+    loggers = [logging.getLogger(name) for name in logger_names]
+    for logger in loggers:
+        logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(quiet)
 
 
 def run_cli(body: Callable[[], int | None], argv: Sequence[str] | None = None) -> int:

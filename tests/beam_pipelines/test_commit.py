@@ -486,7 +486,7 @@ class _FullDiskFile:
 
 
 def test_a_full_disk_while_shards_are_written_is_one_line_and_keeps_the_previous_output(
-        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch):
+        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch, caplog):
     """The shard writes run in Beam workers, whose OSError reaches the launcher wrapped in a
     RuntimeError: still one line naming the file, exit 2, the previous output untouched."""
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
@@ -504,6 +504,7 @@ def test_a_full_disk_while_shards_are_written_is_one_line_and_keeps_the_previous
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: cannot write {out}/"), err
     assert shards.SHARD_SUFFIX in err[0] and "no space left on device" in err[0], err
+    assert not [r for r in caplog.records if r.exc_info], "Beam logged the traceback"
     assert _snapshot(out) == before and not (out / "_LOCK").exists()
     assert not [p for p in out.rglob("*") if p.name.startswith(fs.TEMP_PREFIX)]
 
