@@ -240,3 +240,27 @@ def test_a_full_disk_while_publishing_names_the_file_and_keeps_the_previous_one(
     assert raised.value.errno == errno.ENOSPC and raised.value.filename == path
     assert open(path, "rb").read() == before
     assert os.listdir(tmp_path) == [os.path.basename(path)]
+
+
+def test_a_read_only_output_stops_the_trainer_in_one_line(corpus, tmp_path, monkeypatch, capsys):
+    """Every write of the run goes through whole-file writes: a read-only --output_dir is one
+    line naming the file, exit 2, and nothing is left there."""
+    import builtins
+    import errno
+
+    from tests.trainer.mlm_data import STEPS, task_args
+    from trainer import task
+
+    out = tmp_path / "run"
+
+    def read_only(path, mode="r", *args, **kwargs):
+        if "w" in mode and str(path).startswith(str(out)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return builtins.open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(fs, "open", read_only, raising=False)
+    assert task.main(task_args(corpus, out, *STEPS)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: cannot write {out}/"), err
+    assert "read-only file system" in err[0]
+    assert not [p for p in out.rglob("*") if p.is_file()]
