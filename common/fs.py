@@ -283,10 +283,13 @@ def whole_folder(dest: str, markers: tuple[str, ...]):
     or a stop (Ctrl-C, SIGTERM) in the block deletes the staging folder and leaves `dest`
     exactly as it was.
 
-    `markers` are the file names (at any depth) whose presence makes a folder complete to
-    its readers (`config.json`: keras-hub and transformers load nothing without it). A
-    non-empty `dest` that holds none of them is not an earlier output and is refused
-    before anything is written: replacing it would delete someone's files.
+    `markers` are the paths inside a folder (`config.json`, `hf/config.json`) whose presence
+    makes it complete to its readers (keras-hub and transformers load nothing without
+    `config.json`). A non-empty `dest` that holds none of them is not an earlier output and
+    is refused before anything is written, and so is the current folder or one holding it:
+    replacing it would delete someone's files (a run folder holding an export deeper down
+    is not an export). Two writes into the same folder at once are not supported: each
+    deletes the stages of earlier, killed writes.
 
     Local: the swap is one atomic exchange of the two folders (Linux `renameat2`), else two
     renames (a kill between them, microseconds, leaves the old folder under `.tmp-*`).
@@ -320,7 +323,11 @@ def _check_replaceable(dest: str, markers) -> None:
     files = files_under(dest) if is_remote(dest) or os.path.isdir(dest) else []
     if not is_remote(dest) and os.path.exists(dest) and not os.path.isdir(dest):
         raise NotReplaceableError(f"{dest} is a file, not a folder to write into.")
-    if files and not any(basename(f) in markers for f in files):
+    here, there = (os.path.realpath(p) + os.sep for p in (os.getcwd(), dest))
+    if not is_remote(dest) and here.startswith(there):
+        raise NotReplaceableError(f"{dest} holds the current folder; it would be replaced "
+                                  "whole: choose another folder.")
+    if files and not any(f[len(dest) + 1:] in markers for f in files):
         raise NotReplaceableError(
             f"{dest} holds files that are not an earlier output of this command (e.g. "
             f"{min(files)}); it would be replaced whole: choose another folder or empty it.")
@@ -359,9 +366,9 @@ def _swap_in(stage: str, dest: str, markers) -> None:
         return
     new = {f[len(stage) + 1:] for f in files_under(stage)}
     old = files_under(dest)
-    delete([f for f in old if basename(f) in markers])
+    delete([f for f in old if f[len(dest) + 1:] in markers])
     for last in (False, True):  # the markers after everything they vouch for
-        names = sorted(n for n in new if (basename(n) in markers) == last)
+        names = sorted(n for n in new if (n in markers) == last)
         if names:
             FileSystems.copy([join(stage, n) for n in names],  # names taken literally
                              [join(dest, n) for n in names])

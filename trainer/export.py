@@ -45,6 +45,8 @@ KERAS_HUB, HF = "keras-hub", "hf"
 FORMATS = (KERAS_HUB, HF, "all")
 HF_WEIGHTS = "model.safetensors"
 HF_CONFIG = "config.json"
+# What makes a folder an earlier export (any format, so that one can replace another).
+ALL_MARKERS = (HF_CONFIG, f"{KERAS_HUB}/{HF_CONFIG}", f"{HF}/{HF_CONFIG}")
 
 
 class ExportError(UserError):
@@ -177,7 +179,7 @@ def export(checkpoint: str, output_dir: str, fmt: str = "all",
     formats = formats_of(fmt)
     source = model_source.resolve(checkpoint)
     tokenizer, info = _tokenizer_info(source)
-    with fs.whole_folder(output_dir, markers=(HF_CONFIG,)) as stage:
+    with fs.whole_folder(output_dir, markers=ALL_MARKERS) as stage:
         masked_lm = model_source.load_source(source)
         staged = {f: fs.join(stage, f) if fmt == "all" else stage for f in formats}
         if KERAS_HUB in staged:

@@ -114,3 +114,14 @@ def test_whole_folder_on_gcs_never_shows_markers_beside_other_files(gcs, monkeyp
             fs.write_bytes(fs.join(stage, "a.txt"), b"new a")
     assert calls == [["a.txt"], ["config.json"]]
     assert "config.json" not in _contents(dest)
+
+
+def test_whole_folder_refuses_the_current_folder(tmp_path, monkeypatch):
+    dest = tmp_path / "exp"
+    (dest / "inner").mkdir(parents=True)
+    (dest / "config.json").write_text("an earlier output")
+    monkeypatch.chdir(dest / "inner")
+    with pytest.raises(fs.NotReplaceableError, match="current folder"):
+        with fs.whole_folder(str(dest), markers=("config.json",)):
+            pytest.fail("the block must not run")
+    assert (dest / "config.json").read_text() == "an earlier output"

@@ -312,3 +312,17 @@ def test_a_gcs_export_is_whole_or_nothing(exported, gcs, monkeypatch, tmp_path):
     names = gcs.object_names("exports/")
     assert "exports/tiny[1]/config.json" in names and not any("keras-hub" in n for n in names)
     assert not any(fs.TEMP_PREFIX in n for n in names)
+
+
+def test_an_export_refuses_a_run_folder_that_holds_an_export_deeper_down(exported, tmp_path,
+                                                                        capsys):
+    """The trainer exports into RUN/export/: that `config.json` does not make RUN an export
+    (it would have been replaced whole, checkpoints and all)."""
+    run = tmp_path / "run"
+    shutil.copytree(exported["roberta"]["run"], run)
+    export.export(str(run), str(run / "export"), "all")
+    before = _tree(run)
+    assert export.main(["--checkpoint", str(run), "--output_dir", str(run),
+                        "--format", "hf"]) == 2
+    assert "not an earlier output" in capsys.readouterr().err
+    assert _tree(run) == before
