@@ -26,12 +26,12 @@ from collections import Counter
 
 import apache_beam as beam
 
-from beam_pipelines import quality
+from beam_pipelines import jsonl_files, quality
 from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
                                       split_of)
 from beam_pipelines.stats import emit_stats
 from beam_pipelines.accounting import STATS, removal_key
-from common import prepared_dir, splits
+from common import splits
 
 
 class CountBySplit(beam.DoFn):
@@ -148,7 +148,6 @@ class WriteRemovedSample(beam.PTransform):
                       | "AllRules" >> beam.combiners.ToList())
         else:
             groups = parts[0].pipeline | "NoSample" >> beam.Create([[]])
-        return (groups
-                | "SampleLines" >> beam.FlatMap(sample_lines, self.per_rule)
-                | "WriteSample" >> beam.io.WriteToText(
-                    self.path_prefix, file_name_suffix=prepared_dir.JSONL_SUFFIX, num_shards=1))
+        # One file, empty too (as before): `groups` is one list, present in every run.
+        return groups | "WriteSample" >> beam.Map(
+            lambda g: jsonl_files.write_lines(self.path_prefix, sample_lines(g, self.per_rule)))

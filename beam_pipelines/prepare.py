@@ -26,15 +26,15 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   StandardOptions)
 
-from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, progress, run_lock,
-                            sources, tokenization)
+from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, jsonl_files, progress,
+                            run_lock, sources, tokenization)
 from beam_pipelines.execution import GroupingExecution
 from beam_pipelines.local import memory_check
 from beam_pipelines.local.execution import OnDiskExecution
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
 from common import manifest, prepared_dir, shards, tokenizer_files
-from common.errors import UserError, run_cli
+from common.errors import UserError, no_room_logged_once, run_cli
 
 
 def read_tasks(opts) -> list[tuple]:
@@ -63,9 +63,8 @@ def _side_files(dead, removed, opts, run_id: str):
     The sample goes with the dead letters: committed manifests list both, so both stay."""
     dead_files = (dead
                   | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
-                  | "WriteDeadLetters" >> beam.io.WriteToText(
-                      prepared_dir.dead_letter_prefix(opts.output_dir, run_id),
-                      file_name_suffix=prepared_dir.JSONL_SUFFIX))
+                  | "WriteDeadLetters" >> jsonl_files.WriteJsonl(
+                      prepared_dir.dead_letter_prefix(opts.output_dir, run_id)))
     sample_files = removed | "SampleRemoved" >> cleaning.WriteRemovedSample(
         prepared_dir.sample_prefix(opts.output_dir, run_id), opts.removed_sample_size)
     return (dead_files, sample_files) | "SideFiles" >> beam.Flatten()
@@ -293,7 +292,8 @@ def run(argv=None) -> int:
             print("dry run: the Dataflow job graph was built and validated; nothing ran")
             return 0
         start = time.monotonic()
-        record = _launch(options, opts, tokenizer_info, tasks, args)
+        with no_room_logged_once(*BEAM_ERROR_LOGGERS):
+            record = _launch(options, opts, tokenizer_info, tasks, args)
         if record["state"] != "committed":
             dead = ", ".join(record.get("dead_letter_files", [])) or "none"
             raise RefusedError(f"nothing committed, {opts.output_dir} is unchanged: "
@@ -301,7 +301,12 @@ def run(argv=None) -> int:
         print(f"prepared {opts.output_dir} in {time.monotonic() - start:.1f} s "
               f"(run {record['run_id']})")
         print(summarize(opts.output_dir, opts_lib.split_names(opts)))
-    return run_cli(body)
+    return run_cli(body, argv)
+
+
+# Where Beam's local runners log a worker's error, traceback included, before raising it.
+BEAM_ERROR_LOGGERS = ("apache_beam.runners.common",
+                      "apache_beam.runners.worker.bundle_processor")
 
 
 class RefusedError(UserError):

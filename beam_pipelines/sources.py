@@ -269,11 +269,21 @@ class ReadDocuments(beam.DoFn):
     def _records(self, task):
         if task[0] == "file":
             _, path, split, start, end, listed = task
-            for record in read_file(path, self.text_field, self.max_document_bytes,
-                                            self.txt_unit, start, end):
-                if isinstance(record, Document) and split:
-                    record = dataclasses.replace(record, split=split)
-                yield record
+            try:
+                for record in read_file(path, self.text_field, self.max_document_bytes,
+                                        self.txt_unit, start, end):
+                    if isinstance(record, Document) and split:
+                        record = dataclasses.replace(record, split=split)
+                    yield record
+            except Exception:
+                # A read that failed because the file went away or was replaced under the
+                # run (deletion is a change) is the refusal, not a retry: the retry would
+                # fail the same way and end in a traceback.
+                change = listed is not None and changed_input(path, listed, fs.stamp(path))
+                if not change:
+                    raise
+                yield beam.pvalue.TaggedOutput(CHANGED, (path, change))
+                return
             if listed is not None and (change := changed_input(path, listed, fs.stamp(path))):
                 yield beam.pvalue.TaggedOutput(CHANGED, (path, change))
         else:

@@ -243,8 +243,18 @@ def check(config: TokenizerConfig) -> None:
 
 
 def train(config: TokenizerConfig) -> dict:
-    """Trains, saves and returns a summary of the run (also written as training_info.json)."""
+    """Trains, saves and returns a summary of the run (also written as training_info.json).
+
+    The output folder is written whole or not at all (`fs.whole_folder`): a full disk or a
+    kill leaves the previous tokenizer there, never a new tokenizer.json beside an old
+    config; a folder that holds anything but an earlier tokenizer is refused up front."""
     check(config)
+    with fs.whole_folder(config.output_dir, markers=(tokenizer_files.TOKENIZER_JSON,)) as stage:
+        return _train_into(config, stage)
+
+
+def _train_into(config: TokenizerConfig, folder: str) -> dict:
+    """`train`, its files written into `folder`."""
     start = time.monotonic()
     tokenizer, trainer = build(config.model, config.vocab_size, config.min_frequency)
     report = InputReport(config.progress_seconds)
@@ -274,7 +284,7 @@ def train(config: TokenizerConfig) -> dict:
         raise UserError("no usable document was read: nothing to train on")
     add_post_processor(tokenizer, config.model)
     special = tokenizer_files.SPECIAL_TOKENS[config.model]
-    fingerprint = tokenizer_files.save(tokenizer, config.output_dir, special,
+    fingerprint = tokenizer_files.save(tokenizer, folder, special,
                                        config.model_max_length)
     info = {
         "config": dataclasses.asdict(config), "fingerprint": fingerprint,
@@ -284,11 +294,11 @@ def train(config: TokenizerConfig) -> dict:
         "read_budget": read_budget(config), "characters_left_out": left_out,
         "seconds": round(time.monotonic() - start, 1),
     }
-    fs.write_json(fs.join(config.output_dir, "training_info.json"), info)
+    fs.write_json(fs.join(folder, "training_info.json"), info)
     repo_id = config.push_to and publish.tokenizer_target(config.push_to).repo_id
-    tokenizer_card.write(tokenizer_card.build(info, repo_id), config.output_dir)
+    tokenizer_card.write(tokenizer_card.build(info, repo_id), folder)
     if report.dead_letters:
-        fs.write_bytes(fs.join(config.output_dir, DEAD_LETTER),
+        fs.write_bytes(fs.join(folder, DEAD_LETTER),
                        "".join(d.to_json() + "\n" for d in report.dead_letters).encode())
     return info
 
@@ -310,7 +320,7 @@ def main(argv=None) -> int:
             url = hf_push.push_folder(config.output_dir, config.push_to, "Upload tokenizer",
                                       ignore=(DEAD_LETTER,))
             print(f"tokenizer pushed to {url}")
-    return run_cli(body)
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

@@ -13,15 +13,17 @@
         .tmp-*                    a local atomic write cut short (common/fs.py); the commit
                                   deletes them
       dead_letter/
-        {run_id}-dead_letter-{i:05d}-of-{n:05d}.jsonl
-                                  records prepare rejected (source, line, reason); Beam's
-                                  WriteToText writes them, manifests list them, a refusal
-                                  reads their top reasons
+        {run_id}-dead_letter-00000-of-00001.jsonl
+                                  records prepare rejected (source, line, reason), one
+                                  atomic write (beam_pipelines/jsonl_files.py); manifests
+                                  list them, a refusal reads their top reasons (earlier
+                                  versions, through Beam's WriteToText: several files)
         {run_id}-removed_sample-00000-of-00001.jsonl
                                   a sample of what the quality rules and dedup removed
                                   (beam_pipelines/cleaning.py); listed and kept likewise
-        beam-temp-{run_id}-*/     Beam's temporary folders of those two writes; the commit
-                                  and a failed local run sweep a dead run's
+        beam-temp-{run_id}-*/     Beam's temporary folders of those two writes in earlier
+                                  versions; the commit and a failed local run sweep a dead
+                                  run's
       _runs/
         {run_id}.json             the run record (committed or refused); commit.Commit writes
                                   it, the launcher reports it, and a lock whose run recorded
@@ -55,7 +57,7 @@ LOCK = "_LOCK"
 # The kind part of a file name in the dead letters' folder: `{run_id}-{kind}-...jsonl`.
 DEAD_LETTER_KIND = "dead_letter"
 SAMPLE_KIND = "removed_sample"
-JSONL_SUFFIX = ".jsonl"  # Beam's WriteToText adds it after the shard numbers
+JSONL_SUFFIX = ".jsonl"  # after the shard numbers, as Beam's WriteToText named them
 BEAM_TEMP_PREFIX = "beam-temp-"  # Beam's own name for a write's temporary folder
 TEMP_GLOB = fs.TEMP_PREFIX + "*"
 RESERVED_NAMES = (RUNS_DIR, DEAD_LETTER_DIR)
@@ -128,12 +130,12 @@ def dead_letter_dir(output_dir: str) -> str:
 
 
 def dead_letter_prefix(output_dir: str, run_id: str) -> str:
-    """Where a run's rejected records go (Beam adds `-{i:05d}-of-{n:05d}.jsonl`)."""
+    """Where a run's rejected records go (`jsonl_files` adds `-00000-of-00001.jsonl`)."""
     return fs.join(output_dir, DEAD_LETTER_DIR, f"{run_id}-{DEAD_LETTER_KIND}")
 
 
 def sample_prefix(output_dir: str, run_id: str) -> str:
-    """Where a run's sample of removed documents goes (Beam adds the rest, as above)."""
+    """Where a run's sample of removed documents goes (the rest added as above)."""
     return fs.join(output_dir, DEAD_LETTER_DIR, f"{run_id}-{SAMPLE_KIND}")
 
 

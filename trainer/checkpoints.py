@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import tempfile
@@ -28,14 +29,46 @@ from trainer.run_dir import WEIGHTS_SUFFIX, RunDir
 def publish(model, path: str, upload: bool = True) -> None:
     """`model.save_weights(path)`, atomically: a kill or an error leaves no partial file.
 
+    The HDF5 file is built in memory (`weights_image`) and written with ordinary writes
+    (local: a temporary name beside `path`, then a rename; gs://: one upload), never staged
+    in the system's temporary folder (small on TPU VMs, while a `base` backup is ~1.5 GB).
+    A full disk is then a plain OSError naming `path` (one line, `common/errors.run_cli`):
+    h5py writing to a full disk itself raises again in its finaliser and the process dies
+    of a segmentation fault at exit (seen with h5py 3, HDF5 1.14).
+
     Every process of a multi-process run calls this (`upload` only on the chief): saving runs
     collective device operations under JAX (and tf.distribute's multi-worker strategies
     expect every worker to save), so a chief saving alone would wait for the others."""
-    with tempfile.TemporaryDirectory() as tmp:
-        local = os.path.join(tmp, "w" + WEIGHTS_SUFFIX)  # Keras wants the suffix
-        model.save_weights(local)
-        if upload:
-            fs.upload_stream(path, fs.file_chunks(local))
+    image = weights_image(model)
+    if upload:
+        view = image.getbuffer()
+        try:
+            fs.upload_stream(path, (view[i:i + _CHUNK] for i in range(0, len(view), _CHUNK)))
+        finally:
+            view.release()
+
+
+_CHUNK = 64 << 20
+
+
+def weights_image(model) -> io.BytesIO:
+    """The bytes `model.save_weights` would write (a `.weights.h5` file), in memory.
+
+    Uses `keras.src.saving.saving_lib` (`H5IOStore` over a BytesIO, `_save_state`), what
+    `save_weights` runs on a path; tests/trainer/test_checkpoints.py fails loudly if a
+    Keras upgrade renames them."""
+    from keras.src.saving import saving_lib
+
+    if not model.built:
+        raise ValueError("the model must be built before its weights are saved")
+    image = io.BytesIO()
+    store = saving_lib.H5IOStore(image, mode="w")
+    try:
+        saving_lib._save_state(model, weights_store=store, assets_store=None, inner_path="",
+                               visited_saveables=set())
+    finally:
+        store.close()
+    return image
 
 
 def prune(paths_newest_first: list[str], keep: int) -> None:

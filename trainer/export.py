@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import sys
 import tempfile
 
@@ -45,6 +46,8 @@ KERAS_HUB, HF = "keras-hub", "hf"
 FORMATS = (KERAS_HUB, HF, "all")
 HF_WEIGHTS = "model.safetensors"
 HF_CONFIG = "config.json"
+# What makes a folder an earlier export (any format, so that one can replace another).
+ALL_MARKERS = (HF_CONFIG, f"{KERAS_HUB}/{HF_CONFIG}", f"{HF}/{HF_CONFIG}")
 
 
 class ExportError(UserError):
@@ -114,17 +117,37 @@ def export_keras_hub(masked_lm, source, output_dir: str) -> str:
     """`save_to_preset`, plus our run_config.json and tokenizer/ for `trainer.predict`."""
     if fs.is_remote(output_dir):  # keras-hub writes local files: stage, then copy
         with tempfile.TemporaryDirectory() as tmp:
-            masked_lm.save_to_preset(tmp)
+            _save_preset(masked_lm, tmp)
             for name in sorted(os.listdir(tmp)):
                 with open(os.path.join(tmp, name), "rb") as f:
                     fs.write_bytes(fs.join(output_dir, name), f.read())
     else:
-        masked_lm.save_to_preset(output_dir)
+        os.makedirs(output_dir, exist_ok=True)
+        _save_preset(masked_lm, output_dir)
     run_config = {**source.run_config, "exported_from": source.path}
     fs.write_json(fs.join(output_dir, run_dir.RUN_CONFIG), run_config)
     tokenizer_files.copy(source.tokenizer_dir, fs.join(output_dir, run_dir.TOKENIZER_DIR),
                          source.max_sequence_length)
     return output_dir
+
+
+# What h5py adds to the weights' own bytes (names, attributes, B-trees), with room to spare:
+# a 1-layer RoBERTa's preset (25 variables, two .h5 files) took 78 KB over 186 KB of weights.
+_HDF5_FILE_OVERHEAD, _HDF5_VARIABLE_OVERHEAD = 1 << 20, 4 << 10
+
+
+def _save_preset(masked_lm, folder: str) -> None:
+    """`save_to_preset`, once the disk is known to hold the weights: keras-hub writes them
+    with h5py, which on a full disk raises again in its finaliser and kills the process
+    with a segmentation fault at exit instead of letting it report one line."""
+    need = _HDF5_FILE_OVERHEAD + sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize
+                                     + _HDF5_VARIABLE_OVERHEAD for v in masked_lm.weights)
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        raise ExportError(f"cannot write the keras-hub preset in {fs.unstaged(folder)}: it "
+                          f"needs about {need / 2**20:,.1f} MiB and {free / 2**20:,.1f} MiB "
+                          "are free; the previous export (if any) is kept.")
+    masked_lm.save_to_preset(folder)
 
 
 def _tokenizer_info(source):
@@ -150,22 +173,28 @@ def formats_of(fmt: str) -> tuple:
 def export(checkpoint: str, output_dir: str, fmt: str = "all",
            card: model_card.CardOptions | None = None) -> dict[str, str]:
     """Exports `checkpoint` in `fmt` (keras-hub, hf or all), each folder with its model
-    card; returns {format: folder}."""
+    card; returns {format: folder}.
+
+    `output_dir` is written whole or not at all (`fs.whole_folder`): staged beside it,
+    then swapped in, so a failure (a full disk, a kill) leaves no partial export there and
+    an earlier export in its place stays loadable; a folder holding anything else is
+    refused before the model is loaded."""
     formats = formats_of(fmt)
     source = model_source.resolve(checkpoint)
     tokenizer, info = _tokenizer_info(source)
-    masked_lm = model_source.load_source(source)
-    out = {f: fs.join(output_dir, f) if fmt == "all" else output_dir for f in formats}
-    parameters = {KERAS_HUB: masked_lm.count_params()}  # each card counts its own folder's
-    if KERAS_HUB in out:
-        export_keras_hub(masked_lm, source, out[KERAS_HUB])
-    if HF in out:
-        parameters[HF] = export_hf(masked_lm, source, info, out[HF])
-    facts = card_facts.gather(source, tokenizer, parameters[KERAS_HUB])
-    for f, folder in out.items():
-        own = dataclasses.replace(facts, parameters=parameters[f])
-        model_card.write(model_card.build(own, f, card or model_card.CardOptions()), folder)
-    return out
+    with fs.whole_folder(output_dir, markers=ALL_MARKERS) as stage:
+        masked_lm = model_source.load_source(source)
+        staged = {f: fs.join(stage, f) if fmt == "all" else stage for f in formats}
+        parameters = {KERAS_HUB: masked_lm.count_params()}  # each card counts its own folder's
+        if KERAS_HUB in staged:
+            export_keras_hub(masked_lm, source, staged[KERAS_HUB])
+        if HF in staged:
+            parameters[HF] = export_hf(masked_lm, source, info, staged[HF])
+        facts = card_facts.gather(source, tokenizer, parameters[KERAS_HUB])
+        for f, folder in staged.items():
+            own = dataclasses.replace(facts, parameters=parameters[f])
+            model_card.write(model_card.build(own, f, card or model_card.CardOptions()), folder)
+    return {f: fs.join(output_dir, f) if fmt == "all" else output_dir for f in formats}
 
 
 def export_and_push(checkpoint: str, output_dir: str, fmt: str,

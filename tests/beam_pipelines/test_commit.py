@@ -5,6 +5,8 @@ After every fault the output must be valid (each split: the previous run's or th
 every listed shard intact), and running the commit again must end in the new output with no
 file left that no manifest lists."""
 
+import builtins
+import errno
 import json
 import os
 import shutil
@@ -13,7 +15,7 @@ import pytest
 
 from beam_pipelines import commit, prepare, run_lock
 from beam_pipelines.local import exact_dedup
-from common import fs, manifest, prepared_dir, verify
+from common import fs, manifest, prepared_dir, shards, verify
 from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
 
 SPLITS = ("train", "validation")
@@ -440,3 +442,97 @@ def test_the_sweep_keeps_the_files_of_the_run_holding_the_lock(tmp_path):
     run_lock.acquire(str(out), ended, "FnApiRunner")  # a holder that recorded its end
     commit.sweep_dead_runs(str(out))
     assert not [p for p in kept + again if p.exists()]
+
+
+def test_an_input_deleted_while_the_run_reads_it_is_refused_in_one_line(
+        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch):
+    """Deletion is a change: an input removed between the two reads of the local exact
+    dedup ends in the one-line refusal, not a traceback, the previous output untouched."""
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
+    out = tmp_path / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    before = _snapshot(out)
+    load_range, done = exact_dedup.load_range, []
+
+    def delete_then_load(*args):  # DecideRange: after the first read, before the second
+        if not done:
+            src.unlink()
+            done.append(1)
+        return load_range(*args)
+
+    monkeypatch.setattr(exact_dedup, "load_range", delete_then_load)
+    capsys.readouterr()
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", "1")) == 2 and done
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"input {src} changed while the run read it" in err[0], err
+    assert "is gone" in err[0], err
+    assert _snapshot(out) == before and not (out / "_LOCK").exists()
+
+
+class _FullDiskFile:
+    """A file whose writes fail as on a full disk (`write(2)`'s OSError names no file)."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.real.close()
+
+
+def test_a_full_disk_while_shards_are_written_is_one_line_and_keeps_the_previous_output(
+        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch, caplog):
+    """The shard writes run in Beam workers, whose OSError reaches the launcher wrapped in a
+    RuntimeError: still one line naming the file, exit 2, the previous output untouched."""
+    src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
+    out = tmp_path / "out"
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
+    before = _snapshot(out)
+
+    def full_for_shards(path, mode="r", *args, **kwargs):
+        real = builtins.open(path, mode, *args, **kwargs)
+        return _FullDiskFile(real) if str(path).endswith(shards.SHARD_SUFFIX) else real
+
+    monkeypatch.setattr(fs, "open", full_for_shards, raising=False)
+    capsys.readouterr()
+    assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", "1")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: cannot write {out}/"), err
+    assert shards.SHARD_SUFFIX in err[0] and "no space left on device" in err[0], err
+    assert not [r for r in caplog.records if r.exc_info], "Beam logged the traceback"
+    assert _snapshot(out) == before and not (out / "_LOCK").exists()
+    assert not [p for p in out.rglob("*") if p.name.startswith(fs.TEMP_PREFIX)]
+
+
+def _with_bad_lines(path, texts):
+    write_jsonl(path, texts)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("{not json\n" + json.dumps({"body": "no text field"}) + "\n")
+    return path
+
+
+def _dead_letters(read_lines):
+    return sorted(json.loads(line)["reason"].split(":")[0] for line in read_lines)
+
+
+def test_an_output_dir_with_a_bracket_is_written_with_dead_letters_present(
+        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys):
+    """Beam's text sink renamed its temporary files through a glob: `OUT[6]` matched
+    `OUT6`, and the first run ended in FinalizeWrite's "src and dst files do not exist"."""
+    src = _with_bad_lines(tmp_path / "c.jsonl", corpus_texts[:40])
+    out = tmp_path / "OUT[6]"
+    for attempt in range(2):  # the first run into the folder, then one over it
+        assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", attempt)) == 0, \
+            capsys.readouterr().err
+        assert set(_run_ids(out).values()) and len(set(_run_ids(out).values())) == 1
+        dead = sorted((out / "dead_letter").glob("*.jsonl"))
+        letters = [line for p in dead if "removed" not in p.name
+                   for line in p.read_text().splitlines()]
+        assert len(letters) == 2, dead
+    assert not (tmp_path / "OUT6").exists()
+    assert not [p for p in out.rglob("*") if p.name.startswith(("beam-temp", fs.TEMP_PREFIX))]

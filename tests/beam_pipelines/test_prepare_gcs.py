@@ -103,3 +103,32 @@ def test_commit_protocol_on_gcs(gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
     committed = {n for n in names if n.endswith(".tfrecord")}
     assert len(committed) == 4 and all(final["train"] in n for n in committed), names
     assert "prepared2/_LOCK" not in names
+
+
+def test_an_output_dir_with_a_bracket_on_gcs_keeps_its_dead_letters(
+        gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
+    """`gs://.../OUT[6]` with dead letters, through the CLI (in this process: Beam's gs://
+    client honours the emulator): Beam's text sink renamed its temporary objects through
+    a glob (FinalizeWrite: "src and dst files do not exist"); the side files are now
+    written whole under literal names. Twice: the first run, then one over it."""
+    from beam_pipelines import prepare
+    from common import verify
+
+    gcs.apply_env()
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts[:60])
+                   + "{not json\n")
+    out = gcs.url("OUT[6]")
+    flags = ["--runner=FnApiRunner", "--input", str(src), "--tokenizer", bpe_tokenizer_dir,
+             "--output_dir", out, "--max_length", "32", "--num_shards", "1",
+             "--validation_fraction", "0.2"]
+    for seed in ("0", "1"):
+        assert prepare.run([*flags, "--seed", seed]) == 0
+        ids = {verify.verify_split(d).run_id for d in verify.split_dirs(out)}
+        names = gcs.object_names("OUT[6]/dead_letter/")
+        dead = [n for n in names if "-dead_letter-" in n]
+        assert len(ids) == 1, ids
+        run_id = ids.pop()
+        assert dead and all(run_id in n for n in names), names
+        assert gcs.read_object(dead[0]).count(b"\n") == 1
+    assert not [n for n in gcs.object_names() if "beam-temp" in n or "/.tmp-" in n]

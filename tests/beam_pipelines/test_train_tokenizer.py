@@ -1,5 +1,7 @@
+import errno
 import gzip
 import json
+import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -210,3 +212,32 @@ def test_a_streamed_corpus_with_too_many_characters_is_one_line(tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 2 and "--vocab_size 300 cannot hold every character" in err
     assert "Traceback" not in err
+
+
+def _tree(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_full_disk_while_saving_keeps_the_previous_tokenizer_whole(
+        tmp_path, corpus_texts, capsys, monkeypatch):
+    """The card is written after tokenizer.json: a full disk there used to leave a new
+    tokenizer.json beside the old card and info. One line, the old folder as it was."""
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts[:300]))
+    out = tmp_path / "tok"
+    args = ["--input", str(path), "--output_dir", str(out), "--vocab_size", "400",
+            "--progress_seconds", "0"]
+    assert train_tokenizer.main(args) == 0
+    before = _tree(out)
+
+    def full_disk(card, folder):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.path.join(folder, "README.md"))
+
+    monkeypatch.setattr(train_tokenizer.tokenizer_card, "write", full_disk)
+    capsys.readouterr()
+    assert train_tokenizer.main(args + ["--model", "bpe"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: cannot write {out / 'README.md'}: no space left on device; the "
+                   "previous output (if any) is kept, nothing half-written is left"]
+    assert _tree(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl", "tok"]

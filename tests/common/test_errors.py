@@ -1,5 +1,7 @@
 """run_cli: one line and exit 2 for user mistakes only; UserError is not a ValueError."""
 
+import errno
+
 import pytest
 
 from common.errors import UserError, named_by_user, run_cli
@@ -45,3 +47,36 @@ def test_named_by_user_matches_paths_not_prefixes_of_names():
     assert named_by_user("/a/b/c", ["/a/b"])
     assert not named_by_user("/a/bc", ["/a/b"])
     assert not named_by_user(None, ["/a"])
+
+
+def test_a_full_disk_inside_a_wrapped_error_is_one_line_naming_the_target(capsys, tmp_path):
+    """Beam wraps a worker's OSError in a RuntimeError; a staged write's temporary name
+    (`.tmp-{uuid}-NAME`) is reported as the file it stands for."""
+    staged = str(tmp_path / "out" / ".tmp-0123456789abcdef0123456789abcdef-manifest.json")
+    try:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device", staged)
+        except OSError as inner:
+            raise RuntimeError(f"OSError: {inner} [while running 'Commit']") from inner
+    except RuntimeError as err:
+        wrapped = err
+    assert run_cli(_raise(wrapped), ["--output_dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"error: cannot write {tmp_path / 'out' / 'manifest.json'}: no space left "
+                   "on device; the previous output (if any) is kept, nothing half-written is "
+                   "left"]
+
+
+def test_a_read_only_output_without_a_file_name_names_the_output_dir(capsys, tmp_path):
+    err = OSError(errno.EROFS, "Read-only file system\n(h5py says more)")
+    assert run_cli(_raise(err), [f"--output_dir={tmp_path}"]) == 2
+    line, = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: cannot write {tmp_path}: read-only file system;")
+
+
+def test_a_refused_permission_outside_the_named_paths_keeps_its_traceback(tmp_path):
+    err = PermissionError(errno.EACCES, "Permission denied", "/usr/lib/some/cache")
+    with pytest.raises(PermissionError):
+        run_cli(_raise(err), ["--output_dir", str(tmp_path)])
+    named = PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "x"))
+    assert run_cli(_raise(named), ["--output_dir", str(tmp_path)]) == 2

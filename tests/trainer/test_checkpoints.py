@@ -181,3 +181,88 @@ def test_torn_newest_checkpoint_is_skipped_then_one_line(runs, tmp_path, capsys)
     assert export.main(["--checkpoint", output_dir, "--output_dir", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error:") and "none readable" in err[-1]
+
+
+def _small_model(seed: int):
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(4)])
+    model.compile(optimizer="adam", loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def test_publish_stages_nothing_in_the_system_temp_folder(tmp_path, monkeypatch):
+    """A TPU VM's boot disk is small: the weights go from memory to a name beside their
+    target (here the system temp folder does not exist, so any staging there fails)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temp"))
+    path = str(tmp_path / "run" / "backup" / "state-00000010.weights.h5")
+    model = _small_model(1)
+    checkpoints.publish(model, path)
+    assert checkpoints.unreadable_reason(path) is None
+    copy = _small_model(2)
+    checkpoints.load_weights(copy, path)
+    for x, y in zip(model.weights + model.optimizer.variables,
+                    copy.weights + copy.optimizer.variables):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+    assert os.listdir(os.path.dirname(path)) == ["state-00000010.weights.h5"]
+
+
+def test_a_full_disk_while_publishing_names_the_file_and_keeps_the_previous_one(
+        tmp_path, monkeypatch):
+    import builtins
+    import errno
+
+    path = str(tmp_path / "ckpt-00000010.weights.h5")
+    checkpoints.publish(_small_model(1), path)
+    before = open(path, "rb").read()
+
+    class FullDisk:
+        def __init__(self, real):
+            self.real = real
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.real.close()
+
+    monkeypatch.setattr(fs, "open", lambda *a, **k: FullDisk(builtins.open(*a, **k)),
+                        raising=False)
+    with pytest.raises(OSError) as raised:
+        checkpoints.publish(_small_model(2), path)
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == path
+    assert open(path, "rb").read() == before
+    assert os.listdir(tmp_path) == [os.path.basename(path)]
+
+
+@pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
+                    reason="run_cli's mapping is backend-free; the JAX pass spent 14 s here")
+def test_a_read_only_output_stops_the_trainer_in_one_line(corpus, tmp_path, monkeypatch, capsys):
+    """Every write of the run goes through whole-file writes: a read-only --output_dir is one
+    line naming the file, exit 2, and nothing is left there."""
+    import builtins
+    import errno
+
+    from tests.trainer.mlm_data import STEPS, task_args
+    from trainer import task
+
+    out = tmp_path / "run"
+
+    def read_only(path, mode="r", *args, **kwargs):
+        if "w" in mode and str(path).startswith(str(out)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return builtins.open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(fs, "open", read_only, raising=False)
+    assert task.main(task_args(corpus, out, *STEPS)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: cannot write {out}/"), err
+    assert "read-only file system" in err[0]
+    assert not [p for p in out.rglob("*") if p.is_file()]

@@ -6,12 +6,16 @@ unexpected keys, and `pipeline("fill-mask")` must pick the same top token as tra
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from common import tokenizer_files
+from common import fs, tokenizer_files
+from common.errors import Terminated
 from tests.trainer.test_checkpoints import MAX_LENGTH, make_training_dir
 from trainer import export, model_source, predict
 
@@ -199,3 +203,126 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 def test_hf_folder_is_not_taken_for_a_preset(exported):
     with pytest.raises(model_source.ModelNotFoundError, match="Hugging Face"):
         model_source.resolve(exported["roberta"]["paths"]["hf"])
+
+
+def _tree(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in Path(folder).rglob("*")
+            if p.is_file()}
+
+
+def _leftovers(parent):
+    return [p.name for p in Path(parent).iterdir() if p.name.startswith(fs.TEMP_PREFIX)]
+
+
+@pytest.mark.parametrize("fault", [
+    OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), Terminated("stopped by signal SIGTERM")])
+def test_a_failed_re_export_leaves_the_previous_export_whole(exported, tmp_path, monkeypatch,
+                                                              capsys, fault):
+    """The model card is the last file written: a full disk (or a SIGTERM) there used to
+    leave the new weights beside the old card. Now the export is staged and swapped in."""
+    out = tmp_path / "exp"
+    run = exported["roberta"]["run"]
+    assert export.main(["--checkpoint", run, "--output_dir", str(out), "--format", "all"]) == 0
+    before = _tree(out)
+
+    def fail(card, folder):
+        raise fault
+
+    monkeypatch.setattr(export.model_card, "write", fail)
+    capsys.readouterr()
+    code = export.main(["--checkpoint", run, "--output_dir", str(out), "--format", "hf"])
+    assert code == (2 if isinstance(fault, OSError) else 143)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert _tree(out) == before and _leftovers(tmp_path) == []
+
+
+def test_a_failed_first_export_leaves_no_folder(exported, tmp_path, monkeypatch, capsys):
+    """A disk-full first export used to leave a preset with an empty tokenizer/ and no card
+    that keras-hub loads (and a later --push_to could publish)."""
+    out = tmp_path / "exp"
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out / "tokenizer" / "x"))
+
+    monkeypatch.setattr(export.tokenizer_files, "copy", full_disk)
+    assert export.main(["--checkpoint", exported["roberta"]["run"], "--output_dir", str(out),
+                        "--format", "keras-hub"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no space left on device" in err[0], err
+    assert not out.exists() and _leftovers(tmp_path) == []
+
+
+def test_a_re_export_replaces_the_previous_one_whole(exported, tmp_path):
+    out = tmp_path / "exp"
+    run = exported["roberta"]["run"]
+    export.export(run, str(out), "all")
+    paths = export.export(run, str(out), "hf")
+    assert paths == {"hf": str(out)} and not (out / "keras-hub").exists()
+    assert (out / export.HF_CONFIG).exists() and _leftovers(tmp_path) == []
+
+
+def test_an_export_refuses_a_folder_that_holds_something_else(exported, tmp_path, capsys):
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "todo.txt").write_text("mine")
+    assert export.main(["--checkpoint", exported["roberta"]["run"], "--output_dir", str(out),
+                        "--format", "hf"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not an earlier output" in err[0], err
+    assert _tree(out) == {"todo.txt": b"mine"} and _leftovers(tmp_path) == []
+
+
+def test_a_disk_too_small_for_the_preset_is_refused_before_h5py_writes(
+        exported, tmp_path, monkeypatch, capsys):
+    """h5py on a full disk crashes the process at exit (exit 139): measure first."""
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(export.shutil, "disk_usage",
+                        lambda path: usage._replace(free=1 << 20))
+    assert export.main(["--checkpoint", exported["roberta"]["run"], "--output_dir",
+                        str(tmp_path / "exp"), "--format", "keras-hub"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MiB are free" in err[0], err
+    assert not (tmp_path / "exp").exists() and _leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
+                    reason="the gs:// swap does not depend on the backend; one pass is enough")
+def test_a_gcs_export_is_whole_or_nothing(exported, gcs, monkeypatch, tmp_path):
+    """On gs:// (no rename): staged under a `.tmp-` prefix beside the export, then copied
+    in; a failure before that leaves the earlier export's objects exactly as they were."""
+    gcs.apply_env()
+    run, out = exported["roberta"]["run"], gcs.url("exports", "tiny[1]")
+    local = export.export(run, str(tmp_path / "local"), "all")
+    assert export.export(run, out, "all") == {f: fs.join(out, f) for f in local}
+    objects = {n: gcs.read_object(n) for n in gcs.object_names("exports/")}
+    local_files = _tree(tmp_path / "local")
+    assert sorted(n.removeprefix("exports/tiny[1]/") for n in objects) == sorted(local_files)
+    assert objects["exports/tiny[1]/hf/config.json"] == local_files["hf/config.json"]
+
+    def fail(card, folder):
+        raise ConnectionError("upload failed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(export.model_card, "write", fail)
+        with pytest.raises(ConnectionError):
+            export.export(run, out, "hf")
+    assert {n: gcs.read_object(n) for n in gcs.object_names("exports/")} == objects
+    export.export(run, out, "hf")
+    names = gcs.object_names("exports/")
+    assert "exports/tiny[1]/config.json" in names and not any("keras-hub" in n for n in names)
+    assert not any(fs.TEMP_PREFIX in n for n in names)
+
+
+def test_an_export_refuses_a_run_folder_that_holds_an_export_deeper_down(exported, tmp_path,
+                                                                        capsys):
+    """The trainer exports into RUN/export/: that `config.json` does not make RUN an export
+    (it would have been replaced whole, checkpoints and all)."""
+    run = tmp_path / "run"
+    shutil.copytree(exported["roberta"]["run"], run)
+    export.export(str(run), str(run / "export"), "all")
+    before = _tree(run)
+    assert export.main(["--checkpoint", str(run), "--output_dir", str(run),
+                        "--format", "hf"]) == 2
+    assert "not an earlier output" in capsys.readouterr().err
+    assert _tree(run) == before
