@@ -39,7 +39,7 @@ import numpy as np
 
 from common import flags, fs, publish, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import card_facts, families, model_card, model_source, push, run_dir
+from trainer import card_facts, families, keras_backend, model_card, model_source, push, run_dir
 from trainer.families import encoder_weights
 
 KERAS_HUB, HF = "keras-hub", "hf"
@@ -221,6 +221,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     def body():
+        keras_backend.check()
         push_flags = publish.PushFlags(args.push_to, args.language, args.license)
         paths, pushed = export_and_push(args.checkpoint, args.output_dir, args.format,
                                         push_flags)

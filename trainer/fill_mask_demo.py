@@ -20,6 +20,7 @@ import sys
 from common.splits import hash_split
 from common import flags
 from common.errors import UserError, run_cli
+from trainer import keras_backend
 from trainer.predict import MaskPredictor
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -104,8 +105,11 @@ def main(argv=None) -> int:
     parser.add_argument("--num", type=int, default=10, help="blanks to fill")
     parser.add_argument("--seed", type=int, default=0, help="which sentences and words")
     args = parser.parse_args(argv)
-    return run_cli(lambda: print(run(args.model, args.corpus, args.validation_fraction,
-                                     args.num, args.seed)), argv)
+
+    def body():
+        keras_backend.check()
+        print(run(args.model, args.corpus, args.validation_fraction, args.num, args.seed))
+    return run_cli(body, argv)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import numpy as np
 
 from common import flags, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import families, model_source, run_dir
+from trainer import families, keras_backend, model_source, run_dir
 
 BATCH_SIZE = 32
 
@@ -154,6 +154,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     def body():
+        keras_backend.check()
         results = MaskPredictor(args.model).predict(args.texts, args.top_k)
         print(format_results(args.texts, results))
     return run_cli(body, argv)

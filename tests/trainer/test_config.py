@@ -121,3 +121,21 @@ def test_an_unsupported_keras_backend_is_one_line(tmp_path, capsys, monkeypatch,
         "(KERAS_BACKEND or --backend); see python -m trainer.task --help")
     assert keras_backend.choose(["--backend", "jax"]) == "jax"  # the flag wins over it
     assert keras_backend._refused is None
+
+
+@pytest.mark.parametrize("command", ["export", "predict", "fill_mask_demo"])
+def test_every_model_command_refuses_an_unsupported_keras_backend(tmp_path, capsys, monkeypatch,
+                                                                   command):
+    """Not only trainer.task: a command that loads a model refuses KERAS_BACKEND=torch in one
+    line before it reads anything, instead of running quietly on the default backend."""
+    import importlib
+
+    monkeypatch.setattr(keras_backend, "_refused", "torch")
+    argv = {"export": ["--checkpoint", str(tmp_path), "--output_dir", str(tmp_path / "x")],
+            "predict": ["--model", str(tmp_path), "a <mask>"],
+            "fill_mask_demo": ["--model", str(tmp_path), "--corpus", str(tmp_path / "c"),
+                               "--validation_fraction", "0.1"]}[command]
+    assert importlib.import_module(f"trainer.{command}").main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: KERAS_BACKEND=torch is not a backend"), err
+    assert not (tmp_path / "x").exists()
