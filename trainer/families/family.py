@@ -18,9 +18,13 @@ class Family:
     hf_config: Callable  # (backbone_config: dict, special_token_ids: dict) -> transformers config
     weight_rows: tuple  # (keras-hub path, transformers name, transform): embeddings and head
     hf_prefix: str  # the transformers base-model attribute ("roberta", "bert")
+    classifier_class: str = ""  # the TextClassifier task in keras_hub.models (fine-tuning)
 
     def backbone_cls(self):
         return getattr(keras_hub.models, self.backbone_class)
+
+    def classifier_cls(self):
+        return getattr(keras_hub.models, self.classifier_class)
 
     def task_cls(self):
         return getattr(keras_hub.models, self.task_class)
