@@ -90,13 +90,14 @@ def write(path, rows: list[dict]) -> str:
     """`rows` as JSONL, CSV or TSV by the file's extension."""
     path = str(path)
     with open(path, "w", encoding="utf-8", newline="") as f:
+        columns = list(dict.fromkeys(key for row in rows for key in row))
         if path.endswith(".jsonl"):
             f.writelines(json.dumps(row) + "\n" for row in rows)
+        elif path.endswith(".tsv"):  # GLUE's way: tabs, no quoting
+            f.write("\t".join(columns) + "\n")
+            f.writelines("\t".join(str(row.get(c, "")) for c in columns) + "\n" for row in rows)
         else:
-            columns = list(dict.fromkeys(key for row in rows for key in row))
-            writer = csv.DictWriter(f, columns, delimiter="\t" if path.endswith(".tsv") else ",",
-                                    quoting=csv.QUOTE_NONE if path.endswith(".tsv")
-                                    else csv.QUOTE_MINIMAL, escapechar="\\")
+            writer = csv.DictWriter(f, columns)
             writer.writeheader()
             writer.writerows(rows)
     return path
