@@ -112,8 +112,9 @@ def read_task(config: FinetuneFlags) -> tuple[dict, tuple | None, dict]:
     return splits, names, targets
 
 
-def pack_task(config, source, splits: dict, targets: dict) -> tuple[protocol.TaskData, dict]:
-    """The splits tokenized and packed (numpy), and per split its counts."""
+def pack_task(config, source, splits: dict, names, targets: dict):
+    """(TaskData: the splits tokenized and packed as numpy, per split its counts, the
+    tokenizer's ids)."""
     tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
     max_length = config.max_length or min(DEFAULT_MAX_LENGTH, source.max_sequence_length)
     if max_length > source.max_sequence_length:
@@ -125,7 +126,7 @@ def pack_task(config, source, splits: dict, targets: dict) -> tuple[protocol.Tas
     segments = families.get(source.family).takes_segment_ids
     arrays = {name: (p.features(length, info.pad_id, segments), targets[name])
               for name, p in packed.items()}
-    outputs = 1 if config.task_type == "regression" else int(targets["train"].max()) + 1
+    outputs = 1 if names is None else len(names)
     data = protocol.TaskData(config.task_type, outputs, arrays["train"], arrays["dev"],
                              arrays.get("test"))
     counts = {name: {"examples": len(split), "skipped_empty": split.skipped_empty,
@@ -148,9 +149,11 @@ def finetune(config: FinetuneFlags) -> dict:
 
     source = resolve_model(config.model)
     splits, names, targets = read_task(config)
-    data, counts, info = pack_task(config, source, splits, targets)
+    data, counts, info = pack_task(config, source, splits, names, targets)
     backbone = PretrainedBackbone(source, config.from_scratch)
     backbone.check_tokenizer(info)
+    # A results.json left by an earlier run must not pass for this one's if this one dies.
+    results.remove_stale(config.output_dir)
     recipe = protocol.Recipe(config.epochs, config.batch_size, config.learning_rate,
                              config.warmup_ratio, config.weight_decay, config.metric)
     models = protocol.SeedModels(backbone, data, recipe, jit_default(config.jit_compile))

@@ -106,3 +106,22 @@ def test_pretrained_and_from_scratch_start_from_different_backbone_weights(model
     assert all(np.array_equal(a, b) for a, b in zip(pretrained, saved))
     assert not all(np.array_equal(a, b)
                    for a, b in zip(scratch.backbone.get_weights(), saved))
+
+
+def test_a_run_killed_while_training_leaves_no_results_file_not_even_an_old_one(
+        models, tmp_path, monkeypatch, capsys):
+    from common.errors import Terminated
+    from trainer.finetuning import protocol
+
+    def killed(*args, **kwargs):
+        raise Terminated("stopped by signal SIGTERM")
+
+    stale = tmp_path / "out" / "results.json"
+    stale.parent.mkdir()
+    stale.write_text('{"scores": "of an earlier run"}')
+    monkeypatch.setattr(protocol, "run_seed", killed)
+    train = fd.write(tmp_path / "train.csv", fd.examples(8, 0, False, False))
+    code = finetune.main(["--model", models["export"], "--train", train, "--dev", train,
+                          "--text_column", "sentence", "--output_dir", str(stale.parent)])
+    assert code == 143 and "SIGTERM" in capsys.readouterr().err
+    assert not stale.exists()

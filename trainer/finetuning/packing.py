@@ -12,13 +12,15 @@ and packed here:
 The start and separator tokens are the tokenizer's own `cls_token` and `sep_token`. A text
 too long for `max_length` is cut, the longer of the two texts first (transformers'
 `longest_first`), and counted. Arrays are plain numpy, padded on the right (the position ids
-pretraining used), to the longest packed example of all splits.
+pretraining used), to one length: the longest packed example of all splits.
 
 Example:
     >>> packer = Packer(tokenizer, info, "roberta", max_length=128)
     >>> packed = packer.pack(["a text"], ["its pair"])
-    >>> packed.features["token_ids"].shape, packed.truncated
-    ((1, 128), 0)
+    >>> packed.features(16, info.pad_id, with_segments=False)["token_ids"].shape
+    (1, 16)
+    >>> packed.truncated
+    0
 """
 
 from __future__ import annotations

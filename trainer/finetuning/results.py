@@ -1,7 +1,8 @@
 """results.json and the printed table of a fine-tuning run.
 
 results.json is written once, at the end, whole or not at all (`common.fs.write_json`: a
-temporary file, then a rename), so a killed run leaves no half file that a reader trusts.
+temporary file, then a rename), and an earlier run's file is deleted when this one starts
+training, so a killed run leaves no half file, nor an old one, that a reader trusts.
 It states the protocol (recipe and its source, seeds, selection, what the spread is), the
 model and its pretraining facts, the data counts (skipped, truncated), every seed's record
 and the summary. TensorBoard scalars (dev scores and training loss per epoch, one folder per
@@ -31,6 +32,11 @@ PROTOCOL_NOTES = (
     "whose best dev score is no better than always answering the training set's majority "
     "class (or mean) is flagged collapsed, counted in the mean and left out of "
     "dev_excluding_collapsed")
+
+
+def remove_stale(output_dir: str) -> None:
+    """Deletes an earlier run's results.json: until this run writes its own, none is there."""
+    fs.delete([fs.join(output_dir, RESULTS)])  # a missing file is no error
 
 
 def write(output_dir: str, document: dict) -> str:
