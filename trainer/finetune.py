@@ -36,11 +36,13 @@ ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
 class FinetuneFlags:
     model: str = flag("The pretrained model: a training run folder (newest checkpoint), a "
                       ".weights.h5 checkpoint or our keras-hub export.", required=True)
-    train: str = flag("Training examples: a .jsonl, .csv or .tsv file.", required=True)
+    train: str = flag("Training examples: a .jsonl, .csv or .tsv file, or a Hugging Face "
+                      "save_to_disk folder of one split.", required=True)
     dev: str = flag("Development examples (selection of the best epoch).", required=True)
     test: str = flag("Test examples, scored once with the selected epoch's weights.")
     output_dir: str = flag("Where results.json and the TensorBoard logs go.", required=True)
-    input_format: str = flag("File format; default by extension.", choices=datasets.FORMATS)
+    input_format: str = flag("File format; default: hf for a folder, else by extension.",
+                             choices=datasets.FORMATS)
     text_column: str = flag("The column of the (first) text.", "text")
     text_pair_column: str = flag("The column of the second text (a text-pair task).")
     label_column: str = flag("The column of the label.", "label")

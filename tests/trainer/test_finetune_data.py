@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from common.errors import UserError
 from tests.trainer import finetune_data as fd
 from tests.trainer import mlm_data
 from trainer import finetune
@@ -145,3 +146,24 @@ def test_max_length_beyond_the_model_is_refused(export, tmp_path, capsys):
 def test_a_file_whose_texts_are_all_empty_is_refused(export, tmp_path, capsys):
     code, err = _run(export, tmp_path, capsys, GOOD, [{"sentence": "", "label": "a"}])
     assert code == 2 and "every one of its 1 rows has an empty text" in err
+
+
+def test_a_hugging_face_save_to_disk_folder_reads_like_a_file_with_class_names(tmp_path):
+    import datasets as hf_datasets
+
+    features = hf_datasets.Features({"sentence": hf_datasets.Value("string"),
+                                     "label": hf_datasets.ClassLabel(names=["neg", "pos"])})
+    saved = hf_datasets.DatasetDict({"train": hf_datasets.Dataset.from_dict(
+        {"sentence": ["w1 w2", "", "w3"], "label": [1, 0, 0]}, features=features)})
+    saved.save_to_disk(str(tmp_path / "glue"))
+    split = datasets.read_split(str(tmp_path / "glue" / "train"), SINGLE)
+    assert split.texts == ["w1 w2", "w3"] and split.raw_labels == ["pos", "neg"]
+    assert split.skipped_empty == 1
+    with pytest.raises(UserError, match="holds several splits .train.: name one"):
+        datasets.read_split(str(tmp_path / "glue"), SINGLE)
+
+
+def test_integer_labels_sort_as_numbers(tmp_path):
+    rows = [{"sentence": f"w{i}", "label": str(label)} for i, label in enumerate([10, 2, 1])]
+    split = datasets.read_split(fd.write(tmp_path / "t.csv", rows), SINGLE)
+    assert datasets.label_names(split) == ("1", "2", "10")

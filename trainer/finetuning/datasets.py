@@ -20,13 +20,14 @@ import dataclasses
 import io
 import json
 import math
+import os
 
 import numpy as np
 
 from common import fs
 from common.errors import UserError
 
-FORMATS = ("jsonl", "csv", "tsv")
+FORMATS = ("jsonl", "csv", "tsv", "hf")
 TASK_TYPES = ("classification", "regression")
 _EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 
@@ -59,18 +60,46 @@ class Split:
 
 
 def format_of(path: str, declared: str | None = None) -> str:
-    """The file format: `declared`, else by extension."""
+    """The file format: `declared`, else a folder is a Hugging Face `save_to_disk` dataset,
+    else by extension."""
     if declared:
         return declared
+    if not fs.is_remote(path) and os.path.isdir(path):
+        return "hf"
     for extension, name in _EXTENSIONS.items():
         if path.lower().endswith(extension):
             return name
-    raise UserError(f"{path}: cannot tell the format from the name; name it .jsonl, .csv or "
-                    "--input_format jsonl|csv|tsv")
+    raise UserError(f"{path}: cannot tell the format from the name; name it .jsonl, .csv, "
+                    ".tsv or a save_to_disk folder, or give --input_format")
+
+
+def read_saved_dataset(path: str) -> tuple[list[str], list[dict]]:
+    """(columns, rows) of a `datasets` `save_to_disk` folder holding one split; a class
+    label column gives its names, as the dataset's card does."""
+    import datasets
+
+    if os.path.exists(os.path.join(path, "dataset_dict.json")):
+        splits = sorted(n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)))
+        raise UserError(f"{path} holds several splits ({', '.join(splits)}): name one "
+                        f"folder, e.g. {os.path.join(path, splits[0] if splits else 'train')}")
+    try:
+        dataset = datasets.load_from_disk(path)
+    except FileNotFoundError as err:
+        raise UserError(f"{path} is not a Hugging Face save_to_disk folder: {err}") from None
+    rows = dataset.to_list()
+    for name, feature in dataset.features.items():
+        if isinstance(feature, datasets.ClassLabel):
+            for row in rows:  # -1 (no label, GLUE's test splits) stays a number
+                value = row[name]
+                row[name] = feature.int2str(value) if 0 <= value < feature.num_classes \
+                    else value
+    return list(dataset.column_names), rows
 
 
 def read_rows(path: str, fmt: str) -> tuple[list[str], list[dict]]:
     """(column names, rows as dicts) of one file."""
+    if fmt == "hf":
+        return read_saved_dataset(path)
     text = fs.read_bytes(path).decode("utf-8-sig")
     if fmt == "jsonl":
         rows = []
@@ -134,14 +163,16 @@ def read_split(path: str, spec: TaskSpec, fmt: str | None = None) -> Split:
 
 
 def label_names(train: Split) -> tuple[str, ...]:
-    """The classes of a classification task: the training file's label values, sorted."""
+    """The classes of a classification task: the training file's label values, sorted
+    (as numbers when they all are integers: 2 before 10)."""
     names = {_text(value) for value in train.raw_labels}
     if "" in names:
         raise UserError(f"{train.path}: a row has an empty label")
     if len(names) < 2:
         raise UserError(f"{train.path}: every row has the label {names.pop()!r}; a "
                         "classification task needs at least two labels")
-    return tuple(sorted(names))
+    numeric = all(name.lstrip("-").isdigit() for name in names)
+    return tuple(sorted(names, key=int if numeric else None))
 
 
 def encode_labels(split: Split, spec: TaskSpec, names: tuple | None) -> np.ndarray:
