@@ -154,6 +154,9 @@ def finetune(config: FinetuneFlags) -> dict:
     data, counts, info = pack_task(config, source, splits, names, targets)
     backbone = PretrainedBackbone(source, config.from_scratch)
     backbone.check_tokenizer(info)
+    pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
+    if pretrained["warning"] and not config.from_scratch:
+        print(f"warning: {pretrained['warning']}", flush=True)
     # A results.json left by an earlier run must not pass for this one's if this one dies.
     results.remove_stale(config.output_dir)
     recipe = protocol.Recipe(config.epochs, config.batch_size, config.learning_rate,
@@ -169,6 +172,7 @@ def finetune(config: FinetuneFlags) -> dict:
     constant = protocol.constant_scores(data)
     summary = protocol.summarise(records, config.metric, constant)
     document = _document(config, source, backbone, names, counts)
+    document["pretraining"] = pretrained
     document["scores"] = {"metric": config.metric, "seeds": records, "summary": summary,
                           "constant_answer_dev": constant}
     results.write(config.output_dir, document)
@@ -180,6 +184,7 @@ def _document(config, source, backbone, names, counts) -> dict:
 
     return {
         "protocol": {**dataclasses.asdict(config), "seeds": config.seed_list(),
+                     "max_length": counts["train"]["max_length"],
                      "backend": keras.backend.backend(), "recipe_source": results.RECIPE_SOURCE,
                      "selection": "best epoch on dev by the metric", "notes":
                      results.PROTOCOL_NOTES, "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, "
@@ -187,7 +192,6 @@ def _document(config, source, backbone, names, counts) -> dict:
         "model": {"path": config.model, "kind": source.kind, "checkpoint": source.path,
                   "family": source.family, "from_scratch": config.from_scratch,
                   "backbone_parameters": backbone.parameters},
-        "pretraining": pretraining.pretraining_facts(source),
         "task": {"type": config.task_type, "labels": list(names) if names else None,
                  "pair": bool(config.text_pair_column)},
         "data": counts,
