@@ -79,7 +79,8 @@ def _record(seed, accuracy):
 
 
 def test_a_seed_at_the_majority_class_level_is_flagged_and_kept_out_of_the_second_mean():
-    data = protocol.TaskData("classification", 2, (None, np.array([0, 0, 0, 1])),
+    # Train's majority is class 1, dev's class 0: the level is the best constant on dev.
+    data = protocol.TaskData("classification", 2, (None, np.array([1, 1, 1, 0])),
                              (None, np.array([0, 0, 1, 1, 0])))
     constant = protocol.constant_scores(data)  # always class 0: 3/5 of dev
     assert constant["accuracy"] == pytest.approx(0.6) and constant["mcc"] == 0.0
@@ -89,6 +90,16 @@ def test_a_seed_at_the_majority_class_level_is_flagged_and_kept_out_of_the_secon
     assert summary["collapsed_seeds"] == [2]
     assert summary["dev"]["accuracy"]["mean"] == pytest.approx(0.8)  # all seeds, as peers
     assert summary["dev_excluding_collapsed"]["accuracy"]["mean"] == pytest.approx(0.9)
+
+
+def test_a_seed_that_gives_one_answer_to_every_dev_example_is_flagged():
+    one_answer = {"seed": 1, "best_epoch": 1, "dev": {"accuracy": 0.7},
+                  "epochs": [{"epoch": 1, "distinct_predictions": 1}]}
+    varied = {"seed": 2, "best_epoch": 2, "dev": {"accuracy": 0.7},
+              "epochs": [{"epoch": 1, "distinct_predictions": 1},
+                         {"epoch": 2, "distinct_predictions": 3}]}
+    summary = protocol.summarise([one_answer, varied], "accuracy", {"accuracy": 0.5})
+    assert summary["collapsed_seeds"] == [1]
 
 
 def test_regression_collapse_is_judged_against_the_training_mean():

@@ -2,8 +2,9 @@
 epoch by the task's metric (ties: the earlier epoch), score test with that epoch's weights;
 then summarise the seeds and flag those that collapsed.
 
-Collapse: a seed whose best dev score is no better than a constant answer's (the training
-set's majority class, or its mean for regression) learnt nothing from the text. Such a seed
+Collapse: a seed whose best epoch gives every dev example the same answer, or whose best dev
+score is no better than a constant answer's (the best single class on dev, or the training
+mean for regression), learnt nothing from the text. Such a seed
 is marked in the table and results.json; the summary gives the mean over all seeds (what
 peers average) and, beside it, the mean without the collapsed ones.
 
@@ -60,14 +61,20 @@ def scores(task_type: str, num_outputs: int, targets, predicted) -> dict:
 
 
 def constant_scores(data: TaskData) -> dict:
-    """Dev scores of always giving the training set's majority class (or mean target)."""
-    train_targets, dev_targets = data.train[1], data.dev[1]
+    """Per metric, the best dev score that any constant answer gets (each class in turn; the
+    training mean for regression): the level of a model that learnt nothing from the text.
+    The best, not the training majority's: dev's majority class may be another one."""
+    dev_targets = data.dev[1]
     if data.task_type == "regression":
-        constant = np.full(len(dev_targets), float(np.mean(train_targets)), np.float32)
-    else:
-        majority = int(np.bincount(train_targets, minlength=data.num_outputs).argmax())
-        constant = np.full(len(dev_targets), majority, np.int32)
-    return scores(data.task_type, data.num_outputs, dev_targets, constant)
+        constant = np.full(len(dev_targets), float(np.mean(data.train[1])), np.float32)
+        return scores(data.task_type, data.num_outputs, dev_targets, constant)
+    found = {}
+    for label in range(data.num_outputs):
+        constant = np.full(len(dev_targets), label, np.int32)
+        for name, value in scores(data.task_type, data.num_outputs, dev_targets,
+                                  constant).items():
+            found[name] = max(found.get(name, value), value)
+    return found
 
 
 def better(new: float, old: float | None, metric: str) -> bool:
@@ -155,9 +162,13 @@ def spread(values: list[float]) -> dict:
 
 
 def summarise(records: list[dict], metric: str, constant: dict) -> dict:
-    """Flags collapsed seeds (in place) and summarises every score over the seeds."""
+    """Flags collapsed seeds (in place) and summarises every score over the seeds. A seed
+    collapsed when its best epoch gave every dev example the same answer, or scored no
+    better than a constant answer."""
     for record in records:
-        record["collapsed"] = is_collapsed(record["dev"][metric], constant[metric], metric)
+        best = record["epochs"][record["best_epoch"] - 1] if "epochs" in record else {}
+        record["collapsed"] = (best.get("distinct_predictions") == 1
+                               or is_collapsed(record["dev"][metric], constant[metric], metric))
     summary = {}
     for split in ("dev", "test"):
         rows = [r[split] for r in records if split in r]

@@ -29,9 +29,9 @@ PROTOCOL_NOTES = (
     "the selection metric is kept (ties: the earlier); test is scored once, with that "
     "epoch's weights; the summary gives mean, sample std (n-1), median, min and max over "
     "seeds: the mean is what peers average, the median resists one collapsed seed; a seed "
-    "whose best dev score is no better than always answering the training set's majority "
-    "class (or mean) is flagged collapsed, counted in the mean and left out of "
-    "dev_excluding_collapsed")
+    "whose best epoch gives every dev example one answer, or scores no better than the best "
+    "constant answer (constant_answer_dev), is flagged collapsed, counted in the mean and "
+    "left out of dev_excluding_collapsed")
 
 
 def remove_stale(output_dir: str) -> None:
