@@ -125,3 +125,26 @@ def test_a_run_killed_while_training_leaves_no_results_file_not_even_an_old_one(
                           "--text_column", "sentence", "--output_dir", str(stale.parent)])
     assert code == 143 and "SIGTERM" in capsys.readouterr().err
     assert not stale.exists()
+
+
+def test_an_export_without_its_run_reads_masked_accuracy_from_its_model_card(models, tmp_path):
+    import shutil
+
+    from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+    from trainer import model_source
+    from trainer.finetuning import pretraining
+
+    export = tmp_path / "moved-export"
+    shutil.copytree(models["export"], export)
+    assert pretraining.pretraining_facts(model_source.resolve(str(export)))[
+        "masked_accuracy"] is None
+    common = dict(task_type="fill-mask", dataset_type="custom", dataset_name="held-out")
+    results = [EvalResult(metric_type="accuracy", metric_value=0.05, **common),
+               EvalResult(metric_type="unigram_baseline_ratio", metric_value=1.25, **common)]
+    data = ModelCardData(model_name="m", eval_results=results)
+    (export / "README.md").write_text(str(ModelCard(f"---\n{data.to_yaml()}\n---\n\ntext")))
+    facts = pretraining.pretraining_facts(model_source.resolve(str(export)))
+    assert facts["masked_accuracy"] == 0.05
+    assert facts["unigram_baseline"] == pytest.approx(0.04)
+    assert "near the unigram baseline" in facts["warning"]

@@ -4,7 +4,8 @@ A model still on the masked-LM plateau (masked accuracy near the unigram baselin
 of always answering the most frequent token: `trainer.baseline`) can fine-tune worse than
 random weights; seen here on an 18-label task. So results carry the pretraining run's masked
 accuracy (its `metrics.json` or `history.json` at the checkpoint's step, as the model card
-reads it) and a warning when it is within `PLATEAU_RATIO` of that baseline.
+reads it; for an export whose run is not here, its model card's `model-index`) and a warning
+when it is within `PLATEAU_RATIO` of that baseline.
 
 Example:
     >>> facts = pretraining_facts(source)
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 import posixpath
 
+from common import fs
 from common.errors import UserError
-from trainer import baseline, card_facts, run_dir
+from trainer import baseline, card_facts, model_card, run_dir
 
 # Below 1.5x the baseline a run is taken to be on the plateau. A judgement, not a measured
 # edge: a run leaving the plateau rises well clear of the baseline, and the one seen here
@@ -40,9 +42,7 @@ def pretraining_facts(source) -> dict:
              "warning": None, "notes": []}
     checkpoint = card_facts.origin_checkpoint(source)
     if checkpoint is None:
-        facts["notes"].append("the pretraining run of this model was not found: its masked "
-                              "accuracy is unknown")
-        return facts
+        return _from_model_card(source, facts)
     step = run_dir.step_of(checkpoint)
     root = posixpath.dirname(posixpath.dirname(checkpoint)) or "."
     results = card_facts.results_at(root, step)
@@ -57,3 +57,34 @@ def pretraining_facts(source) -> dict:
         facts["notes"].append(f"unigram baseline not computed: {str(err).splitlines()[0]}")
     facts["warning"] = plateau_warning(facts["masked_accuracy"], facts["unigram_baseline"])
     return facts
+
+
+def _from_model_card(source, facts: dict) -> dict:
+    """An export whose run is not here (moved, downloaded): its model card's `model-index`
+    (`trainer.model_card`) still holds the masked accuracy and the ratio to the baseline."""
+    card_path = fs.join(source.path, model_card.README)
+    results = _card_results(card_path) if source.kind == "preset" else {}
+    if "accuracy" not in results:
+        facts["notes"].append("the pretraining run of this model was not found and its model "
+                              "card gives no masked accuracy: it is unknown")
+        return facts
+    facts["masked_accuracy"] = results["accuracy"]
+    ratio = results.get("unigram_baseline_ratio")
+    facts["unigram_baseline"] = results["accuracy"] / ratio if ratio else None
+    facts["notes"].append(f"masked accuracy read from {card_path}")
+    facts["warning"] = plateau_warning(facts["masked_accuracy"], facts["unigram_baseline"])
+    return facts
+
+
+def _card_results(card_path: str) -> dict:
+    """{metric type: value} of the fill-mask results in a model card; {} if none."""
+    if not fs.exists(card_path):
+        return {}
+    from huggingface_hub import ModelCard
+
+    try:
+        card = ModelCard(fs.read_bytes(card_path).decode("utf-8"))
+    except ValueError:  # no YAML metadata block, or a malformed one
+        return {}
+    return {r.metric_type: float(r.metric_value) for r in card.data.eval_results or ()
+            if r.task_type == "fill-mask"}
