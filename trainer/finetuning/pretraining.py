@@ -21,18 +21,19 @@ from common import fs
 from common.errors import UserError
 from trainer import baseline, card_facts, model_card, run_dir
 
-# Below 1.5x the baseline a run is taken to be on the plateau. A judgement, not a measured
-# edge: a run leaving the plateau rises well clear of the baseline, and the one seen here
-# that fine-tuned worse than random weights sat at 6.4 % masked accuracy.
-PLATEAU_RATIO = 1.5
+# Below 3x the baseline a run is taken to be on (or near) the plateau. Measured on the demo's
+# corpus (docs/finetuning.md): a tiny model at 2.4x (8.4 % vs 3.4 %) fine-tuned far worse than
+# random weights on an 8-label task (macro-F1 0.24 vs 0.73), one at 9.5x better (0.79). The
+# edge between the two is a judgement, not a measurement.
+PLATEAU_RATIO = 3.0
 
 
 def plateau_warning(accuracy: float | None, share: float | None) -> str | None:
     if accuracy is None or not share or accuracy >= PLATEAU_RATIO * share:
         return None
     return (f"masked accuracy {100 * accuracy:.1f} % is near the unigram baseline "
-            f"{100 * share:.1f} % (under {PLATEAU_RATIO}x): the model may still be on the "
-            "masked-LM plateau, and may fine-tune no better than random weights")
+            f"{100 * share:.1f} % (under {PLATEAU_RATIO:g}x): the model may still be on the "
+            "masked-LM plateau, and may fine-tune worse than random weights")
 
 
 def pretraining_facts(source) -> dict:
