@@ -37,4 +37,5 @@ def hf_config(backbone_config: dict, ids: dict):
 
 FAMILY = Family(name="bert", backbone_class="BertBackbone", task_class="BertMaskedLM",
                 registered_name="keras_hub>BertBackbone", takes_segment_ids=True,
-                hf_config=hf_config, weight_rows=ROWS, hf_prefix="bert")
+                hf_config=hf_config, weight_rows=ROWS, hf_prefix="bert",
+                classifier_class="BertTextClassifier")

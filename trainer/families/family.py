@@ -19,6 +19,7 @@ class Family:
     hf_config: Callable  # (backbone_config: dict, special_token_ids: dict) -> transformers config
     weight_rows: tuple  # (keras-hub path, transformers name, transform): embeddings and head
     hf_prefix: str  # the transformers base-model attribute ("roberta", "bert")
+    classifier_class: str = ""  # the TextClassifier task in keras_hub.models (fine-tuning)
 
     def backbone_cls(self):
         return getattr(keras_hub.models, self.backbone_class)
@@ -29,6 +30,9 @@ class Family:
         parameters = inspect.signature(self.backbone_cls().__init__).parameters.values()
         return tuple(p.name for p in parameters if p.name != "self"
                      and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+    def classifier_cls(self):
+        return getattr(keras_hub.models, self.classifier_class)
 
     def task_cls(self):
         return getattr(keras_hub.models, self.task_class)

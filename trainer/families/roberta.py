@@ -46,4 +46,5 @@ def hf_config(backbone_config: dict, ids: dict):
 
 FAMILY = Family(name="roberta", backbone_class="RobertaBackbone", task_class="RobertaMaskedLM",
                 registered_name="keras_hub>RobertaBackbone", takes_segment_ids=False,
-                hf_config=hf_config, weight_rows=ROWS, hf_prefix="roberta")
+                hf_config=hf_config, weight_rows=ROWS, hf_prefix="roberta",
+                classifier_class="RobertaTextClassifier")

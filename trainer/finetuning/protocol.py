@@ -1,0 +1,180 @@
+"""The protocol: per seed, fine-tune for `epochs`, score dev after each epoch, keep the best
+epoch by the task's metric (ties: the earlier epoch), score test with that epoch's weights;
+then summarise the seeds and flag those that collapsed.
+
+Collapse: a seed whose best epoch gives every dev example the same answer, or whose best dev
+score is no better than a constant answer's (the best single class on dev, or the training
+mean for regression), learnt nothing from the text. Such a seed
+is marked in the table and results.json; the summary gives the mean over all seeds (what
+peers average) and, beside it, the mean without the collapsed ones.
+
+Example:
+    >>> models = SeedModels(backbone, data, recipe, jit_compile=False)
+    >>> result = run_seed(models, seed=1)
+    >>> result["best_epoch"], result["dev"]["accuracy"]
+    (3, 0.84)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+
+from trainer.finetuning import classifier, metrics
+
+COLLAPSE_MARGIN = 1e-6  # "no better than constant": within float noise of it
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    warmup_ratio: float
+    weight_decay: float
+    metric: str
+
+
+@dataclasses.dataclass
+class TaskData:
+    """Packed inputs (numpy dicts) and targets of each split."""
+
+    task_type: str
+    num_outputs: int
+    train: tuple  # (features, targets)
+    dev: tuple
+    test: tuple | None = None
+
+
+def predictions(model, features: dict, task_type: str, batch_size: int) -> np.ndarray:
+    outputs = np.asarray(model.predict(features, batch_size=batch_size, verbose=0))
+    return outputs[:, 0] if task_type == "regression" else outputs.argmax(-1)
+
+
+def scores(task_type: str, num_outputs: int, targets, predicted) -> dict:
+    if task_type == "regression":
+        return metrics.regression_scores(targets, predicted)
+    return metrics.classification_scores(targets, predicted, num_outputs)
+
+
+def constant_scores(data: TaskData) -> dict:
+    """Per metric, the best dev score that any constant answer gets (each class in turn; the
+    training mean for regression): the level of a model that learnt nothing from the text.
+    The best, not the training majority's: dev's majority class may be another one."""
+    dev_targets = data.dev[1]
+    if data.task_type == "regression":
+        constant = np.full(len(dev_targets), float(np.mean(data.train[1])), np.float32)
+        return scores(data.task_type, data.num_outputs, dev_targets, constant)
+    found = {}
+    for label in range(data.num_outputs):
+        constant = np.full(len(dev_targets), label, np.int32)
+        for name, value in scores(data.task_type, data.num_outputs, dev_targets,
+                                  constant).items():
+            found[name] = max(found.get(name, value), value)
+    return found
+
+
+def better(new: float, old: float | None, metric: str) -> bool:
+    if old is None:
+        return True
+    return new > old if metrics.HIGHER_IS_BETTER[metric] else new < old
+
+
+def is_collapsed(best: float, constant: float, metric: str) -> bool:
+    if metrics.HIGHER_IS_BETTER[metric]:
+        return best <= constant + COLLAPSE_MARGIN
+    return best >= constant - COLLAPSE_MARGIN
+
+
+class SeedModels:
+    """One compiled classifier for every seed: each seed copies in a freshly seeded model's
+    variables (weights and dropout seed states) and zeroes the optimizer's, so no seed pays
+    for tracing and compiling the step again (tens of seconds on a CPU) and each starts as if
+    alone."""
+
+    def __init__(self, backbone, data: TaskData, recipe: Recipe, jit_compile: bool):
+        self.backbone, self.data, self.recipe = backbone, data, recipe
+        self.jit_compile = jit_compile
+        self.model = None
+
+    def start(self, seed: int):
+        fresh = self.backbone.classifier(self.data.num_outputs, seed)
+        if self.model is None:
+            total = math.ceil(len(self.data.train[1]) / self.recipe.batch_size) * \
+                self.recipe.epochs
+            classifier.compile_for(fresh, self.data.task_type, self.recipe.learning_rate,
+                                   total, round(total * self.recipe.warmup_ratio),
+                                   self.recipe.weight_decay, self.jit_compile)
+            self.model = fresh
+            return fresh
+        for target, value in zip(self.model.variables, fresh.variables, strict=True):
+            target.assign(value)
+        for variable in self.model.optimizer.variables:
+            variable.assign(np.zeros(variable.shape, variable.dtype))
+        return self.model
+
+
+def shuffled(train: tuple, seed: int, epoch: int) -> tuple:
+    """The training arrays in this seed's and epoch's order (Keras ignores `shuffle` for
+    some inputs; an order of our own is the same on both backends)."""
+    features, targets = train
+    order = np.random.default_rng([seed, epoch]).permutation(len(targets))
+    return {name: array[order] for name, array in features.items()}, targets[order]
+
+
+def run_seed(models: SeedModels, seed: int, on_epoch=None) -> dict:
+    """One seed's fine-tuning; returns its record (per-epoch dev scores, best epoch, test)."""
+    started = time.perf_counter()
+    data, recipe = models.data, models.recipe
+    model = models.start(seed)
+    epochs, best, best_weights = [], None, None
+    for epoch in range(1, recipe.epochs + 1):
+        history = model.fit(*shuffled(data.train, seed, epoch), batch_size=recipe.batch_size,
+                            epochs=1, shuffle=False, verbose=0)
+        predicted = predictions(model, data.dev[0], data.task_type, recipe.batch_size)
+        dev = scores(data.task_type, data.num_outputs, data.dev[1], predicted)
+        entry = {"epoch": epoch, "train_loss": float(history.history["loss"][-1]), "dev": dev,
+                 "distinct_predictions": int(len(np.unique(predicted)))}
+        epochs.append(entry)
+        if on_epoch:
+            on_epoch(seed, entry)
+        if better(dev[recipe.metric], best and best["dev"][recipe.metric], recipe.metric):
+            best = entry
+            best_weights = model.get_weights() if data.test is not None else None
+    record = {"seed": seed, "best_epoch": best["epoch"], "dev": best["dev"], "epochs": epochs}
+    if data.test is not None:
+        model.set_weights(best_weights)
+        predicted = predictions(model, data.test[0], data.task_type, recipe.batch_size)
+        record["test"] = scores(data.task_type, data.num_outputs, data.test[1], predicted)
+    record["seconds"] = round(time.perf_counter() - started, 2)
+    return record
+
+
+def spread(values: list[float]) -> dict:
+    """Mean, sample standard deviation (n - 1; 0 for one seed), median, min and max."""
+    array = np.asarray(values, np.float64)
+    std = float(array.std(ddof=1)) if len(array) > 1 else 0.0
+    return {"mean": float(array.mean()), "std": std, "median": float(np.median(array)),
+            "min": float(array.min()), "max": float(array.max()), "n": len(array)}
+
+
+def summarise(records: list[dict], metric: str, constant: dict) -> dict:
+    """Flags collapsed seeds (in place) and summarises every score over the seeds. A seed
+    collapsed when its best epoch gave every dev example the same answer, or scored no
+    better than a constant answer."""
+    for record in records:
+        best = record["epochs"][record["best_epoch"] - 1] if "epochs" in record else {}
+        record["collapsed"] = (best.get("distinct_predictions") == 1
+                               or is_collapsed(record["dev"][metric], constant[metric], metric))
+    summary = {}
+    for split in ("dev", "test"):
+        rows = [r[split] for r in records if split in r]
+        if rows:
+            summary[split] = {name: spread([row[name] for row in rows]) for name in rows[0]}
+    kept = [r["dev"][metric] for r in records if not r["collapsed"]]
+    summary["collapsed_seeds"] = [r["seed"] for r in records if r["collapsed"]]
+    summary["dev_excluding_collapsed"] = {metric: spread(kept)} if kept else None
+    return summary

@@ -1,0 +1,124 @@
+"""results.json and the printed table of a fine-tuning run.
+
+results.json is written once, at the end, whole or not at all (`common.fs.write_json`: a
+temporary file, then a rename), and an earlier run's file is deleted when this one starts
+training, so a killed run leaves no half file, nor an old one, that a reader trusts.
+It states the protocol (recipe and its source, seeds, selection, what the spread is), the
+model and its pretraining facts, the data counts (skipped, truncated), every seed's record
+and the summary. TensorBoard scalars (dev scores and training loss per epoch, one folder per
+seed under `logs/`) are written as the run goes, where TensorFlow is installed.
+
+Example:
+    >>> write(output_dir, document)
+    >>> print(table(document))
+"""
+
+from __future__ import annotations
+
+from common import fs
+
+RESULTS = "results.json"
+LOGS = "logs"
+RECIPE_SOURCE = (
+    "cramming (Geiping & Goldstein 2023, config/eval/GLUE_sane.yaml): one recipe for every "
+    "task, AdamW, lr 4e-5, batch 16, 5 epochs, max length 128, 10 % linear warmup then "
+    "linear decay; best epoch on dev as fairseq's RoBERTa GLUE recipe selects")
+PROTOCOL_NOTES = (
+    "each seed fine-tunes from the same pretrained weights with its own head, dropout and "
+    "data order; dev is scored after every epoch and the epoch with the best dev score on "
+    "the selection metric is kept (ties: the earlier); test is scored once, with that "
+    "epoch's weights; the summary gives mean, sample std (n-1), median, min and max over "
+    "seeds: the mean is what peers average, the median resists one collapsed seed; a seed "
+    "whose best epoch gives every dev example one answer, or scores no better than the best "
+    "constant answer (constant_answer_dev), is flagged collapsed, counted in the mean and "
+    "left out of dev_excluding_collapsed")
+
+
+def remove_stale(output_dir: str) -> None:
+    """Deletes an earlier run's results.json: until this run writes its own, none is there."""
+    fs.delete([fs.join(output_dir, RESULTS)])  # a missing file is no error
+
+
+def write(output_dir: str, document: dict) -> str:
+    path = fs.join(output_dir, RESULTS)
+    fs.write_json(path, document)
+    return path
+
+
+def _cell(value) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def table(document: dict) -> str:
+    """Per seed: best epoch, dev (and test) scores, collapse; then mean ± std and median."""
+    scores = document["scores"]
+    names = list(scores["seeds"][0]["dev"])
+    splits = [s for s in ("dev", "test") if s in scores["seeds"][0]]
+    header = ["seed", "epoch", *[f"{s} {n}" for s in splits for n in names], "note"]
+    rows = [header]
+    for record in scores["seeds"]:
+        note = "COLLAPSED (constant-answer level)" if record["collapsed"] else ""
+        rows.append([str(record["seed"]), str(record["best_epoch"]),
+                     *[_cell(record[s][n]) for s in splits for n in names], note])
+    summary = scores["summary"]
+    rows.append(["mean", "", *[f"{summary[s][n]['mean']:.4f}±{summary[s][n]['std']:.4f}"
+                               for s in splits for n in names], ""])
+    rows.append(["median", "", *[_cell(summary[s][n]["median"]) for s in splits for n in names],
+                 ""])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+             for row in rows]
+    return "\n".join([*_heading(document), *lines, *_footer(document)])
+
+
+def _heading(document: dict) -> list[str]:
+    model, pre = document["model"], document["pretraining"]
+    start = "random weights (--from_scratch)" if model["from_scratch"] else "pretrained"
+    accuracy = pre["masked_accuracy"]
+    masked = "unknown" if accuracy is None else f"{100 * accuracy:.1f} %"
+    base = pre["unigram_baseline"]
+    if base is not None:
+        masked += f" (unigram baseline {100 * base:.1f} %)"
+    return [f"model: {model['path']} ({model['family']}, {start}); pretraining masked "
+            f"accuracy: {masked}",
+            f"selection metric: {document['protocol']['metric']} on dev, "
+            f"{len(document['scores']['seeds'])} seed(s)"]
+
+
+def _footer(document: dict) -> list[str]:
+    lines = []
+    collapsed = document["scores"]["summary"]["collapsed_seeds"]
+    if collapsed:
+        lines.append(f"collapsed seeds: {', '.join(map(str, collapsed))} (no better than the "
+                     "constant answer; counted in the mean)")
+    if document["pretraining"]["warning"]:
+        lines.append("warning: " + document["pretraining"]["warning"])
+    data = document["data"]
+    for split, counts in data.items():
+        if counts["skipped_empty"] or counts["truncated"]:
+            lines.append(f"{split}: {counts['skipped_empty']} row(s) with an empty text "
+                         f"skipped, {counts['truncated']} example(s) truncated to "
+                         f"{counts['max_length']} tokens")
+    return lines
+
+
+class Scalars:
+    """TensorBoard scalars per seed (nothing where TensorFlow is not installed)."""
+
+    def __init__(self, output_dir: str):
+        self.output_dir = output_dir
+        self._writers = {}
+
+    def __call__(self, seed: int, entry: dict) -> None:
+        try:
+            import tensorflow as tf
+        except ImportError:
+            return
+        if seed not in self._writers:
+            folder = fs.join(self.output_dir, LOGS, f"seed-{seed}")
+            self._writers[seed] = tf.summary.create_file_writer(folder)
+        with self._writers[seed].as_default(step=entry["epoch"]):
+            tf.summary.scalar("train_loss", entry["train_loss"])
+            for name, value in entry["dev"].items():
+                tf.summary.scalar(f"dev_{name}", value)
+        self._writers[seed].flush()
