@@ -203,6 +203,8 @@ def main(argv=None) -> int:
     config = flags.parse(parser, FinetuneFlags, argv)
 
     def body():
+        if config.backend is None:  # else the flag chose it
+            keras_backend.check()
         document = finetune(config)
         print(results.table(document))
         print(f"results: {fs.join(config.output_dir, results.RESULTS)}")

@@ -123,7 +123,7 @@ def test_an_unsupported_keras_backend_is_one_line(tmp_path, capsys, monkeypatch,
     assert keras_backend._refused is None
 
 
-@pytest.mark.parametrize("command", ["export", "predict", "fill_mask_demo"])
+@pytest.mark.parametrize("command", ["export", "predict", "fill_mask_demo", "finetune"])
 def test_every_model_command_refuses_an_unsupported_keras_backend(tmp_path, capsys, monkeypatch,
                                                                    command):
     """Not only trainer.task: a command that loads a model refuses KERAS_BACKEND=torch in one
@@ -134,7 +134,10 @@ def test_every_model_command_refuses_an_unsupported_keras_backend(tmp_path, caps
     argv = {"export": ["--checkpoint", str(tmp_path), "--output_dir", str(tmp_path / "x")],
             "predict": ["--model", str(tmp_path), "a <mask>"],
             "fill_mask_demo": ["--model", str(tmp_path), "--corpus", str(tmp_path / "c"),
-                               "--validation_fraction", "0.1"]}[command]
+                               "--validation_fraction", "0.1"],
+            "finetune": ["--model", str(tmp_path), "--train", str(tmp_path / "t.jsonl"),
+                         "--dev", str(tmp_path / "d.jsonl"),
+                         "--output_dir", str(tmp_path / "x")]}[command]
     assert importlib.import_module(f"trainer.{command}").main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: KERAS_BACKEND=torch is not a backend"), err
