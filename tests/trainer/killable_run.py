@@ -14,7 +14,7 @@ KILL_AT is `none` or `POINT:N` (the N-th time POINT is reached in this process):
 - `checkpoint_term:N`   SIGTERM (not SIGKILL) once the N-th checkpoint's weights are saved to
                         a temporary file, before they are uploaded;
 - `sigterm_at:STEP`     SIGTERM after the train step that reaches STEP (a preemption notice),
-                        then a pause of 2 s inside the step, so that a JAX pod's preemption
+                        then a pause of 3 s inside the step, so that a JAX pod's preemption
                         notifier (it polls once a second) sees it while the run still trains.
 
 The run goes through `run_cli`, as the trainer's CLI does (a SIGTERM exits with status 143).
@@ -58,7 +58,7 @@ class _SigtermAtStep(keras.callbacks.Callback):
         if not self.sent and update_count(self.model.optimizer) >= self.step:
             self.sent = True
             _kill(signal.SIGTERM)
-            time.sleep(2)
+            time.sleep(3)
 
 
 def arm(kill_point: str, nth: int) -> list:

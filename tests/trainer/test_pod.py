@@ -96,62 +96,55 @@ def _errors(result) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith("error:")]
 
 
-def test_a_host_killed_ends_the_other_in_one_line_then_the_pod_resumes_exactly(
+def test_sigterm_stops_every_host_at_one_step_a_lost_host_ends_the_other_in_one_line(
         corpus, pod_run, tmp_path):
-    """Issue 31 item 4: host 1 SIGKILLed mid-interval; host 0, waiting in a collective, ends
-    with one line (before: a gloo traceback 75 s later, then a C++ stack and SIGABRT at the
-    jax.distributed shutdown barrier). The same command on both resumes exactly."""
-    args = _args(corpus, tmp_path)
-    killed = _pod(["none", "mid_interval:30"], args)
-    assert [r.returncode for r in killed] == [2, -9], [r.stderr[-2000:] for r in killed]
-    errors = _errors(killed[0])
-    assert len(errors) == 1 and "another process of the pod stopped" in errors[0], errors
-    assert "Traceback" not in killed[0].stderr and "stack trace" not in killed[0].stderr
-    assert sorted(os.listdir(tmp_path / "backup")) == ["state-00000020.weights.h5"]
-    resumed = _pod("none", args)
-    for r in resumed:
-        assert r.returncode == 0, r.stderr[-3000:]
-    worst = max(float(np.max(np.abs(a - b)))
-                for a, b in zip(_weights(tmp_path), _weights(pod_run)))
-    print(f"pod killed at step 30 and resumed: max |weight difference| = {worst:.3g}")
-    assert worst < 2e-4, worst
+    """Issue 31 items 3 and 4, one pod run through four attempts (pod starts are slow):
 
-
-def test_sigterm_on_one_host_stops_every_host_at_one_backed_up_step(
-        corpus, pod_run, tmp_path):
-    """Issue 31 item 3: jax.distributed's preemption notifier takes SIGTERM from the handler
-    of common/errors.py; before, host 1 logged "SIGTERM caught" and both trained to the end.
-    Now both stop at the step JAX's preemption sync point agrees on, with its backup written,
-    exit 143 in one line each, and the same command resumes to the uninterrupted weights."""
+    1. SIGTERM on host 1 at step 25: jax.distributed's preemption notifier takes it from the
+       handler of common/errors.py (before: host 1 logged "SIGTERM caught" and both trained
+       to the end). Both stop at the step JAX's preemption sync point agrees on, with its
+       backup written, and exit 143 in one line each.
+    2. Host 1 sees another run folder (a local --output_dir): both refuse in one line before
+       any collective (before: they restored different steps and one aborted on a collective
+       mismatch, a C++ `gloo::EnforceNotMet`), and no file changes.
+    3. Host 1 SIGKILLed 3 steps later: host 0, waiting in a collective, ends with one line
+       (before: a gloo traceback, then a C++ stack and SIGABRT at jax.distributed's shutdown
+       barrier, 75 s later).
+    4. The same command on both resumes to the uninterrupted pod run's weights."""
     args = _args(corpus, tmp_path)
     stopped = _pod(["none", "sigterm_at:25"], args)
     assert [r.returncode for r in stopped] == [143, 143], [r.stderr[-2000:] for r in stopped]
     backups = sorted(os.listdir(tmp_path / "backup"))
     assert len(backups) == 2 and backups[0] == "state-00000020.weights.h5", backups
     step = int(backups[1][6:14])
-    assert 25 < step < 40, backups
+    assert 25 < step < 36, backups  # 26 or 27 unless the notifier was slow to poll
     for r in stopped:
         errors = _errors(r)
         assert len(errors) == 1 and f"stopped at step {step}" in errors[0], errors
         assert "Traceback" not in r.stderr
-    # Item 4: host 1 sees another run folder (a local --output_dir): both refuse in one line
-    # before any collective (before: they restored different steps and aborted on a
-    # collective mismatch), and neither folder changes.
-    elsewhere = _args(corpus, tmp_path / "host1")
+
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    refused = _pod("none", args, elsewhere)
+    refused = _pod("none", args, _args(corpus, tmp_path / "host1"))
     assert [r.returncode for r in refused] == [2, 2], [r.stderr[-2000:] for r in refused]
     for r in refused:
         errors = _errors(r)
         assert len(errors) == 1 and "hosts disagree" in errors[0], errors
         assert f"host 0 sees step {step}" in errors[0] and "host 1 sees step 0" in errors[0]
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+    killed = _pod(["none", f"mid_interval:{step + 3}"], args)
+    assert [r.returncode for r in killed] == [2, -9], [r.stderr[-2000:] for r in killed]
+    errors = _errors(killed[0])
+    assert len(errors) == 1 and "another process of the pod stopped" in errors[0], errors
+    assert "Traceback" not in killed[0].stderr and "stack trace" not in killed[0].stderr
+    assert sorted(os.listdir(tmp_path / "backup"))[-1] == backups[1]
+
     resumed = _pod("none", args)
     for r in resumed:
         assert r.returncode == 0, r.stderr[-3000:]
     assert [e["step"] for e in json.loads((tmp_path / "history.json").read_text())] == [20, 40]
     worst = max(float(np.max(np.abs(a - b)))
                 for a, b in zip(_weights(tmp_path), _weights(pod_run)))
-    print(f"pod stopped by SIGTERM at step {step} and resumed: max |weight difference| = "
-          f"{worst:.3g}")
+    print(f"pod stopped by SIGTERM at step {step}, host 1 killed at step {step + 3}, "
+          f"resumed: max |weight difference| = {worst:.3g}")
     assert worst < 2e-4, worst

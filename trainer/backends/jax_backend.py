@@ -7,6 +7,12 @@ them). Each process reads only its own share of the files and gives Keras its ho
 (`auto_shard_dataset=False`: the data is already sharded, Keras must not shard it again);
 Keras assembles the global batch from the hosts' batches in process order. Process 0 alone
 writes the run folder.
+
+Once joined, JAX's preemption notifier owns SIGTERM (a TPU VM's preemption or maintenance
+notice): every host stops at the train call JAX's preemption sync point agrees on, with the
+backup of that step written (`callbacks.PreemptionSync`), and exits with 143. Before the first
+collective the hosts compare the run they continue (`plan.check_hosts_agree`); an error on a
+host (a refusal, or a collective that found a peer gone) is one line and ends it at once.
 """
 
 from __future__ import annotations
