@@ -30,7 +30,7 @@ import keras
 import numpy as np
 
 from common import fs
-from common.errors import UserError
+from common.errors import Terminated, UserError
 from trainer import checkpoints
 from trainer.optimization import micro_batches_per_update, update_count
 from trainer.run_dir import RunDir
@@ -118,6 +118,48 @@ class StateBackup(keras.callbacks.Callback):
             checkpoints.publish(self.model, self.run.backup(step), upload=self.chief)
             if self.chief:
                 checkpoints.prune(self.run.backups(), self.keep)
+
+
+class PreemptionSync(keras.callbacks.Callback):
+    """SIGTERM on a JAX pod: every host stops at the same step with its backup written.
+
+    There jax.distributed's preemption notifier owns SIGTERM (a preemption or maintenance
+    notice on a TPU VM) and tells every host; `reached(n)`, called after each train call with
+    the call's number (the same on every host), turns True on all hosts at one call. Then
+    every process saves the backup of that step (a collective save; only the chief writes)
+    and raises `Terminated`: exit status 143, and the same command resumes there. At an
+    interval's last call the stop waits for `on_epoch_end`, after the history, checkpoint
+    and backup of the step (this callback comes after them), so a resume misses none."""
+
+    def __init__(self, reached, run: RunDir, every: int, last_step: int, chief: bool = True):
+        super().__init__()
+        self.reached, self.run, self.chief = reached, run, chief
+        self.every, self.last_step = every, last_step
+        self.calls, self.pending = 0, False
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.calls += 1
+        if not self.reached(self.calls):
+            return
+        if batch + 1 >= ((self.params or {}).get("steps") or 0):
+            self.pending = True  # the interval ends here: stop after its files
+        else:
+            self._stop()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.pending:
+            self._stop()
+
+    def _stop(self):
+        step = _step(self.model)
+        path = self.run.backup(step)
+        # Decided alike on every host (the save is collective): StateBackup wrote due steps.
+        if not (self.pending and _due(step, self.every, self.last_step)):
+            checkpoints.publish(self.model, path, upload=self.chief)
+            if self.chief:
+                checkpoints.prune(self.run.backups(), 2)
+        raise Terminated(f"stopped by signal SIGTERM (a preemption notice): every host "
+                         f"stopped at step {step}, backed up to {path}")
 
 
 def seed_generators(model) -> list:

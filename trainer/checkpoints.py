@@ -154,6 +154,10 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
         try:
             load_weights(trainer_model, path)
         except (OSError, ValueError, KeyError) as err:
+            from trainer import backends
+
+            if backends.peer_lost(err):  # the load is a collective on a pod: not the file
+                raise
             _warn(f"skipping unreadable backup {path}: {str(err).splitlines()[0]}")
             continue
         return optimization.update_count(trainer_model.optimizer)

@@ -15,6 +15,8 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 
 from common.errors import UserError
@@ -166,6 +168,35 @@ def check_start(start_step: int, total_steps: int, where: str) -> None:
         raise PlanError(
             f"{where} has already trained {start_step} steps, more than the {total_steps} "
             "asked for; pass --train_steps (or --epochs) of at least that many.")
+
+
+def digest(value) -> int:
+    """28 bits of the SHA-256 of `value` as JSON (small enough for any backend's int32
+    gather)."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    return int(hashlib.sha256(text.encode()).hexdigest()[:7], 16)
+
+
+def check_hosts_agree(gather, newest_step: int, run: dict) -> None:
+    """On a pod every process must continue the same run from the same step: restoring the
+    backup and every train step are collectives, and hosts that differ would call different
+    ones (one host aborts on the mismatch, another waits). `gather` (None: one process)
+    returns every process's values; `newest_step` is the newest step the host's run folder
+    holds weights of, `run` what it continues (the saved and the new run config, the weight
+    files). Hosts that see different run folders (a local --output_dir on a multi-host slice)
+    or run different commands are refused here, on every host alike, before any collective
+    and before any file is written."""
+    if gather is None:
+        return
+    seen = [tuple(int(v) for v in row) for row in gather([newest_step, digest(run)])]
+    if len(set(seen)) == 1:
+        return
+    hosts = ", ".join(f"host {i} sees step {step} (run {value:07x})"
+                      for i, (step, value) in enumerate(seen))
+    raise PlanError(
+        f"the pod's hosts disagree on the run to continue: {hosts}; every host must see the "
+        "same --output_dir (on a multi-host slice a gs:// folder, not a local disk) and run "
+        "the same command.")
 
 
 def _short(value) -> str:

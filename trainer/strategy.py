@@ -73,7 +73,9 @@ def select_strategy(kind: str = "auto", tpu: str | None = None, zone: str | None
     """
     if kind == "tpu" or (kind == "auto" and not no_tpu and (tpu or has_tpu())):
         return connect_tpu(tpu, zone, project)
-    gpus = tf.config.list_logical_devices("GPU")
+    # Physical, not logical: listing logical devices initialises TensorFlow's devices, after
+    # which the CPU can no longer be split for --cpu_replicas.
+    gpus = tf.config.list_physical_devices("GPU")
     if kind == "gpu" and not gpus:
         raise StrategyError("--strategy gpu, but TensorFlow sees no GPU on this machine.")
     if kind in ("gpu", "auto") and gpus:

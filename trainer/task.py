@@ -20,7 +20,7 @@ import keras
 
 from common import fs, manifest, prepared_dir, publish, schema, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import backends, checkpoints, data, export, model, push, quiet
+from trainer import backends, checkpoints, data, export, model, push, quiet, run_dir
 from trainer import callbacks as cb
 from trainer import plan as plans
 from trainer.config import TrainConfig, parse_args
@@ -138,6 +138,11 @@ def _run_config(config, runtime, inputs, plan, backbone, total_steps, global_bat
 
 def run(config: TrainConfig, extra_callbacks=()) -> dict:
     """Trains (or resumes) as `config` says; returns the final metrics."""
+    with backends.errors_end_pod_processes():
+        return _run(config, extra_callbacks)
+
+
+def _run(config: TrainConfig, extra_callbacks) -> dict:
     run_files = RunDir(config.output_dir)
     saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
     # The saved plan binds only a run that has trained: a start killed before its first
@@ -160,6 +165,7 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
                                      inputs.train.max_length, config.config)
     run_config = _run_config(config, runtime, inputs, plan, backbone, total_steps,
                              global_batch)
+    _check_hosts_agree(runtime, run_files, saved, run_config)
     plans.check_continuation(saved, run_config, run_files.root)
     trainer_model, masked_lm = _build(config, runtime, _masking_spec(config, inputs),
                                       backbone, plan)
@@ -187,6 +193,15 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     if runtime.chief:
         fs.write_json(run_files.metrics, metrics)
     return _published(config, run_files, runtime.chief, metrics)
+
+
+def _check_hosts_agree(runtime, run_files, saved, run_config) -> None:
+    """Every process of a pod sees the same run (see `plan.check_hosts_agree`): compared
+    before the first collective, which is the restore of the backup."""
+    weights = run_files.backups() + run_files.checkpoints()
+    newest = max((run_dir.step_of(path) or 0 for path in weights), default=0)
+    plans.check_hosts_agree(runtime.gather, newest, {
+        "saved": saved, "now": run_config, "weights": [fs.basename(p) for p in weights]})
 
 
 def _check_push(config) -> None:
@@ -220,8 +235,11 @@ def _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
         cb.StepCheckpoints(run_files, masked_lm, config.save_every, plan.total_steps,
                            config.keep_checkpoints, chief=chief),
         cb.StateBackup(run_files, config.save_every, plan.total_steps, chief=chief),
-        *extra_callbacks,
     ]
+    if runtime.preemption_sync:  # after the writers: a stop at an interval end follows them
+        callbacks.append(cb.PreemptionSync(runtime.preemption_sync, run_files,
+                                           config.save_every, plan.total_steps, chief))
+    callbacks.extend(extra_callbacks)
     batch_size = runtime.pipeline_batch_size(config.per_replica_batch_size)
     eval_batches = runtime.distribute(data.eval_dataset_fn(
         inputs.eval, batch_size, config.max_eval_batches))

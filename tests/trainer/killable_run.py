@@ -12,7 +12,10 @@ KILL_AT is `none` or `POINT:N` (the N-th time POINT is reached in this process):
 - `backup_write:N`      half-way through writing the N-th backup's bytes;
 - `metrics:N`           just before metrics.json is written (after the last backup);
 - `checkpoint_term:N`   SIGTERM (not SIGKILL) once the N-th checkpoint's weights are saved to
-                        a temporary file, before they are uploaded.
+                        a temporary file, before they are uploaded;
+- `sigterm_at:STEP`     SIGTERM after the train step that reaches STEP (a preemption notice),
+                        then a pause of 3 s inside the step, so that a JAX pod's preemption
+                        notifier (it polls once a second) sees it while the run still trains.
 
 The run goes through `run_cli`, as the trainer's CLI does (a SIGTERM exits with status 143).
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 from common import fs
 from common.errors import run_cli
@@ -43,6 +47,18 @@ def _reached(point: str, kill_point: str, nth: int) -> bool:
         return False
     _count[point] = _count.get(point, 0) + 1
     return _count[point] == nth
+
+
+class _SigtermAtStep(keras.callbacks.Callback):
+    def __init__(self, step: int):
+        super().__init__()
+        self.step, self.sent = step, False
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self.sent and update_count(self.model.optimizer) >= self.step:
+            self.sent = True
+            _kill(signal.SIGTERM)
+            time.sleep(3)
 
 
 def arm(kill_point: str, nth: int) -> list:
@@ -76,6 +92,8 @@ def arm(kill_point: str, nth: int) -> list:
 
     fs.upload_stream, fs.write_json, checkpoints.publish = torn_upload, watched_json, \
         watched_publish
+    if kill_point == "sigterm_at":
+        return [_SigtermAtStep(nth)]
     if kill_point not in ("mid_interval", "mid_accumulation"):
         return []
     # Under accumulation the batch that completes update STEP is the first to see it.

@@ -92,3 +92,18 @@ def test_learning_rate_default_by_size_flag_wins_and_a_resumed_run_keeps_its_rat
     assert DEFAULT_LEARNING_RATES["tiny"] > DEFAULT_LEARNING_RATES["base"]
     assert learning_rate(3e-4, "tiny", {"learning_rate": 1e-4}) == 3e-4  # explicit flag
     assert learning_rate(None, "tiny", {"learning_rate": 1e-4}) == 1e-4  # started with it
+
+
+def test_pod_hosts_that_see_another_run_are_refused_alike_in_one_line():
+    """Issue 31 item 4 (the mechanism; tests/trainer/test_pod.py runs it on two processes)."""
+    from trainer.plan import check_hosts_agree, digest
+
+    run = {"saved": None, "now": {"seed": 1}, "weights": ["state-00000020.weights.h5"]}
+    check_hosts_agree(None, 20, run)  # one process: nothing to compare
+    check_hosts_agree(lambda values: [values, list(values)], 20, run)
+    other = [0, digest({"saved": None, "now": {"seed": 1}, "weights": []})]
+    with pytest.raises(PlanError) as err:
+        check_hosts_agree(lambda values: [values, other], 20, run)
+    message = str(err.value)
+    assert "\n" not in message and "host 0 sees step 20" in message
+    assert "host 1 sees step 0" in message and "same --output_dir" in message

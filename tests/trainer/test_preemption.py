@@ -240,3 +240,31 @@ def test_sigterm_mid_save_removes_the_temporary_weights(corpus, tmp_path):
     assert "SIGTERM" in proc.stderr.strip().splitlines()[-1]
     assert not list(tmp.iterdir())
     assert not list(out.rglob(".tmp-*")) and not list((out / "checkpoints").glob("*"))
+
+
+@same_on_every_backend
+def test_a_preemption_sync_point_backs_up_its_step_then_stops(corpus, tmp_path, monkeypatch):
+    """Issue 31 item 3, the callback on one process (the pod test sends the real SIGTERM and
+    resumes to the uninterrupted weights): the sync point reached mid-interval writes the
+    backup of that step; reached at an interval's last call, the stop waits for the step's
+    history, checkpoint and backup; each attempt stops like a SIGTERM."""
+    import dataclasses
+
+    from common.errors import Terminated
+    from trainer import backends
+
+    setup, stop_at = backends.setup, {"call": 0}
+    monkeypatch.setattr(backends, "setup", lambda c: dataclasses.replace(
+        setup(c), preemption_sync=lambda n: n == stop_at["call"]))
+    out = tmp_path / "run"
+    args = task_args(corpus, out, "--train_steps", "20", "--eval_every", "10", "--save_every",
+                     "10", "--max_eval_batches", "1")
+    for call, step in [(3, 3), (7, 10)]:  # calls count from 1 in each attempt
+        stop_at["call"] = call
+        with pytest.raises(Terminated, match=f"stopped at step {step}"):
+            task.run(task.parse_args(args))
+        assert RunDir(str(out)).backups()[0].endswith(f"state-{step:08d}.weights.h5")
+    assert [e["step"] for e in _history(out)] == [10] and "eval_loss" in _history(out)[0]
+    assert sorted(os.listdir(out / "checkpoints")) == ["ckpt-00000010.weights.h5"]
+    assert sorted(os.listdir(out / "backup")) == [
+        "state-00000003.weights.h5", "state-00000010.weights.h5"]

@@ -61,3 +61,26 @@ def test_only_the_chief_writes(task_type, task_id, cluster, chief):
     assert is_chief(_Strategy(_Resolver(task_type, task_id, cluster))) is chief
     assert is_chief(select_strategy("cpu")) is True  # one process
 
+
+
+def test_cpu_replicas_from_the_command_line_trains_on_two_replicas(corpus, tmp_path):
+    """Issue 31 item 5: `--cpu_replicas 2` in a fresh process (the conftest of this pass splits
+    the CPU at collection time, which hid that the CLI listed GPUs first, initialising
+    TensorFlow's devices, and then always refused with "pass the flag at startup")."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.trainer.mlm_data import task_args
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    args = task_args(corpus, tmp_path, "--train_steps", "2", "--eval_every", "2",
+                     "--save_every", "2", "--max_eval_batches", "1", "--cpu_replicas", "2")
+    i = args.index("--per_replica_batch_size")
+    args[i + 1] = "8"
+    proc = subprocess.run([sys.executable, "-m", "trainer.task", *args], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_config = json.loads((tmp_path / "run_config.json").read_text())
+    assert run_config["replicas"] == 2 and run_config["global_batch_size"] == 16

@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 
 import keras
@@ -23,3 +24,19 @@ def setup(config) -> Runtime:
     """The run's devices and processes on the active backend (imported on demand, so a
     TensorFlow run never imports JAX)."""
     return importlib.import_module(MODULES[keras.backend.backend()]).setup(config)
+
+
+def errors_end_pod_processes():
+    """A context manager: on a pod (JAX, several processes), an error ends this process at
+    once in one line (a lost peer named as such), without the shutdown that would wait for
+    hosts that may never come; elsewhere nothing changes."""
+    if keras.backend.backend() != "jax":
+        return contextlib.nullcontext()
+    return importlib.import_module(MODULES["jax"]).errors_end_pod_processes()
+
+
+def peer_lost(err: BaseException) -> bool:
+    """Whether `err` is another process of a pod going away (not, say, a bad file)."""
+    if keras.backend.backend() != "jax":
+        return False
+    return importlib.import_module(MODULES["jax"]).peer_lost(err)

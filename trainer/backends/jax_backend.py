@@ -7,16 +7,25 @@ them). Each process reads only its own share of the files and gives Keras its ho
 (`auto_shard_dataset=False`: the data is already sharded, Keras must not shard it again);
 Keras assembles the global batch from the hosts' batches in process order. Process 0 alone
 writes the run folder.
+
+Once joined, JAX's preemption notifier owns SIGTERM (a TPU VM's preemption or maintenance
+notice): every host stops at the train call JAX's preemption sync point agrees on, with the
+backup of that step written (`callbacks.PreemptionSync`), and exits with 143. Before the first
+collective the hosts compare the run they continue (`plan.check_hosts_agree`); an error on a
+host (a refusal, or a collective that found a peer gone) is one line and ends it at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 import jax
 import keras
+import numpy as np
 
+from common.errors import UserError
 from trainer import plan as plans
 from trainer.backends.runtime import Runtime, StrategyError, has_tpu
 from trainer.data import PipelineShare
@@ -38,6 +47,65 @@ def _initialize(platform: str) -> None:
         keras.distribution.initialize()
     elif platform == "tpu":
         keras.distribution.initialize()
+
+
+def _preemption_sync():
+    """JAX's preemption sync point once jax.distributed joined the processes: its preemption
+    notifier then owns SIGTERM (it replaced common/errors.py's handler), and a notice on any
+    host makes every host stop at the same train call."""
+    if not jax.distributed.is_initialized():
+        return None
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.reached_preemption_sync_point
+
+
+def _gather(values: list) -> list:
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(np.asarray(values, np.int32)).tolist()
+
+
+# How a collective or the coordination service reports a process that is gone (checked on
+# CPU/gloo: "Gloo AllGather failed: ... Connection reset by peer"; a missed heartbeat:
+# "Task 1 heartbeat timeout", "The following tasks are unhealthy").
+_PEER_LOST = ("Gloo", "Connection reset by peer", "heartbeat", "unhealthy",
+              "coordination service", "Connection refused", "Socket closed")
+
+
+def peer_lost(err: BaseException) -> bool:
+    """Whether `err` says that another process of the pod is gone."""
+    return (jax.distributed.is_initialized()
+            and any(marker in str(err) for marker in _PEER_LOST))
+
+
+def _one_line(err: Exception) -> str | None:
+    if isinstance(err, UserError):
+        return str(err).strip()
+    if peer_lost(err):
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+        return (f"another process of the pod stopped ({first}); restart the same command on "
+                "every host: the run resumes from its last backup.")
+    return None
+
+
+@contextlib.contextmanager
+def errors_end_pod_processes():
+    """On a pod, an error (a refusal, or a collective that found a peer gone) is one line and
+    ends this process at once: jax.distributed's exit would wait at a shutdown barrier for
+    every host, then abort with a C++ stack trace when one never comes (checked: a peer
+    SIGKILLed, the survivor died 75 s later that way). A SIGTERM stop (`Terminated`, every
+    host at the same step) and bugs (a traceback) leave as usual."""
+    try:
+        yield
+    except Exception as err:
+        line = _one_line(err) if jax.distributed.is_initialized() else None
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(2)
 
 
 def _devices(platform: str, cpu_replicas: int) -> list:
@@ -74,4 +142,5 @@ def setup(config) -> Runtime:
     share = PipelineShare(jax.process_index(), jax.process_count(), 1)
     return Runtime("jax", len(devices), jax.process_count(), jax.process_index(), 1, local,
                    jax.process_index() == 0, on_tpu, device, contextlib.nullcontext,
-                   lambda dataset_fn: dataset_fn(share))
+                   lambda dataset_fn: dataset_fn(share), _preemption_sync(),
+                   _gather if jax.process_count() > 1 else None)

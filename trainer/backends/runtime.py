@@ -40,6 +40,12 @@ class Runtime:
     device: DeviceSettings
     scope: Callable  # () -> context manager in which the model is built
     distribute: Callable  # (dataset_fn of a data.PipelineShare) -> what `fit` takes
+    # (n) -> whether every process has reached the step to stop at after a preemption notice
+    # (SIGTERM on any host); n counts this process's train calls, 1, 2, ... None where
+    # SIGTERM stays common/errors.py's (one process: it raises `Terminated` at once).
+    preemption_sync: Callable | None = None
+    # ([int, ...]) -> every process's list, in process order; None: one process.
+    gather: Callable | None = None
 
     def pipeline_batch_size(self, per_replica_batch_size: int) -> int:
         return per_replica_batch_size * self.rows_per_batch
