@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import warnings
 
 from common import fs
 from common.errors import UserError
@@ -119,7 +120,7 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
     backups = run.backups()
     for path in backups:
         try:
-            load_weights(trainer_model, path)
+            load_backup(trainer_model, path)
         except (OSError, ValueError, KeyError) as err:
             _warn(f"skipping unreadable backup {path}: {str(err).splitlines()[0]}")
             continue
@@ -140,6 +141,54 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
     _warn(f"no readable backup: resuming from {checkpoint} at step {step} with a fresh "
           "optimizer state (moments restart at zero).")
     return step
+
+
+OPTIMIZER_VARS = "optimizer/vars"  # where Keras' weight file keeps the optimizer's state
+_SKIPPED = "Skipping variable loading for optimizer"  # Keras' warning on another layout
+
+
+def load_backup(trainer_model, path: str) -> None:
+    """Weights and optimizer state of a backup. A backup written with gradient accumulation
+    switched the other way (the global batch split otherwise, which a restart may change)
+    holds one accumulator per weight more or fewer: Keras would keep the weights but skip
+    the whole optimizer (step 0, moments lost), so its state is mapped over by name."""
+    import h5py
+
+    optimizer = trainer_model.optimizer
+    with _local(path) as local:
+        with h5py.File(local, "r") as f:
+            saved = f.get(OPTIMIZER_VARS)
+            values = [saved[str(i)][()] for i in range(len(saved))] if saved else []
+        if len(values) == len(optimizer.variables):
+            trainer_model.load_weights(local)
+            return
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_SKIPPED)
+            trainer_model.load_weights(local)
+    _restore_other_layout(trainer_model, values, run_dir.step_of(path), path)
+
+
+def _restore_other_layout(trainer_model, values: list, step: int, path: str) -> None:
+    """Assigns `values` (an optimizer state saved with accumulation the other way) to the
+    optimizer by variable name: moments and velocities as saved, accumulators at zero (a
+    backup lies between updates), the step of the file's name in this run's micro-batches."""
+    optimizer = trainer_model.optimizer
+    other_steps = None if optimizer.gradient_accumulation_steps else 2  # any N > 1: same names
+    layout = type(optimizer).from_config(
+        {**optimizer.get_config(), "gradient_accumulation_steps": other_steps})
+    layout.build(trainer_model.trainable_variables)  # only for its variables' names, in order
+    names = [variable.name for variable in layout.variables]
+    if len(names) != len(values):
+        raise ValueError(f"its optimizer state has {len(values)} variables, this run's "
+                         f"{len(optimizer.variables)} (with or without accumulation "
+                         f"{len(names)}): not a backup of this model")
+    saved = dict(zip(names, values))
+    for variable in optimizer.variables:
+        variable.assign(saved[variable.name] if variable.name in saved
+                        else variable.numpy() * 0)
+    optimization.set_update_count(optimizer, step)  # the saved count is in its micro-batches
+    print(f"{path}: optimizer state of another --grad_accum_steps restored exactly (step "
+          f"{step}, moments as saved).")
 
 
 def latest_checkpoint(output_dir: str) -> str | None:

@@ -10,7 +10,8 @@ import keras
 import numpy as np
 import pytest
 
-from tests.trainer.mlm_data import SEQ_LEN, TINY, make_tokenizer, write_split
+from tests.trainer.mlm_data import SEQ_LEN, TINY, Preempted, make_tokenizer, preempt_at, \
+    write_split
 from trainer import task
 from trainer.run_dir import RunDir
 
@@ -131,4 +132,27 @@ def test_two_replicas_accumulating_match_one_batch_too(big_batch, full_rows, tmp
     assert config["replicas"] == 2 and config["global_batch_size"] == 16
     worst = _worst(tmp_path, big_batch)
     print(f"2 replicas x 2 x 4 micro-batches vs 16: max |weight difference| = {worst:.3g}")
+    assert worst < 1e-5, worst
+
+
+@pytest.mark.parametrize("before,after", [
+    pytest.param((16, 1), (8, 2), id="accumulation_switched_on"),
+    pytest.param((4, 4), (16, 1), id="accumulation_switched_off", marks=pytest.mark.skipif(
+        keras.backend.backend() == "jax", reason="the same mapping: TensorFlow pass only")),
+])
+def test_changing_the_accumulation_at_a_restart_restores_step_and_moments(
+        before, after, big_batch, full_rows, tmp_path, recwarn):
+    """The split of the global batch of 16 changes at a restart (docs/training.md allows
+    it): the optimizer then has more or fewer variables (the accumulators) than the backup,
+    and Keras alone skips its state (step 0, moments lost). The restart continues at step 3
+    with the saved moments: its weights are those of the uninterrupted batch of 16."""
+    with pytest.raises(Preempted):  # backed up at 3 of 6, then stopped
+        task.run(task.parse_args(_args(full_rows, tmp_path, *before)),
+                 extra_callbacks=[preempt_at(3)])
+    assert task.main(_args(full_rows, tmp_path, *after)) == 0
+    assert not [w for w in recwarn if "Skipping variable loading" in str(w.message)]
+    history = json.loads((tmp_path / "history.json").read_text())
+    assert [e["step"] for e in history] == [3, 6]
+    worst = _worst(tmp_path, big_batch)
+    print(f"{before} -> {after} at step 3: max |weight difference| = {worst:.3g}")
     assert worst < 1e-5, worst
