@@ -26,14 +26,14 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   StandardOptions)
 
-from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, progress, run_lock,
-                            sources, tokenization)
+from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, progress, sources,
+                            tokenization)
 from beam_pipelines.execution import GroupingExecution
 from beam_pipelines.local import memory_check
 from beam_pipelines.local.execution import OnDiskExecution
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
-from common import manifest, prepared_dir, shards, tokenizer_files
+from common import manifest, prepared_dir, run_lock, shards, tokenizer_files
 from common.errors import UserError, run_cli
 
 

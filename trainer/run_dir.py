@@ -8,6 +8,8 @@
     {output_dir}/history.json                one entry per interval (the plot reads it)
     {output_dir}/metrics.json                final metrics, written when the run completes
     {output_dir}/export/{keras-hub,hf}/      the export pushed at the end of a run (--push_to)
+    {output_dir}/_LOCK                       held by the chief while a run lives
+                                             (trainer/folder_lock.py, common/run_lock.py)
 
 Every file is written whole or not at all (see `trainer.checkpoints.publish` and
 `common.fs.write_bytes`), and the step in a weight file's name is the optimizer step stored

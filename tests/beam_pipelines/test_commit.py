@@ -11,9 +11,9 @@ import shutil
 
 import pytest
 
-from beam_pipelines import commit, prepare, run_lock
+from beam_pipelines import commit, prepare
 from beam_pipelines.local import exact_dedup
-from common import fs, manifest, prepared_dir, verify
+from common import fs, manifest, prepared_dir, run_lock, verify
 from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
 
 SPLITS = ("train", "validation")
