@@ -73,6 +73,7 @@ def _inputs(config: TrainConfig) -> Inputs:
     tokenizer, info = tokenizer_files.load(config.tokenizer)  # a bad folder: one line
     train_source = data.resolve_split(config.train_data, info, config.max_length)
     eval_source = data.resolve_split(config.eval_data, info, train_source.max_length)
+    data.check_one_prepare_run(train_source, eval_source)
     return Inputs(tokenizer, info, train_source, eval_source)
 
 
