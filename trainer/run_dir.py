@@ -1,6 +1,7 @@
 """The files of one training run: the only module that spells their names.
 
-    {output_dir}/run_config.json             settings; what a restart must not change
+    {output_dir}/run_config.json             settings; what a restart must not change;
+                                             `attempts`: each attempt's recipe (attempts.py)
     {output_dir}/tokenizer/                  a copy of the tokenizer files
     {output_dir}/checkpoints/ckpt-{step:08d}.weights.h5   MaskedLM weights (export contract)
     {output_dir}/backup/state-{step:08d}.weights.h5       weights + optimizer state (resume)

@@ -20,7 +20,8 @@ import keras
 
 from common import fs, manifest, prepared_dir, publish, schema, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import backends, checkpoints, data, export, folder_lock, model, push, quiet
+from trainer import (attempts, backends, checkpoints, data, export, folder_lock, model, push,
+                     quiet)
 from trainer import callbacks as cb
 from trainer import plan as plans
 from trainer.config import TrainConfig, parse_args
@@ -179,6 +180,7 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     plans.check_start(start_step, total_steps, run_files.root)
     if runtime.chief:  # only once every check passed: a refused command changes no file
         remove_orphans(run_files)
+        run_config["attempts"] = attempts.history(saved, run_config, start_step)
         write_run_files(run_files, run_config, config.tokenizer)
     replanned = plans.warmup_change(trained, plan)
     if replanned:

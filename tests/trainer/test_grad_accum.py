@@ -135,24 +135,29 @@ def test_two_replicas_accumulating_match_one_batch_too(big_batch, full_rows, tmp
     assert worst < 1e-5, worst
 
 
-@pytest.mark.parametrize("before,after", [
-    pytest.param((16, 1), (8, 2), id="accumulation_switched_on"),
-    pytest.param((4, 4), (16, 1), id="accumulation_switched_off", marks=pytest.mark.skipif(
-        keras.backend.backend() == "jax", reason="the same mapping: TensorFlow pass only")),
-])
-def test_changing_the_accumulation_at_a_restart_restores_step_and_moments(
-        before, after, big_batch, full_rows, tmp_path, recwarn):
-    """The split of the global batch of 16 changes at a restart (docs/training.md allows
-    it): the optimizer then has more or fewer variables (the accumulators) than the backup,
-    and Keras alone skips its state (step 0, moments lost). The restart continues at step 3
-    with the saved moments: its weights are those of the uninterrupted batch of 16."""
-    with pytest.raises(Preempted):  # backed up at 3 of 6, then stopped
-        task.run(task.parse_args(_args(full_rows, tmp_path, *before)),
-                 extra_callbacks=[preempt_at(3)])
-    assert task.main(_args(full_rows, tmp_path, *after)) == 0
+def test_changing_the_accumulation_at_restarts_restores_step_and_moments(big_batch, full_rows,
+                                                                        tmp_path, recwarn):
+    """The split of the global batch of 16 changes at each restart (docs/training.md allows
+    it): 16 x 1, then 8 x 2 micro-batches from step 2, then 16 x 1 again from step 4. The
+    optimizer has one accumulator per weight more, then fewer, than the backup it resumes
+    from, and Keras alone skips the saved state (step 0, moments lost). Each restart goes on
+    at the backed-up step with the saved moments: the weights are the uninterrupted batch of
+    16's (other save/eval intervals do not change them)."""
+    splits = [(16, 1, 2), (8, 2, 4), (16, 1, None)]  # (batch, accumulation, stopped at)
+    for batch, accum, stop in splits:
+        args = _args(full_rows, tmp_path, batch, accum, "--save_every", "2", "--eval_every", "2")
+        if stop is None:
+            assert task.main(args) == 0
+            continue
+        with pytest.raises(Preempted):  # backed up at `stop`, then stopped
+            task.run(task.parse_args(args), extra_callbacks=[preempt_at(stop)])
     assert not [w for w in recwarn if "Skipping variable loading" in str(w.message)]
     history = json.loads((tmp_path / "history.json").read_text())
-    assert [e["step"] for e in history] == [3, 6]
+    assert [e["step"] for e in history] == [2, 4, 6]
+    attempts = json.loads((tmp_path / "run_config.json").read_text())["attempts"]
+    assert [(a["start_step"], a["per_replica_batch_size"], a["grad_accum_steps"])
+            for a in attempts] == [(0, 16, 1), (2, 8, 2), (4, 16, 1)]  # for the model card
     worst = _worst(tmp_path, big_batch)
-    print(f"{before} -> {after} at step 3: max |weight difference| = {worst:.3g}")
+    print(f"16 x 1 -> 8 x 2 at step 2 -> 16 x 1 at step 4: max |weight difference| = "
+          f"{worst:.3g}")
     assert worst < 1e-5, worst
