@@ -148,10 +148,13 @@ _SKIPPED = "Skipping variable loading for optimizer"  # Keras' warning on anothe
 
 
 def load_backup(trainer_model, path: str) -> None:
-    """Weights and optimizer state of a backup. A backup written with gradient accumulation
-    switched the other way (the global batch split otherwise, which a restart may change)
-    holds one accumulator per weight more or fewer: Keras would keep the weights but skip
-    the whole optimizer (step 0, moments lost), so its state is mapped over by name."""
+    """Weights and optimizer state of a backup, at the step its name gives. The split of the
+    global batch may change at a restart: Keras saves its count of micro-batches, which
+    under another --grad_accum_steps would read as another step, so the step is set from
+    the name (a backup lies between updates). A backup written with accumulation switched
+    the other way holds one accumulator per weight more or fewer: Keras would keep the
+    weights but skip the whole optimizer (step 0, moments lost), so its state is mapped
+    over by name."""
     import h5py
 
     optimizer = trainer_model.optimizer
@@ -161,6 +164,7 @@ def load_backup(trainer_model, path: str) -> None:
             values = [saved[str(i)][()] for i in range(len(saved))] if saved else []
         if len(values) == len(optimizer.variables):
             trainer_model.load_weights(local)
+            optimization.set_update_count(optimizer, run_dir.step_of(path))
             return
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_SKIPPED)
