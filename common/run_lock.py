@@ -3,7 +3,7 @@
 Both halves use it, locally and on gs://. A prepare run takes the lock of its output folder
 on the launcher before anything runs and the commit step releases it; a training run's chief
 takes the lock of its run folder before it reads the saved run and releases it when it
-exits (trainer/run_lock_held.py). A second run on the same folder is refused with a message
+exits (trainer/folder_lock.py). A second run on the same folder is refused with a message
 naming the first (`kind` says which half holds it).
 
 Every change of the lock is conditional on the version that was read (lock_store.py: an
@@ -33,8 +33,7 @@ import sys
 import threading
 import time
 
-from common import lock_store
-from common import prepared_dir
+from common import lock_store, prepared_dir
 from common.errors import UserError
 
 HEARTBEAT_SECONDS = 60.0

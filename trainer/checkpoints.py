@@ -157,38 +157,39 @@ def load_backup(trainer_model, path: str) -> None:
     over by name."""
     import h5py
 
-    optimizer = trainer_model.optimizer
+    optimizer, step = trainer_model.optimizer, run_dir.step_of(path)
     with _local(path) as local:
         with h5py.File(local, "r") as f:
-            saved = f.get(OPTIMIZER_VARS)
-            values = [saved[str(i)][()] for i in range(len(saved))] if saved else []
-        if len(values) == len(optimizer.variables):
+            saved_count = len(f[OPTIMIZER_VARS]) if OPTIMIZER_VARS in f else 0
+        if saved_count == len(optimizer.variables):
             trainer_model.load_weights(local)
-            optimization.set_update_count(optimizer, run_dir.step_of(path))
+            optimization.set_update_count(optimizer, step)
             return
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_SKIPPED)
-            trainer_model.load_weights(local)
-    _restore_other_layout(trainer_model, values, run_dir.step_of(path), path)
+            trainer_model.load_weights(local)  # the weights; the optimizer is skipped
+        with h5py.File(local, "r") as f:
+            _restore_other_layout(trainer_model, f[OPTIMIZER_VARS], saved_count, step, path)
 
 
-def _restore_other_layout(trainer_model, values: list, step: int, path: str) -> None:
-    """Assigns `values` (an optimizer state saved with accumulation the other way) to the
-    optimizer by variable name: moments and velocities as saved, accumulators at zero (a
-    backup lies between updates), the step of the file's name in this run's micro-batches."""
+def _restore_other_layout(trainer_model, saved, saved_count: int, step: int,
+                          path: str) -> None:
+    """Assigns the optimizer state `saved` (h5 datasets "0", "1"..., written with
+    accumulation the other way) by variable name: moments and velocities as saved,
+    accumulators at zero (a backup lies between updates), the step of the file's name."""
     optimizer = trainer_model.optimizer
     other_steps = None if optimizer.gradient_accumulation_steps else 2  # any N > 1: same names
     layout = type(optimizer).from_config(
         {**optimizer.get_config(), "gradient_accumulation_steps": other_steps})
     layout.build(trainer_model.trainable_variables)  # only for its variables' names, in order
-    names = [variable.name for variable in layout.variables]
-    if len(names) != len(values):
-        raise ValueError(f"its optimizer state has {len(values)} variables, this run's "
+    index = {variable.name: str(i) for i, variable in enumerate(layout.variables)}
+    del layout
+    if len(index) != saved_count:
+        raise ValueError(f"its optimizer state has {saved_count} variables, this run's "
                          f"{len(optimizer.variables)} (with or without accumulation "
-                         f"{len(names)}): not a backup of this model")
-    saved = dict(zip(names, values))
-    for variable in optimizer.variables:
-        variable.assign(saved[variable.name] if variable.name in saved
+                         f"{len(index)}): not a backup of this model")
+    for variable in optimizer.variables:  # one array in memory at a time
+        variable.assign(saved[index[variable.name]][()] if variable.name in index
                         else variable.numpy() * 0)
     optimization.set_update_count(optimizer, step)  # the saved count is in its micro-batches
     print(f"{path}: optimizer state of another --grad_accum_steps restored exactly (step "
