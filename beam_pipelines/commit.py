@@ -31,9 +31,9 @@ import os
 
 import apache_beam as beam
 
-from beam_pipelines import quality, run_lock
+from beam_pipelines import quality
 from beam_pipelines.accounting import accounting_for, check_accounting
-from common import fs, manifest, prepared_dir, shards
+from common import fs, manifest, prepared_dir, run_lock, shards
 
 ENDED = ("committed", "refused")
 LockLostError = run_lock.LockLostError  # raised by run_lock.confirm

@@ -27,13 +27,13 @@ from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOp
                                                   StandardOptions)
 
 from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, jsonl_files, progress,
-                            run_lock, sources, tokenization)
+                            sources, tokenization)
 from beam_pipelines.execution import GroupingExecution
 from beam_pipelines.local import memory_check
 from beam_pipelines.local.execution import OnDiskExecution
 from beam_pipelines import options as opts_lib
 from beam_pipelines.accounting import STATS
-from common import manifest, prepared_dir, shards, tokenizer_files
+from common import manifest, prepared_dir, run_lock, shards, tokenizer_files
 from common.errors import UserError, no_room_logged_once, run_cli
 
 

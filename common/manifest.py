@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import posixpath
 
 from common import fs, prepared_dir, shards
 from common.errors import UserError
@@ -171,6 +172,26 @@ def read_manifest(
     if check_shards:
         _check_shards(split_dir, manifest)
     return manifest
+
+
+def mixed_runs(run_ids: dict) -> str | None:
+    """Why split folders of one prepared output ({split folder: the run id its manifest
+    records}) are not one prepare run's output, or None. A run commits its splits one
+    manifest at a time, and a run commits every split it writes (deleting the others), so
+    two run ids mean a rerun whose later manifest write failed (full disk, kill): its new
+    splits lie beside an old run's, whose documents were split otherwise, and the evaluation
+    split is no longer held out from the training corpus."""
+    runs = {}
+    for split_dir, run_id in sorted(run_ids.items()):
+        runs.setdefault(run_id, []).append(fs.basename(split_dir) + "/")
+    if len(runs) < 2:
+        return None
+    where = posixpath.dirname(next(iter(run_ids)).rstrip("/")) or "."  # the output folder
+    parts = "; ".join(f"{', '.join(names)} from run {run_id or '(unnamed)'}"
+                      for run_id, names in sorted(runs.items()))
+    return (f"{where} mixes splits of different prepare runs ({parts}): a rerun did not "
+            "finish its commit, so the evaluation split is not held out from that corpus. "
+            "Rerun the prepare pipeline on it.")
 
 
 def _check_legacy_marker(split_dir: str, data: bytes) -> None:

@@ -29,7 +29,7 @@
                                   it, the launcher reports it, and a lock whose run recorded
                                   its end is stale (commit.run_ended)
         .tmp-*-{run_id}.json      a run record being written
-      _LOCK                       one writer at a time (beam_pipelines/run_lock.py): the
+      _LOCK                       one writer at a time (common/run_lock.py): the
                                   launcher takes it, the commit releases it
       .tmp-*/                     temporary folders of earlier versions; the commit deletes them
 

@@ -7,9 +7,11 @@ listing); this reads every byte: the whole-file crc32c the manifest records, eac
 TFRecord framing checksums, the number of records, and every record's values parsed against
 the manifest (both features exactly `max_length` long, token ids inside the vocabulary,
 attention masks of 0 and 1 that add up to the shard's `num_tokens`). It also checks the
-manifest's own entries: each shard listed once, each format-2 entry with its checksum and
-size, token totals that add up. Exit status 0 when everything matches, 1 naming the first
-bad file, 2 when OUT holds no committed split.
+manifest's own entries (each shard listed once, each format-2 entry with its checksum and
+size, token totals that add up) and that the splits of OUT are one prepare run's (a rerun
+cut short between two manifest writes leaves new splits beside old ones). Exit status 0
+when everything matches, 1 naming the first bad file or the mixed runs, 2 when OUT holds no
+committed split.
 """
 
 from __future__ import annotations
@@ -137,14 +139,20 @@ def main(argv=None) -> int:
         if not dirs:
             raise UserError(f"{args.output_dir} holds no committed split "
                             f"(no {prepared_dir.MANIFEST}).")
+        run_ids = {}
         for split_dir in dirs:
             try:
                 found = verify_split(split_dir)
             except (DamagedShardError, manifest.ManifestError) as err:
                 print(f"BAD: {err}", file=sys.stderr)
                 return 1
+            run_ids[split_dir] = found.run_id
             print(f"ok: {split_dir}: {len(found.shards)} shard(s), {found.num_examples:,} "
                   f"records, run {found.run_id or '?'}")
+        mixed = manifest.mixed_runs(run_ids)
+        if mixed:
+            print(f"BAD: {mixed}", file=sys.stderr)
+            return 1
     return run_cli(body, argv)
 
 

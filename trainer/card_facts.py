@@ -1,7 +1,8 @@
 """What a model card says, gathered from the run's own files: nothing is typed in twice.
 
 The facts of one exported model come from its `run_config.json` (architecture, tokenizer ids,
-recipe), the step of the checkpoint it was exported from, the evaluation at that step
+recipe, and the recipe of each attempt that trained the exported weights: `trainer.attempts`),
+the step of the checkpoint it was exported from, the evaluation at that step
 (`metrics.json` when it is the run's last step, else the `history.json` entry of that step),
 the unigram baseline (`trainer.baseline`, the same figure `python -m trainer.baseline`
 prints) and the prepare manifests of its training and evaluation splits (documents, tokens,
@@ -23,7 +24,7 @@ import posixpath
 
 from common import fs, manifest
 from common.errors import UserError
-from trainer import baseline, run_dir
+from trainer import attempts, baseline, run_dir
 from trainer.run_dir import RUN_CONFIG, RunDir
 
 RESULT_KEYS = ("eval_loss", "eval_accuracy", "eval_perplexity")
@@ -41,6 +42,7 @@ class CardFacts:
     train_data: dict | None  # see `split_summary`
     eval_data: dict | None
     notes: tuple = ()  # why a missing fact is missing
+    attempts: tuple = ()  # trainer.attempts.spans: the attempts that trained these weights
 
     @property
     def baseline_ratio(self) -> float | None:
@@ -149,4 +151,4 @@ def gather(source, tokenizer, parameters: int) -> CardFacts:
             notes += [why] if why else []
     kind = tokenizer_kind(tokenizer, config["tokenizer"]["special_token_ids"])
     return CardFacts(config, parameters, kind, step, results, base, train, evaluation,
-                     tuple(notes))
+                     tuple(notes), tuple(attempts.spans(config.get("attempts") or [], step)))

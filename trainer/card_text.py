@@ -83,27 +83,70 @@ def _accumulation(config) -> str:
     return f" x {micro} accumulated micro-batches" if micro > 1 else ""
 
 
+def _batch(config) -> str:
+    return (f"{_n(config.get('global_batch_size'))} sequences "
+            f"({config.get('per_replica_batch_size')} per replica x {config.get('replicas')}"
+            + _accumulation(config) + ")")
+
+
+def _optimizer(config) -> str:
+    return (f"AdamW (weight decay {config.get('weight_decay')}, betas "
+            f"{config.get('adam_beta1')}/{config.get('adam_beta2')}, epsilon "
+            f"{config.get('adam_epsilon')}), gradient clipping {config.get('clip_norm')}")
+
+
+def _schedule(config) -> str:
+    return (f"linear warmup over {_n(config.get('warmup_steps'))} steps, then linear decay to 0"
+            f" at step {_n(config.get('total_steps'))}")
+
+
+# What a restart may change, as the recipe states it (label, text of one attempt's config).
+BY_ATTEMPT = (("peak learning rate", lambda c: str(c.get("learning_rate"))),
+              ("global batch", _batch), ("schedule", _schedule), ("optimizer", _optimizer),
+              ("precision", lambda c: str(c.get("precision"))), ("hardware", _hardware),
+              ("Keras backend", lambda c: _n(c.get("backend"))),
+              ("XLA-compiled step", lambda c: str(c.get("jit_compile"))))
+
+
+def _varying(facts) -> list:
+    """The BY_ATTEMPT rows whose text differs between the attempts that trained the weights."""
+    return [(label, text) for label, text in BY_ATTEMPT
+            if len({text(a) for a in facts.attempts}) > 1]
+
+
+def attempts_section(facts) -> str:
+    """One row per attempt (start or restart) whose steps the weights kept, with what it
+    changed; empty when every attempt trained with one recipe."""
+    varying = _varying(facts)
+    if not varying:
+        return ""
+    header = ["steps", *(label for label, _ in varying)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for attempt in facts.attempts:
+        steps = f"{attempt.get('start_step')}-{_n(attempt.get('end_step'))}"
+        lines.append("| " + " | ".join([steps, *(text(attempt) for _, text in varying)]) + " |")
+    return ("### Attempts\n\nThe run was restarted with changed settings; each attempt trained "
+            "the steps shown (after its start, up to its end):\n\n" + "\n".join(lines))
+
+
 def recipe_section(facts) -> str:
     config = facts.run_config
     batch, step = config.get("global_batch_size"), facts.step
+    varying = {label for label, _ in _varying(facts)}
     rows = [("optimizer steps", f"{_n(step)} (of {_n(config.get('total_steps'))} planned)"),
-            ("global batch", f"{_n(batch)} sequences ({config.get('per_replica_batch_size')} "
-                             f"per replica x {config.get('replicas')}"
-                             + _accumulation(config) + ")"),
+            ("global batch", _batch(config)),
             ("sequences seen", _n(step * batch if step is not None and batch else None)),
             ("peak learning rate", config.get("learning_rate")),
-            ("schedule", f"linear warmup over {_n(config.get('warmup_steps'))} steps, then "
-                         "linear decay to 0"),
-            ("optimizer", f"AdamW (weight decay {config.get('weight_decay')}, betas "
-                          f"{config.get('adam_beta1')}/{config.get('adam_beta2')}, epsilon "
-                          f"{config.get('adam_epsilon')}), gradient clipping "
-                          f"{config.get('clip_norm')}"),
+            ("schedule", _schedule(config)), ("optimizer", _optimizer(config)),
             ("masking", f"{MASKING.get(config.get('masking'), config.get('masking'))}, "
                         f"{config.get('mlm_probability')} of tokens"),
             ("precision", config.get("precision")), ("hardware", _hardware(config)),
             ("Keras backend", _n(config.get("backend"))),
             ("XLA-compiled step", config.get("jit_compile")), ("seed", config.get("seed"))]
-    return "## Training recipe\n\n" + _table(rows)
+    rows = [(label, "by attempt, see below" if label in varying else value)
+            for label, value in rows]
+    attempts = attempts_section(facts)
+    return "## Training recipe\n\n" + _table(rows) + (f"\n\n{attempts}" if attempts else "")
 
 
 def results_section(facts) -> str:

@@ -18,6 +18,7 @@ import io
 import os
 import sys
 import tempfile
+import warnings
 
 from common import fs
 from common.errors import UserError
@@ -152,7 +153,7 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
     backups = run.backups()
     for path in backups:
         try:
-            load_weights(trainer_model, path)
+            load_backup(trainer_model, path)
         except (OSError, ValueError, KeyError) as err:
             from trainer import backends
 
@@ -177,6 +178,59 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
     _warn(f"no readable backup: resuming from {checkpoint} at step {step} with a fresh "
           "optimizer state (moments restart at zero).")
     return step
+
+
+OPTIMIZER_VARS = "optimizer/vars"  # where Keras' weight file keeps the optimizer's state
+_SKIPPED = "Skipping variable loading for optimizer"  # Keras' warning on another layout
+
+
+def load_backup(trainer_model, path: str) -> None:
+    """Weights and optimizer state of a backup, at the step its name gives. The split of the
+    global batch may change at a restart: Keras saves its count of micro-batches, which
+    under another --grad_accum_steps would read as another step, so the step is set from
+    the name (a backup lies between updates). A backup written with accumulation switched
+    the other way holds one accumulator per weight more or fewer: Keras would keep the
+    weights but skip the whole optimizer (step 0, moments lost), so its state is mapped
+    over by name."""
+    import h5py
+
+    optimizer, step = trainer_model.optimizer, run_dir.step_of(path)
+    with _local(path) as local:
+        with h5py.File(local, "r") as f:
+            saved_count = len(f[OPTIMIZER_VARS]) if OPTIMIZER_VARS in f else 0
+        if saved_count == len(optimizer.variables):
+            trainer_model.load_weights(local)
+            optimization.set_update_count(optimizer, step)
+            return
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_SKIPPED)
+            trainer_model.load_weights(local)  # the weights; the optimizer is skipped
+        with h5py.File(local, "r") as f:
+            _restore_other_layout(trainer_model, f[OPTIMIZER_VARS], saved_count, step, path)
+
+
+def _restore_other_layout(trainer_model, saved, saved_count: int, step: int,
+                          path: str) -> None:
+    """Assigns the optimizer state `saved` (h5 datasets "0", "1"..., written with
+    accumulation the other way) by variable name: moments and velocities as saved,
+    accumulators at zero (a backup lies between updates), the step of the file's name."""
+    optimizer = trainer_model.optimizer
+    other_steps = None if optimizer.gradient_accumulation_steps else 2  # any N > 1: same names
+    layout = type(optimizer).from_config(
+        {**optimizer.get_config(), "gradient_accumulation_steps": other_steps})
+    layout.build(trainer_model.trainable_variables)  # only for its variables' names, in order
+    index = {variable.name: str(i) for i, variable in enumerate(layout.variables)}
+    del layout
+    if len(index) != saved_count:
+        raise ValueError(f"its optimizer state has {saved_count} variables, this run's "
+                         f"{len(optimizer.variables)} (with or without accumulation "
+                         f"{len(index)}): not a backup of this model")
+    for variable in optimizer.variables:  # one array in memory at a time
+        variable.assign(saved[index[variable.name]][()] if variable.name in index
+                        else variable.numpy() * 0)
+    optimization.set_update_count(optimizer, step)  # the saved count is in its micro-batches
+    print(f"{path}: optimizer state of another --grad_accum_steps restored exactly (step "
+          f"{step}, moments as saved).")
 
 
 def latest_checkpoint(output_dir: str) -> str | None:

@@ -128,6 +128,13 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
                                  minimum=1)
     verbose: int = flag("Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1,
                         minimum=0, maximum=2)
+    # The run folder's lock (one training run per --output_dir; trainer/folder_lock.py).
+    takeover_lock: bool = flag("Take --output_dir over from a training run that holds its "
+                                "lock (only when that run is dead).", False)
+    lock_timeout_hours: float = flag(
+        "A run folder's lock whose heartbeat (refreshed every minute while its run lives) is "
+        "older than this is taken over without --takeover_lock (a run restarted on another "
+        "machine after a preemption waits this long at most).", 0.25, minimum=0.01)
 
     def __post_init__(self):
         self.check_push_flags()  # a bad target or card metadata fails now, not after training

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import posixpath
 
 import tensorflow as tf
 
@@ -69,6 +70,7 @@ class SplitSource:
     record_shard: tuple = ()
     digest: str = ""  # identifies the split's content; a resumed run must see the same
     legacy_format: bool = False  # no manifest: the digest is of the file listing
+    run_id: str = ""  # the prepare run that committed the split (its manifest says)
 
     @property
     def num_examples(self) -> int:
@@ -110,12 +112,27 @@ def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None)
             vocab_size=tokenizer_info.vocab_size)
         return SplitSource(split_dir, tuple(found.shard_paths(split_dir)),
                            tuple(s.num_examples for s in found.shards), found.max_length,
-                           digest=_manifest_digest(found))
+                           digest=_manifest_digest(found), run_id=found.run_id)
     if not files:
         raise ManifestError(
             f"{split_dir} holds no {prepared_dir.MANIFEST} and no *{shards.SHARD_SUFFIX} shards; "
             "point it at a split folder written by the prepare pipeline.")
     return _legacy_format_split(split_dir, files, tokenizer_info, max_length)
+
+
+def check_one_prepare_run(*sources: SplitSource) -> None:
+    """Refuses splits of one prepared output folder committed by different prepare runs
+    (`common.manifest.mixed_runs`: a rerun cut short between its manifest writes). Splits of
+    different output folders are the user's choice, and legacy shards record no run."""
+    by_output = {}
+    for source in sources:
+        if not source.legacy_format:
+            output = posixpath.dirname(source.split_dir.rstrip("/"))
+            by_output.setdefault(output, {})[source.split_dir] = source.run_id
+    for run_ids in by_output.values():
+        mixed = manifest.mixed_runs(run_ids)
+        if mixed:
+            raise ManifestError(mixed)
 
 
 def _legacy_format_split(split_dir, files, tokenizer_info, max_length) -> SplitSource:

@@ -1,6 +1,7 @@
 """The files of one training run: the only module that spells their names.
 
-    {output_dir}/run_config.json             settings; what a restart must not change
+    {output_dir}/run_config.json             settings; what a restart must not change;
+                                             `attempts`: each attempt's recipe (attempts.py)
     {output_dir}/tokenizer/                  a copy of the tokenizer files
     {output_dir}/checkpoints/ckpt-{step:08d}.weights.h5   MaskedLM weights (export contract)
     {output_dir}/backup/state-{step:08d}.weights.h5       weights + optimizer state (resume)
@@ -8,6 +9,8 @@
     {output_dir}/history.json                one entry per interval (the plot reads it)
     {output_dir}/metrics.json                final metrics, written when the run completes
     {output_dir}/export/{keras-hub,hf}/      the export pushed at the end of a run (--push_to)
+    {output_dir}/_LOCK                       held by the chief while a run lives
+                                             (trainer/folder_lock.py, common/run_lock.py)
 
 Every file is written whole or not at all (see `trainer.checkpoints.publish` and
 `common.fs.write_bytes`), and the step in a weight file's name is the optimizer step stored

@@ -20,7 +20,8 @@ import keras
 
 from common import fs, manifest, prepared_dir, publish, schema, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import backends, checkpoints, data, export, model, push, quiet, run_dir
+from trainer import (attempts, backends, checkpoints, data, export, folder_lock, model, push,
+                     quiet, run_dir)
 from trainer import callbacks as cb
 from trainer import plan as plans
 from trainer.config import TrainConfig, parse_args
@@ -73,16 +74,23 @@ def _inputs(config: TrainConfig) -> Inputs:
     tokenizer, info = tokenizer_files.load(config.tokenizer)  # a bad folder: one line
     train_source = data.resolve_split(config.train_data, info, config.max_length)
     eval_source = data.resolve_split(config.eval_data, info, train_source.max_length)
+    data.check_one_prepare_run(train_source, eval_source)
     return Inputs(tokenizer, info, train_source, eval_source)
+
+
+def check_backend(config: TrainConfig) -> str:
+    """The backend Keras runs, if --backend asks for no other."""
+    backend = keras.backend.backend()
+    if config.backend not in (None, backend):
+        raise RunConfigError(f"--backend {config.backend}, but Keras was already imported with "
+                             f"{backend}; pass --backend on the command line.")
+    return backend
 
 
 def resolve(config: TrainConfig, saved: dict | None) -> TrainConfig:
     """A copy of `config` with what the flags left open filled in: the backend Keras runs,
     the tokenizer the manifest names, the learning rate of the size (or of the saved run)."""
-    backend = keras.backend.backend()
-    if config.backend not in (None, backend):
-        raise RunConfigError(f"--backend {config.backend}, but Keras was already imported with "
-                             f"{backend}; pass --backend on the command line.")
+    backend = check_backend(config)
     return dataclasses.replace(
         config, backend=backend, tokenizer=config.tokenizer or tokenizer_of(config.train_data),
         learning_rate=plans.learning_rate(config.learning_rate, config.model, saved))
@@ -137,12 +145,16 @@ def _run_config(config, runtime, inputs, plan, backbone, total_steps, global_bat
 
 
 def run(config: TrainConfig, extra_callbacks=()) -> dict:
-    """Trains (or resumes) as `config` says; returns the final metrics."""
+    """Trains (or resumes) as `config` says; returns the final metrics. The chief holds the
+    run folder's lock from before it reads the saved run until it returns."""
     with backends.errors_end_pod_processes():
-        return _run(config, extra_callbacks)
+        check_backend(config)
+        runtime = backends.setup(config)
+        with folder_lock.held(config, runtime.chief) as lock:
+            return _train(config, runtime, lock, extra_callbacks)
 
 
-def _run(config: TrainConfig, extra_callbacks) -> dict:
+def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     run_files = RunDir(config.output_dir)
     saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
     # The saved plan binds only a run that has trained: a start killed before its first
@@ -151,7 +163,6 @@ def _run(config: TrainConfig, extra_callbacks) -> dict:
     config = resolve(config, trained)
     _check_push(config)
     inputs = _inputs(config)
-    runtime = backends.setup(config)
     plans.check_accumulation(runtime.backend, runtime.replicas, config.grad_accum_steps)
     # Examples per optimizer update: Keras' own steps are micro-batches, ours are updates.
     global_batch = config.per_replica_batch_size * runtime.replicas * config.grad_accum_steps
@@ -173,6 +184,7 @@ def _run(config: TrainConfig, extra_callbacks) -> dict:
     plans.check_start(start_step, total_steps, run_files.root)
     if runtime.chief:  # only once every check passed: a refused command changes no file
         remove_orphans(run_files)
+        run_config["attempts"] = attempts.history(saved, run_config, start_step)
         write_run_files(run_files, run_config, config.tokenizer)
     replanned = plans.warmup_change(trained, plan)
     if replanned:
@@ -186,7 +198,7 @@ def _run(config: TrainConfig, extra_callbacks) -> dict:
                               steps_per_execution=execution * config.grad_accum_steps)
     with data.replaced_splits_named(inputs.train, inputs.eval):
         log = _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
-                   inputs, global_batch, extra_callbacks)
+                   inputs, global_batch, [folder_lock.LockKept(lock)], extra_callbacks)
     # The optimizer's own count, not the configured total: what the weights really saw.
     steps_done = update_count(trainer_model.optimizer)
     metrics = final_metrics(log.history, log.rates, steps_done, global_batch)
@@ -223,14 +235,16 @@ def _published(config, run_files, chief: bool, metrics: dict) -> dict:
 
 
 def _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files, inputs,
-         global_batch, extra_callbacks):
-    """Runs the `fit` calls of `plan.segments`; returns the TrainingLog."""
+         global_batch, guards, extra_callbacks):
+    """Runs the `fit` calls of `plan.segments`; returns the TrainingLog. `guards` run at an
+    interval end before anything of it is written."""
     chief = runtime.chief
     log = cb.TrainingLog(run_files, global_batch,
                          cb.read_history(run_files.history, start_step), chief=chief)
     callbacks = [
         cb.StopOnNonFiniteLoss(),  # first: a NaN interval reaches none of the writers
         cb.DeterministicDropout(config.seed),
+        *guards,
         log,
         cb.StepCheckpoints(run_files, masked_lm, config.save_every, plan.total_steps,
                            config.keep_checkpoints, chief=chief),

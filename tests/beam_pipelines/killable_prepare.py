@@ -13,7 +13,8 @@ import os
 import signal
 import sys
 
-from beam_pipelines import prepare, run_lock
+from beam_pipelines import prepare
+from common import run_lock
 from common import fs, manifest
 
 _count: dict = {}

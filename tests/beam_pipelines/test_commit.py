@@ -13,9 +13,9 @@ import shutil
 
 import pytest
 
-from beam_pipelines import commit, prepare, run_lock
+from beam_pipelines import commit, prepare
 from beam_pipelines.local import exact_dedup
-from common import fs, manifest, prepared_dir, shards, verify
+from common import fs, manifest, prepared_dir, run_lock, shards, verify
 from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
 
 SPLITS = ("train", "validation")
@@ -117,6 +117,33 @@ def test_commit_fails_at_every_step_then_a_retry_completes(staged, monkeypatch):
     # The faults hit before, between and after the two manifest writes.
     assert outcomes[0] == (False, False) and outcomes[-1] == (True, True)
     assert (True, False) in outcomes
+
+
+def test_a_rerun_cut_between_its_manifest_writes_is_a_mixed_output_for_verify(
+        staged, monkeypatch, capsys):
+    """The second manifest write fails (full disk, kill): new train/ beside old validation/,
+    each valid alone. verify reports the mix; the retried commit ends it."""
+    _restore(staged)
+    real, writes = manifest.write_manifest, []
+
+    def second_fails(split_dir, found):
+        writes.append(split_dir)
+        if len(writes) == 2:
+            raise _Fault("no space left on device")
+        return real(split_dir, found)
+    with monkeypatch.context() as m:
+        m.setattr(manifest, "write_manifest", second_fails)
+        with pytest.raises(_Fault):
+            staged["commit"]()
+    run_a, run_b = staged["run_a"], staged["run_b"]
+    assert _run_ids(staged["out"]) == {"train": run_b, "validation": run_a}
+    capsys.readouterr()
+    assert verify.main([str(staged["out"])]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "mixes splits of different prepare runs" in err[0], err
+    assert f"train/ from run {run_b}" in err[0] and f"validation/ from run {run_a}" in err[0]
+    staged["commit"]()  # the retry
+    assert verify.main([str(staged["out"])]) == 0
 
 
 def test_a_repeated_commit_changes_nothing(staged):

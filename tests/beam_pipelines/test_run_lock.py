@@ -8,8 +8,7 @@ import threading
 
 import pytest
 
-from beam_pipelines import run_lock
-from common import fs, prepared_dir
+from common import fs, prepared_dir, run_lock
 
 RUN_A, RUN_B = "r20261124000000aaaaaa", "r20261124000000bbbbbb"
 

@@ -110,7 +110,7 @@ def _honour_generation_on_delete() -> None:
 def _patch_emulator_once() -> None:
     """Make the emulator accept an empty media upload (what ``tf.io.gfile.makedirs`` sends;
     it parses an empty body as None and then fails on ``len(None)``), and honour
-    `ifGenerationMatch` on uploads and deletes (the output lock, beam_pipelines/lock_store.py)."""
+    `ifGenerationMatch` on uploads and deletes (the output lock, common/lock_store.py)."""
     from gcp_storage_emulator.handlers import objects
 
     original = objects._media_upload

@@ -165,3 +165,33 @@ def test_an_accumulated_run_says_how_its_global_batch_is_made():
     facts = card_facts.CardFacts(config, 1, {}, 10, None, None, None, None)
     assert "| global batch | 64 sequences (4 per replica x 2 x 8 accumulated micro-batches) |" \
         in card_text.recipe_section(facts)
+
+
+def test_a_restarted_run_states_each_attempts_recipe_with_its_steps():
+    """Restarted at step 400 with another peak rate and 2 replicas x 8 instead of 1 x 16
+    (allowed changes): the card gives each attempt its steps, never the last one's recipe as
+    the whole run's. An attempt whose steps were all redone (resumed at 400 again) is gone."""
+    from trainer import attempts, card_facts, card_text
+
+    first = {"learning_rate": 1e-3, "global_batch_size": 16, "per_replica_batch_size": 16,
+             "replicas": 1, "grad_accum_steps": 1, "strategy": "cpu", "precision": "fp32",
+             "total_steps": 1000, "warmup_steps": 50}
+    second = {**first, "learning_rate": 5e-4, "per_replica_batch_size": 8, "replicas": 2,
+              "strategy": "gpu"}
+    history = attempts.history(None, first, 0)
+    history = attempts.history({**first, "attempts": history}, second, 400)
+    history = attempts.history({**second, "attempts": history}, second, 400)  # a kill at 450
+    assert [a["start_step"] for a in history] == [0, 400]
+    config = {**second, "attempts": history}
+    facts = card_facts.CardFacts(config, 1, {}, 600, None, None, None, None,
+                                 attempts=tuple(attempts.spans(history, 600)))
+    text = card_text.recipe_section(facts)
+    assert "| peak learning rate | by attempt, see below |" in text
+    assert "| global batch | by attempt, see below |" in text
+    assert "| steps | peak learning rate | global batch | hardware |" in text
+    assert "| 0-400 | 0.001 | 16 sequences (16 per replica x 1) | CPU, 1 replica(s) |" in text
+    assert "| 400-600 | 0.0005 | 16 sequences (8 per replica x 2) | GPU, 2 replica(s) |" in text
+    assert "| precision | fp32 |" in text  # what held throughout stays one row
+    one = card_facts.CardFacts(config, 1, {}, 300, None, None, None, None,
+                               attempts=tuple(attempts.spans(history, 300)))
+    assert "Attempts" not in card_text.recipe_section(one)  # step 300: the first recipe only

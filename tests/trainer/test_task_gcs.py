@@ -5,10 +5,12 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import keras
 import pytest
 
+from common import run_lock
 from tests.trainer.mlm_data import task_args
 
 # gs:// goes through common.fs and tf.io.gfile on both backends: one pass is enough (CI time).
@@ -28,11 +30,11 @@ for split in ("train", "eval", "tokenizer"):
 """
 
 
-def _run(args, env):
+def _run(args, env, status=0):
     proc = subprocess.run([sys.executable, *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=400)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
+    assert proc.returncode == status, proc.stderr[-3000:]
+    return proc.stdout if status == 0 else proc.stderr
 
 
 def test_train_from_and_to_gcs(gcs, corpus):
@@ -58,3 +60,16 @@ def test_train_from_and_to_gcs(gcs, corpus):
                      "run/backup/state-00000030.weights.h5"], names
     history = json.loads(gcs.read_object("run/history.json"))
     assert [e["step"] for e in history] == [10, 20, 30]
+    # The run folder's lock (common/run_lock.py, a conditional write on gs://): released at
+    # the end, and a live training run's lock refuses a second trainer in one line.
+    assert "run/_LOCK" not in gcs.object_names("run/")
+    live = {"run_id": "t20261126000000abcdef", "pid": os.getpid(), "kind": "training run",
+            "boot_id": run_lock.boot_id(), "pid_ns": run_lock.pid_namespace(),
+            "started": time.time(), "heartbeat": time.time()}
+    gcs.write_object("run/_LOCK", json.dumps(live).encode())
+    err = _run(["-m", "trainer.task", *task_args(remote, gcs.url("run"), "--train_steps", "40",
+                                                 "--seed", "7")], env, status=2)
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("error:") and "training run t20261126000000abcdef" in lines[-1]
+    assert "traceback" not in err.lower()
+    assert json.loads(gcs.read_object("run/_LOCK")) == live

@@ -1,7 +1,10 @@
-"""One writer per output folder: `{output_dir}/_LOCK`, changed only by compare-and-swap.
+"""One writer per folder: `{folder}/_LOCK`, changed only by compare-and-swap.
 
-A prepare run takes the lock on the launcher before anything runs and the commit step
-releases it; a second run on the same output is refused with a message naming the first.
+Both halves use it, locally and on gs://. A prepare run takes the lock of its output folder
+on the launcher before anything runs and the commit step releases it; a training run's chief
+takes the lock of its run folder before it reads the saved run and releases it when it
+exits (trainer/folder_lock.py). A second run on the same folder is refused with a message
+naming the first (`kind` says which half holds it).
 
 Every change of the lock is conditional on the version that was read (lock_store.py: an
 object generation on GCS, `ifGenerationMatch`; a content digest under an flock locally):
@@ -30,11 +33,12 @@ import sys
 import threading
 import time
 
-from beam_pipelines import lock_store
-from common import prepared_dir
+from common import lock_store, prepared_dir
 from common.errors import UserError
 
 HEARTBEAT_SECONDS = 60.0
+PREPARE, TRAINING = "prepare run", "training run"  # who holds a lock, for its message
+KINDS = (PREPARE, TRAINING)
 # Dataflow job states after which the job writes nothing more (Beam's PipelineState names).
 FINAL_JOB_STATES = ("DONE", "FAILED", "CANCELLED", "UPDATED", "DRAINED")
 
@@ -87,11 +91,11 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _new_record(run_id: str, runner: str) -> dict:
+def _new_record(run_id: str, runner: str, kind: str) -> dict:
     now = time.time()
     return {"run_id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
             "boot_id": boot_id(), "pid_ns": pid_namespace(), "started": now,
-            "heartbeat": now, "runner": runner}
+            "heartbeat": now, "runner": runner, "kind": kind}
 
 
 def _same_machine(lock: dict) -> bool:
@@ -134,7 +138,8 @@ def _number(value) -> float:
 def _describe(output_dir: str, held: dict) -> str:
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(_number(held.get("started"))))
     job = f", Dataflow job {held['job_id']}" if held.get("job_id") else ""
-    return (f"{output_dir} is being written by prepare run {held.get('run_id', '?')} "
+    kind = held.get("kind") if held.get("kind") in KINDS else PREPARE
+    return (f"{output_dir} is being written by {kind} {held.get('run_id', '?')} "
             f"(started {started} on {held.get('host', '?')}, pid {held.get('pid', '?')}, "
             f"{held.get('runner', '?')}{job}). Wait for it to end; if it is dead, pass "
             "--takeover_lock.")
@@ -142,10 +147,11 @@ def _describe(output_dir: str, held: dict) -> str:
 
 def acquire(output_dir: str, run_id: str, runner: str, *, takeover: bool = False,
             timeout_hours: float = 1.0, ended=lambda run_id: False, job_state=None,
-            heartbeat_seconds: float = HEARTBEAT_SECONDS) -> "HeldLock":
-    """Takes the output folder for `run_id`, or raises LockedError naming the holder.
-    `job_state(lock)` gives the state of the Dataflow job a lock names (None: unknown)."""
-    path, mine = prepared_dir.lock_path(output_dir), _new_record(run_id, runner)
+            heartbeat_seconds: float = HEARTBEAT_SECONDS, kind: str = PREPARE) -> "HeldLock":
+    """Takes the folder for `run_id` (a `kind` of run), or raises LockedError naming the
+    holder. `job_state(lock)` gives the state of the Dataflow job a lock names (None:
+    unknown)."""
+    path, mine = prepared_dir.lock_path(output_dir), _new_record(run_id, runner, kind)
     job_state = job_state or dataflow_job_state
     for _ in range(3):  # another try only when someone changed the lock meanwhile
         held, version = _load(path)
