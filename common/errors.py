@@ -33,11 +33,12 @@ import contextlib
 import errno
 import logging
 import posixpath
-import re
 import signal
 import sys
 import threading
 from typing import Callable, Sequence
+
+from common import staging
 
 
 class UserError(Exception):
@@ -94,8 +95,7 @@ def named_by_user(filename, argv: Sequence[str]) -> bool:
 _NO_ROOM = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
             errno.EROFS: "read-only file system"}
 _REFUSED = {errno.EACCES: "permission denied", errno.EPERM: "operation not permitted"}
-# A staged write's temporary name (common/fs.py: `.tmp-{uuid}-{name}`): named as its target.
-_STAGED = re.compile(r"\.tmp-[0-9a-f]{32}-")
+_STAGED = staging.STAGED  # a staged write's temporary name: reported as its target's
 
 
 def _in_chain(err: BaseException):

@@ -23,12 +23,9 @@ from typing import NamedTuple
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from common import decompress
+from common import decompress, staging
 from common.errors import UserError
-
-# A local atomic write goes through `{TEMP_PREFIX}{uuid}-{name}` in the same folder (a leading
-# "." keeps it out of every split and shard glob); a kill can leave one behind.
-TEMP_PREFIX = ".tmp-"
+from common.staging import TEMP_PREFIX  # re-exported: fs.TEMP_PREFIX
 
 
 def is_remote(path: str) -> bool:
@@ -333,7 +330,7 @@ def _check_replaceable(dest: str, markers) -> None:
             f"{min(files)}); it would be replaced whole: choose another folder or empty it.")
 
 
-_STAGE = re.compile(re.escape(TEMP_PREFIX) + r"[0-9a-f]{32}-")
+_STAGE = staging.STAGED
 
 
 def unstaged(path: str) -> str:

@@ -72,7 +72,7 @@ def test_ordinary_split_names_pass(name):
 # `dead_letter_files` is a manifest field, `dead_letter.jsonl` the tokenizer folder's own file.
 _NAMES = re.compile(r"_LOCK|manifest\.json|_COMPLETE|beam-temp|\.tmp-|(?<!\w)_runs(?!\w)"
                     r"|(?<!\w)dead_letter(?!\w|\.jsonl)|removed_sample(?!_size)")
-_SPELLERS = {"common/prepared_dir.py", "common/fs.py"}  # fs: its atomic write's temp prefix
+_SPELLERS = {"common/prepared_dir.py", "common/staging.py"}  # staging: atomic writes' prefix
 
 
 def _code_strings(path: pathlib.Path):
