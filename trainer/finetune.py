@@ -201,7 +201,8 @@ def glue_jobs(config: FinetuneFlags) -> list[Job]:
             else config.output_dir
         extra = {"glue": task.name, "reported": list(task.reported)}
         if task.name == "mnli":
-            extra["test_split"] = "dev_mismatched (reported as accuracy_mm)"
+            extra.update(test_split="dev_mismatched (reported as accuracy_mm)",
+                         test_label="dev_mm")
         jobs.append(Job(task.name, task.task_type, splits, task.labels or None,
                         config.recipe(task.metric, task.recipe),
                         config.seed_list(task.recipe.seeds), folder, glue.RECIPE_SOURCE,
@@ -306,6 +307,8 @@ def glue_run(config, source, backbone, pretrained: dict, jobs: list[Job]) -> dic
     best = {"score": None, "weights": None}
 
     def keep_best(record, model):
+        # run_seed leaves the best epoch's weights in the model when there is a test split:
+        # MNLI's is its mismatched dev set, always read.
         score = record["dev"]["accuracy"]
         if best["score"] is None or score > best["score"]:
             best.update(score=score, weights=model.backbone.get_weights())

@@ -182,6 +182,10 @@ def test_task_glue_end_to_end_on_a_tiny_fake_glue_folder_with_mnli_start_and_the
         model.run_eagerly = True
 
     monkeypatch.setattr(classifier, "compile_for", eagerly)
+    started = []  # (pretrained weights, the weights RTE, MRPC and STS-B start from)
+    started_from = classifier.PretrainedBackbone.started_from
+    monkeypatch.setattr(classifier.PretrainedBackbone, "started_from", lambda self, w: (
+        started.append((self.weights, w)), started_from(self, w))[1])
     export = fd.export_preset(tmp_path, "roberta")
     _card(tmp_path / "export" / "keras-hub")
     out = tmp_path / "out"
@@ -195,12 +199,16 @@ def test_task_glue_end_to_end_on_a_tiny_fake_glue_folder_with_mnli_start_and_the
     by_hand = [sum(t["reported"].values()) / len(t["reported"])
                for t in summary["tasks"].values()]
     assert summary["glue"]["score"] == pytest.approx(sum(by_hand) / 8)
+    import numpy as np
+
+    assert len(started) == 3 and all(w is started[0][1] for _, w in started)
+    assert not all(np.array_equal(a, b) for a, b in zip(*started[0]))  # MNLI moved them
     rte = json.loads((out / "rte" / "results.json").read_text())
     assert rte["task"]["start"].startswith("MNLI") and rte["protocol"]["epochs"] == 1
     qqp = json.loads((out / "qqp" / "results.json").read_text())
     assert qqp["data"]["train"]["skipped_malformed"] == 1
     assert json.loads((out / "cola" / "results.json").read_text())["scores"]["metric"] == "mcc"
     printed = capsys.readouterr().out
-    assert "GLUE score:" in printed and "accuracy_mm" in printed
+    assert "GLUE score:" in printed and "accuracy_mm" in printed and "dev_mm accuracy" in printed
     card = (tmp_path / "export" / "keras-hub" / "README.md").read_text()
     assert "nyu-mll/glue" in card and "glue_score" in card

@@ -54,7 +54,8 @@ def table(document: dict) -> str:
     scores = document["scores"]
     names = list(scores["seeds"][0]["dev"])
     splits = [s for s in ("dev", "test") if s in scores["seeds"][0]]
-    header = ["seed", "epoch", *[f"{s} {n}" for s in splits for n in names], "note"]
+    shown = {"dev": "dev", "test": document["task"].get("test_label", "test")}
+    header = ["seed", "epoch", *[f"{shown[s]} {n}" for s in splits for n in names], "note"]
     rows = [header]
     for record in scores["seeds"]:
         note = "COLLAPSED (constant-answer level)" if record["collapsed"] else ""
