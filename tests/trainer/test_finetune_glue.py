@@ -212,3 +212,20 @@ def test_task_glue_end_to_end_on_a_tiny_fake_glue_folder_with_mnli_start_and_the
     assert "GLUE score:" in printed and "accuracy_mm" in printed and "dev_mm accuracy" in printed
     card = (tmp_path / "export" / "keras-hub" / "README.md").read_text()
     assert "nyu-mll/glue" in card and "glue_score" in card
+
+
+def test_card_entries_of_one_glue_task_and_of_own_files_name_their_dataset():
+    summary = {"dev": {m: {"mean": 0.5} for m in ("accuracy", "f1", "macro_f1", "mcc")}}
+    document = {"task": {"glue": "mrpc", "reported": ["accuracy", "f1"], "type":
+                         "classification"}, "scores": {"seeds": [{}, {}], "summary": summary},
+                "data": {"dev": {"path": "/data/pairs/dev.tsv"}}}
+    mrpc = card_scores.entries(document)
+    assert [(r.dataset_config, r.metric_type) for r in mrpc] == [("mrpc", "accuracy"),
+                                                                 ("mrpc", "f1")]
+    assert mrpc[0].metric_name == "accuracy (dev, mean of 2 seed(s))"
+    document["task"] = {"type": "classification"}
+    own = card_scores.entries(document)
+    assert {(r.dataset_type, r.dataset_name, r.dataset_split) for r in own} == {
+        ("custom", "dev.tsv", "dev")}
+    assert [(r.metric_type, r.metric_config) for r in own] == [
+        ("accuracy", None), ("f1", None), ("f1", "macro"), ("matthews_correlation", None)]

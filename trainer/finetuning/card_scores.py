@@ -48,7 +48,8 @@ def _result(metric: str, value: float, name: str, **dataset):
     from huggingface_hub import EvalResult
 
     return EvalResult(task_type=TASK_TYPE, metric_type=METRIC_TYPES.get(metric, metric),
-                      metric_name=name, metric_value=round(float(value), 4), **dataset)
+                      metric_name=name, metric_value=round(float(value), 4),
+                      metric_config="macro" if metric == "macro_f1" else None, **dataset)
 
 
 def _glue_entries(document: dict) -> list:
@@ -97,7 +98,8 @@ def entries(document: dict) -> list:
 
 def _key(result) -> tuple:
     return (result.task_type, result.dataset_type, result.dataset_name,
-            result.dataset_config, result.dataset_split, result.metric_type)
+            result.dataset_config, result.dataset_split, result.metric_type,
+            result.metric_config)
 
 
 def add(paths: list[str], results: list) -> list[str]:
