@@ -229,3 +229,18 @@ def test_card_entries_of_one_glue_task_and_of_own_files_name_their_dataset():
         ("custom", "dev.tsv", "dev")}
     assert [(r.metric_type, r.metric_config) for r in own] == [
         ("accuracy", None), ("f1", None), ("f1", "macro"), ("matthews_correlation", None)]
+
+
+def test_a_label_that_is_not_the_tasks_is_one_line_and_exit_2(glue_dir, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "glue"
+    shutil.copytree(glue_dir, copy)
+    dev = copy / "RTE" / "dev.tsv"
+    dev.write_text(dev.read_text().replace("\tnot_entailment\n", "\tmaybe\n", 1))
+    export = fd.export_preset(tmp_path, "roberta")
+    code = finetune.main(["--model", export, "--task", "rte", "--glue_dir", str(copy),
+                          "--output_dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "RTE/dev.tsv row 1: label 'maybe' is not one of GLUE's RTE labels" in err

@@ -160,6 +160,10 @@ def _split(path: str, rows: list[dict], task: GlueTask) -> datasets.Split:
     columns = ["text", "label", *(["pair"] if task.pair else [])]
     split = datasets.split_from_rows(path, columns, whole, task.spec)
     split.skipped_malformed = len(rows) - len(whole)
+    for number, label in zip(split.row_numbers, split.raw_labels):
+        if task.labels and str(label).strip() not in task.labels:
+            raise UserError(f"{path} row {number}: label {label!r} is not one of GLUE's "
+                            f"{task.folder} labels ({', '.join(task.labels)})")
     return split
 
 
