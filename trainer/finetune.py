@@ -2,14 +2,18 @@
 
     python -m trainer.finetune --model runs/tiny --train train.jsonl --dev dev.jsonl \
         --output_dir finetune/tiny
+    python -m trainer.finetune --model runs/tiny --task glue --glue_dir glue_data \
+        --output_dir finetune/glue --card exports/tiny
 
 `--model` is anything `trainer.model_source.resolve` accepts (a run folder: its newest
 checkpoint; one `.weights.h5`; our keras-hub export). The family's keras-hub TextClassifier
 is built on its backbone (`--from_scratch`: on random weights, the reference), texts are
 tokenized with the model's own tokenizer files and packed the family's way
 (`trainer/finetuning/packing.py`), and each of `--seeds` fine-tunes, keeps its best epoch on
-dev and scores test (`trainer/finetuning/protocol.py`). The table is printed and
-`{output_dir}/results.json` written; docs/finetuning.md states the protocol and the recipe.
+dev and scores test (`trainer/finetuning/protocol.py`). `--task` runs GLUE's tasks from their
+own layout with their own recipes (`trainer/finetuning/glue.py`). The table is printed and
+`{output_dir}/results.json` written (per GLUE task `{output_dir}/TASK/results.json`);
+`--card` adds the scores to an export's model cards; docs/finetuning.md states the protocol.
 
 Example:
     >>> main(["--model", "runs/tiny", "--train", "t.csv", "--dev", "d.csv",
@@ -26,21 +30,34 @@ from common import flags, fs, tokenizer_files
 from common.errors import UserError, run_cli
 from common.flags import flag
 from trainer import families, keras_backend, model_source, run_dir
-from trainer.finetuning import datasets, metrics, packing, pretraining, protocol, results
+from trainer.finetuning import (card_scores, datasets, glue, metrics, packing, pretraining,
+                                protocol, results)
 
 DEFAULT_MAX_LENGTH = 128  # cramming's GLUE length
 ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
+# cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files.
+DEFAULT_RECIPE = glue.Recipe(learning_rate=4e-5, epochs=5, batch_size=16, seeds=(1, 2, 3))
 
 
 @dataclasses.dataclass
 class FinetuneFlags:
     model: str = flag("The pretrained model: a training run folder (newest checkpoint), a "
                       ".weights.h5 checkpoint or our keras-hub export.", required=True)
-    train: str = flag("Training examples: a .jsonl, .csv or .tsv file, or a Hugging Face "
-                      "save_to_disk folder of one split.", required=True)
-    dev: str = flag("Development examples (selection of the best epoch).", required=True)
-    test: str = flag("Test examples, scored once with the selected epoch's weights.")
     output_dir: str = flag("Where results.json and the TensorBoard logs go.", required=True)
+    train: str = flag("Training examples: a .jsonl, .csv or .tsv file, or a Hugging Face "
+                      "save_to_disk folder of one split (required without --task).")
+    dev: str = flag("Development examples (selection of the best epoch; required without "
+                    "--task).")
+    test: str = flag("Test examples, scored once with the selected epoch's weights.")
+    task: str = flag("A GLUE task read from --glue_dir with its own columns, metrics and "
+                     "recipe, or glue: the 8 tasks (no WNLI) and the GLUE score.",
+                     choices=glue.NAMES)
+    glue_dir: str = flag("GLUE's download (CoLA/train.tsv, MNLI/dev_matched.tsv, ...) or "
+                         "save_to_disk folders of nyu-mll/glue configs (cola/train, ...).")
+    mnli_start: bool = flag("With --task glue: RTE, MRPC and STS-B start from the backbone "
+                            "of MNLI's best seed, as MosaicBERT does.", False)
+    card: str = flag("An export (trainer.export's output_dir, or one of its keras-hub/ or "
+                     "hf/ folders) whose model card(s) get the dev scores in model-index.")
     input_format: str = flag("File format; default: hf for a folder, else by extension.",
                              choices=datasets.FORMATS)
     text_column: str = flag("The column of the (first) text.", "text")
@@ -49,19 +66,21 @@ class FinetuneFlags:
     task_type: str = flag("classification (labels named in train) or regression (a number).",
                           "classification", choices=datasets.TASK_TYPES)
     metric: str = flag("The dev score that selects the best epoch; default accuracy for "
-                       "classification, spearman for regression.", choices=ALL_METRICS)
+                       "classification, spearman for regression (a GLUE task: its own).",
+                       choices=ALL_METRICS)
     max_length: int = flag("Tokens per example, special tokens included; longer ones are "
                            "truncated and counted. Default: 128, or the model's positions "
                            "if fewer.", minimum=8)
-    epochs: int = flag("Epochs per seed.", 5, minimum=1)
-    batch_size: int = flag("Examples per step.", 16, minimum=1)
-    learning_rate: float = flag("Peak learning rate (a tiny model needs more, e.g. 1e-3).",
-                                4e-5, minimum=0.0)
+    epochs: int = flag("Epochs per seed. Default: 5, a GLUE task's own.", minimum=1)
+    batch_size: int = flag("Examples per step. Default: 16, a GLUE task's own.", minimum=1)
+    learning_rate: float = flag("Peak learning rate (a tiny model needs more, e.g. 1e-3). "
+                                "Default: 4e-5, a GLUE task's own.", minimum=0.0)
     warmup_ratio: float = flag("Share of the steps spent warming up linearly.", 0.1,
                                minimum=0.0, maximum=1.0)
     weight_decay: float = flag("AdamW weight decay (not on biases and LayerNorm).", 0.01,
                                minimum=0.0)
-    seeds: str = flag("Comma-separated seeds, one fine-tuning each.", "1,2,3")
+    seeds: str = flag("Comma-separated seeds, one fine-tuning each. Default: 1,2,3, a GLUE "
+                      "task's own (5 on RTE, MRPC, STS-B; 1 on MNLI).")
     from_scratch: bool = flag("Same architecture, random weights: the reference that shows "
                               "what pretraining bought.", False)
     jit_compile: str = flag("XLA-compile the step: auto = yes on JAX and on accelerators, "
@@ -74,7 +93,10 @@ class FinetuneFlags:
         problem = flags.out_of_bounds(FinetuneFlags, self)
         if problem:
             raise ValueError(problem)
-        self.seed_list()  # raises for a malformed list
+        self.seed_list(DEFAULT_RECIPE.seeds)  # raises for a malformed list
+        self._check_sources()
+        if self.task:
+            return
         self.metric = self.metric or ("spearman" if self.task_type == "regression"
                                       else "accuracy")
         wanted = metrics.REGRESSION if self.task_type == "regression" else \
@@ -83,7 +105,30 @@ class FinetuneFlags:
             raise ValueError(f"--metric {self.metric} does not score a {self.task_type} task "
                              f"(choose one of {', '.join(wanted)})")
 
-    def seed_list(self) -> list[int]:
+    def _check_sources(self) -> None:
+        """Either --task with --glue_dir, or --train and --dev: never a mix."""
+        if self.mnli_start and self.task != "glue":
+            raise ValueError("--mnli_start needs --task glue (MNLI is fine-tuned first)")
+        if self.card and self.from_scratch:
+            raise ValueError("--card with --from_scratch would put random weights' scores "
+                             "on the pretrained model's card")
+        if not self.task:
+            if self.glue_dir:
+                raise ValueError("--glue_dir needs --task")
+            if not (self.train and self.dev):
+                raise ValueError("--train and --dev are required (or --task with --glue_dir)")
+            return
+        if not self.glue_dir:
+            raise ValueError(f"--task {self.task} needs --glue_dir")
+        given = [f"--{n}" for n in ("train", "dev", "test", "metric", "text_pair_column")
+                 if getattr(self, n)]
+        if given:
+            raise ValueError(f"--task brings its own files, columns and metric: drop "
+                             f"{', '.join(given)}")
+
+    def seed_list(self, default=DEFAULT_RECIPE.seeds) -> list[int]:
+        if self.seeds is None:
+            return list(default)
         try:
             seeds = [int(s) for s in self.seeds.split(",") if s.strip()]
         except ValueError:
@@ -97,6 +142,34 @@ class FinetuneFlags:
         return datasets.TaskSpec(self.task_type, self.text_column, self.text_pair_column,
                                  self.label_column)
 
+    def recipe(self, metric: str, default: glue.Recipe = DEFAULT_RECIPE) -> protocol.Recipe:
+        """The flags where given, else `default` (cramming's, or a GLUE task's own)."""
+        return protocol.Recipe(self.epochs or default.epochs,
+                               self.batch_size or default.batch_size,
+                               default.learning_rate if self.learning_rate is None
+                               else self.learning_rate,
+                               self.warmup_ratio, self.weight_decay, metric)
+
+
+@dataclasses.dataclass
+class Job:
+    """One task to fine-tune: its splits read, labels, recipe, seeds and where results go."""
+
+    name: str
+    task_type: str
+    splits: dict
+    names: tuple | None
+    recipe: protocol.Recipe
+    seeds: list
+    output_dir: str
+    recipe_source: str = results.RECIPE_SOURCE
+    extra: dict = dataclasses.field(default_factory=dict)  # added to the document's "task"
+
+
+def _targets(job_splits: dict, spec, names) -> dict:
+    return {name: datasets.encode_labels(split, spec, names)
+            for name, split in job_splits.items()}
+
 
 def read_task(config: FinetuneFlags) -> tuple[dict, tuple | None, dict]:
     """({split: Split}, label names or None, {split: targets}), before any model is loaded,
@@ -109,12 +182,35 @@ def read_task(config: FinetuneFlags) -> tuple[dict, tuple | None, dict]:
     if names is not None and config.metric == "f1" and len(names) != 2:
         raise UserError(f"--metric f1 is the binary F1, but {config.train} has {len(names)} "
                         "labels; use macro_f1")
-    targets = {name: datasets.encode_labels(split, spec, names)
-               for name, split in splits.items()}
-    return splits, names, targets
+    return splits, names, _targets(splits, spec, names)
 
 
-def pack_task(config, source, splits: dict, names, targets: dict):
+def own_job(config: FinetuneFlags) -> Job:
+    splits, names, _ = read_task(config)
+    return Job("task", config.task_type, splits, names, config.recipe(config.metric),
+               config.seed_list(), config.output_dir)
+
+
+def glue_jobs(config: FinetuneFlags) -> list[Job]:
+    """Every GLUE task asked for, read whole before any model is loaded."""
+    jobs = []
+    for task in glue.tasks_of(config.task):
+        splits = glue.read(config.glue_dir, task)
+        _targets(splits, task.spec, task.labels or None)  # a dev label train lacks: now
+        folder = fs.join(config.output_dir, task.name) if config.task == "glue" \
+            else config.output_dir
+        extra = {"glue": task.name, "reported": list(task.reported)}
+        if task.name == "mnli":
+            extra.update(test_split="dev_mismatched (reported as accuracy_mm)",
+                         test_label="dev_mm")
+        jobs.append(Job(task.name, task.task_type, splits, task.labels or None,
+                        config.recipe(task.metric, task.recipe),
+                        config.seed_list(task.recipe.seeds), folder, glue.RECIPE_SOURCE,
+                        extra))
+    return jobs
+
+
+def pack_task(config, source, job: Job):
     """(TaskData: the splits tokenized and packed as numpy, per split its counts, the
     tokenizer's ids)."""
     tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
@@ -122,19 +218,26 @@ def pack_task(config, source, splits: dict, names, targets: dict):
     if max_length > source.max_sequence_length:
         raise UserError(f"--max_length {max_length} is more than the model's "
                         f"{source.max_sequence_length} positions")
+    spec = datasets.TaskSpec(job.task_type, "", "pair" if _is_pair(job) else None, "")
+    targets = _targets(job.splits, spec, job.names)
     packer = packing.Packer(tokenizer, info, source.family, max_length)
-    packed = {name: packer.pack(split.texts, split.pairs) for name, split in splits.items()}
+    packed = {name: packer.pack(split.texts, split.pairs) for name, split in job.splits.items()}
     length = max(len(row) for p in packed.values() for row in p.rows)
     segments = families.get(source.family).takes_segment_ids
     arrays = {name: (p.features(length, info.pad_id, segments), targets[name])
               for name, p in packed.items()}
-    outputs = 1 if names is None else len(names)
-    data = protocol.TaskData(config.task_type, outputs, arrays["train"], arrays["dev"],
+    outputs = 1 if job.names is None else len(job.names)
+    data = protocol.TaskData(job.task_type, outputs, arrays["train"], arrays["dev"],
                              arrays.get("test"))
     counts = {name: {"examples": len(split), "skipped_empty": split.skipped_empty,
+                     "skipped_malformed": split.skipped_malformed,
                      "truncated": packed[name].truncated, "path": split.path,
-                     "max_length": max_length} for name, split in splits.items()}
+                     "max_length": max_length} for name, split in job.splits.items()}
     return data, counts, info
+
+
+def _is_pair(job: Job) -> bool:
+    return job.splits["train"].pairs is not None
 
 
 def resolve_model(path: str):
@@ -145,55 +248,120 @@ def resolve_model(path: str):
     return source
 
 
+def run_job(config, source, backbone, pretrained: dict, job: Job, after_seed=None) -> dict:
+    """Fine-tunes every seed of one job; writes and returns its results document."""
+    from trainer.finetuning.classifier import jit_default
+
+    data, counts, info = pack_task(config, source, job)
+    backbone.check_tokenizer(info)
+    models = protocol.SeedModels(backbone, data, job.recipe, jit_default(config.jit_compile))
+    scalars = results.Scalars(job.output_dir)
+    records = []
+    metric = job.recipe.metric
+    for seed in job.seeds:
+        record = protocol.run_seed(models, seed, scalars)
+        print(f"{job.name} seed {seed}: best epoch {record['best_epoch']}, dev {metric} "
+              f"{record['dev'][metric]:.4f} ({record['seconds']:.1f} s)", flush=True)
+        records.append(record)
+        if after_seed:
+            after_seed(record, models.model)
+    constant = protocol.constant_scores(data)
+    document = _document(config, source, backbone, job, counts)
+    document["pretraining"] = pretrained
+    document["scores"] = {"metric": metric, "seeds": records, "constant_answer_dev": constant,
+                          "summary": protocol.summarise(records, metric, constant)}
+    results.write(job.output_dir, document)
+    return document
+
+
 def finetune(config: FinetuneFlags) -> dict:
-    """Runs the whole protocol; returns the results document (also written and printed)."""
-    from trainer.finetuning.classifier import PretrainedBackbone, jit_default
+    """Runs the whole protocol; returns the results document (also written and printed;
+    for --task glue the summary of every task and the GLUE score)."""
+    from trainer.finetuning.classifier import PretrainedBackbone
 
     source = resolve_model(config.model)
-    splits, names, targets = read_task(config)
-    data, counts, info = pack_task(config, source, splits, names, targets)
+    jobs = glue_jobs(config) if config.task else [own_job(config)]
+    cards = card_scores.readmes(config.card) if config.card else []  # fail fast
     backbone = PretrainedBackbone(source, config.from_scratch)
-    backbone.check_tokenizer(info)
     pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
     if pretrained["warning"] and not config.from_scratch:
         print(f"warning: {pretrained['warning']}", flush=True)
     # A results.json left by an earlier run must not pass for this one's if this one dies.
     results.remove_stale(config.output_dir)
-    recipe = protocol.Recipe(config.epochs, config.batch_size, config.learning_rate,
-                             config.warmup_ratio, config.weight_decay, config.metric)
-    models = protocol.SeedModels(backbone, data, recipe, jit_default(config.jit_compile))
-    scalars = results.Scalars(config.output_dir)
-    records = []
-    for seed in config.seed_list():
-        record = protocol.run_seed(models, seed, scalars)
-        print(f"seed {seed}: best epoch {record['best_epoch']}, dev {config.metric} "
-              f"{record['dev'][config.metric]:.4f} ({record['seconds']:.1f} s)", flush=True)
-        records.append(record)
-    constant = protocol.constant_scores(data)
-    summary = protocol.summarise(records, config.metric, constant)
-    document = _document(config, source, backbone, names, counts)
+    for job in jobs:
+        results.remove_stale(job.output_dir)
+    if config.task == "glue":
+        document = glue_run(config, source, backbone, pretrained, jobs)
+    else:
+        document = run_job(config, source, backbone, pretrained, jobs[0])
+    if cards:
+        for path in card_scores.add(cards, card_scores.entries(document)):
+            print(f"model card: {path}")
+    return document
+
+
+def glue_run(config, source, backbone, pretrained: dict, jobs: list[Job]) -> dict:
+    """Every GLUE task in turn (MNLI first), then the summary and the GLUE score in
+    `{output_dir}/results.json`. With --mnli_start, RTE, MRPC and STS-B start from the
+    backbone of MNLI's best seed at its best epoch."""
+    best = {"score": None, "weights": None}
+
+    def keep_best(record, model):
+        # run_seed leaves the best epoch's weights in the model when there is a test split:
+        # MNLI's is its mismatched dev set, always read.
+        score = record["dev"]["accuracy"]
+        if best["score"] is None or score > best["score"]:
+            best.update(score=score, weights=model.backbone.get_weights())
+
+    documents = {}
+    for job in jobs:
+        start = backbone
+        if config.mnli_start and job.name in glue.MNLI_STARTED:
+            start = backbone.started_from(best["weights"])
+            job.extra["start"] = "MNLI's best seed (--mnli_start)"
+        keep = keep_best if config.mnli_start and job.name == "mnli" else None
+        documents[job.name] = run_job(config, source, start, pretrained, job, keep)
+        print(results.table(documents[job.name]), flush=True)
+    document = glue_summary(documents)
     document["pretraining"] = pretrained
-    document["scores"] = {"metric": config.metric, "seeds": records, "summary": summary,
-                          "constant_answer_dev": constant}
+    document["model"] = next(iter(documents.values()))["model"]
+    document["protocol"] = {"recipe_source": glue.RECIPE_SOURCE, "mnli_start":
+                            config.mnli_start, "glue_dir": config.glue_dir}
     results.write(config.output_dir, document)
     return document
 
 
-def _document(config, source, backbone, names, counts) -> dict:
+def glue_summary(documents: dict) -> dict:
+    """{tasks: {task: {metric: mean over seeds}, seeds, collapsed}, glue: score}."""
+    tasks, reported = {}, {}
+    for name, document in documents.items():
+        scores = document["scores"]
+        reported[name] = glue.reported(glue.TASKS[name], scores["summary"])
+        tasks[name] = {"reported": reported[name], "metric": scores["metric"],
+                       "seeds": [r["seed"] for r in scores["seeds"]],
+                       "collapsed_seeds": scores["summary"]["collapsed_seeds"],
+                       "results": fs.join(name, results.RESULTS)}
+    return {"glue": glue.glue_score(reported), "tasks": tasks}
+
+
+def _document(config, source, backbone, job: Job, counts: dict) -> dict:
     import keras
 
     return {
-        "protocol": {**dataclasses.asdict(config), "seeds": config.seed_list(),
+        "protocol": {**dataclasses.asdict(config), "seeds": job.seeds,
+                     "epochs": job.recipe.epochs, "batch_size": job.recipe.batch_size,
+                     "learning_rate": job.recipe.learning_rate, "metric": job.recipe.metric,
                      "max_length": counts["train"]["max_length"],
-                     "backend": keras.backend.backend(), "recipe_source": results.RECIPE_SOURCE,
+                     "backend": keras.backend.backend(), "recipe_source": job.recipe_source,
                      "selection": "best epoch on dev by the metric", "notes":
                      results.PROTOCOL_NOTES, "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, "
                      "global norm clip 1.0, linear warmup then linear decay to 0"},
         "model": {"path": config.model, "kind": source.kind, "checkpoint": source.path,
                   "family": source.family, "from_scratch": config.from_scratch,
                   "backbone_parameters": backbone.parameters},
-        "task": {"type": config.task_type, "labels": list(names) if names else None,
-                 "pair": bool(config.text_pair_column)},
+        "task": {"name": job.name, "type": job.task_type,
+                 "labels": list(job.names) if job.names else None, "pair": _is_pair(job),
+                 **job.extra},
         "data": counts,
     }
 
@@ -206,7 +374,8 @@ def main(argv=None) -> int:
         if config.backend is None:  # else the flag chose it
             keras_backend.check()
         document = finetune(config)
-        print(results.table(document))
+        print(results.glue_table(document) if config.task == "glue"
+              else results.table(document))
         print(f"results: {fs.join(config.output_dir, results.RESULTS)}")
     return run_cli(body, argv)
 

@@ -195,3 +195,20 @@ def test_a_restarted_run_states_each_attempts_recipe_with_its_steps():
     one = card_facts.CardFacts(config, 1, {}, 300, None, None, None, None,
                                attempts=tuple(attempts.spans(history, 300)))
     assert "Attempts" not in card_text.recipe_section(one)  # step 300: the first recipe only
+
+
+def test_finetune_scores_join_a_real_exports_cards_and_keep_what_they_said(exported, tmp_path):
+    from trainer.finetuning import card_scores, glue
+
+    root = tmp_path / "export"
+    shutil.copytree(os.path.dirname(exported["paths"]["hf"]), root)
+    reported = {name: {m: 0.5 for m in glue.TASKS[name].reported} for name in glue.ORDER}
+    document = {"glue": glue.glue_score(reported), "tasks": {
+        name: {"reported": values, "seeds": [1]} for name, values in reported.items()}}
+    card_scores.add(card_scores.readmes(str(root)), card_scores.entries(document))
+    for fmt, before in exported["cards"].items():
+        after = ModelCard.load(str(root / fmt / model_card.README))
+        assert after.text == before.text and after.data.tags == before.data.tags
+        old = len(before.data.eval_results)
+        assert after.data.eval_results[:old] == before.data.eval_results
+        assert {r.dataset_type for r in after.data.eval_results[old:]} == {"nyu-mll/glue"}

@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import copy
+
 import keras
 
 from common.errors import UserError
@@ -47,6 +49,12 @@ class PretrainedBackbone:
         if info.vocab_size > self.vocabulary_size:
             raise UserError(f"the tokenizer has {info.vocab_size} tokens but the model only "
                             f"{self.vocabulary_size} embeddings")
+
+    def started_from(self, weights: list) -> "PretrainedBackbone":
+        """The same model starting from other backbone weights (MNLI's fine-tuned ones)."""
+        other = copy.copy(self)
+        other.weights, other.from_scratch = weights, False
+        return other
 
     def classifier(self, num_outputs: int, seed: int):
         """A new classifier (`num_outputs` logits; 1 for regression) seeded with `seed`."""

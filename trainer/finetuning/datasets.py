@@ -54,6 +54,7 @@ class Split:
     raw_labels: list
     row_numbers: list  # each example's row in the file (1 = the first data row)
     skipped_empty: int = 0
+    skipped_malformed: int = 0  # rows lacking a field (GLUE's QQP has some)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -142,6 +143,11 @@ def read_split(path: str, spec: TaskSpec, fmt: str | None = None) -> Split:
     """Reads one file's rows for `spec`; rows with an empty text (or second text) are
     skipped and counted."""
     columns, rows = read_rows(path, format_of(path, fmt))
+    return split_from_rows(path, columns, rows, spec)
+
+
+def split_from_rows(path: str, columns: list[str], rows: list[dict], spec: TaskSpec) -> Split:
+    """The Split of rows already read (`path` names them in messages)."""
     if not rows:
         raise UserError(f"{path} holds no rows")
     _check_columns(path, columns, spec)

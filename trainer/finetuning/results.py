@@ -54,7 +54,8 @@ def table(document: dict) -> str:
     scores = document["scores"]
     names = list(scores["seeds"][0]["dev"])
     splits = [s for s in ("dev", "test") if s in scores["seeds"][0]]
-    header = ["seed", "epoch", *[f"{s} {n}" for s in splits for n in names], "note"]
+    shown = {"dev": "dev", "test": document["task"].get("test_label", "test")}
+    header = ["seed", "epoch", *[f"{shown[s]} {n}" for s in splits for n in names], "note"]
     rows = [header]
     for record in scores["seeds"]:
         note = "COLLAPSED (constant-answer level)" if record["collapsed"] else ""
@@ -95,9 +96,11 @@ def _footer(document: dict) -> list[str]:
         lines.append("warning: " + document["pretraining"]["warning"])
     data = document["data"]
     for split, counts in data.items():
-        if counts["skipped_empty"] or counts["truncated"]:
+        malformed = counts.get("skipped_malformed", 0)
+        if counts["skipped_empty"] or counts["truncated"] or malformed:
             lines.append(f"{split}: {counts['skipped_empty']} row(s) with an empty text "
-                         f"skipped, {counts['truncated']} example(s) truncated to "
+                         f"skipped, {malformed} row(s) lacking a field skipped, "
+                         f"{counts['truncated']} example(s) truncated to "
                          f"{counts['max_length']} tokens")
     return lines
 
@@ -122,3 +125,21 @@ class Scalars:
             for name, value in entry["dev"].items():
                 tf.summary.scalar(f"dev_{name}", value)
         self._writers[seed].flush()
+
+
+def glue_table(document: dict) -> str:
+    """Per GLUE task: its reported metrics (mean over seeds, x100 as peers print them),
+    the task score, collapsed seeds; then the GLUE score and how it is computed."""
+    score = document["glue"]
+    rows = [["task", "seeds", "metrics (dev, mean over seeds)", "task score", "note"]]
+    for name, task in document["tasks"].items():
+        shown = ", ".join(f"{m} {100 * v:.1f}" for m, v in task["reported"].items())
+        note = (f"collapsed seeds: {', '.join(map(str, task['collapsed_seeds']))}"
+                if task["collapsed_seeds"] else "")
+        rows.append([name, str(len(task["seeds"])), shown,
+                     f"{100 * score['tasks'][name]:.1f}", note])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    partial = "" if score["complete"] else " (not all 8 tasks: not comparable to GLUE scores)"
+    return "\n".join([*lines, f"GLUE score: {100 * score['score']:.1f}{partial}",
+                      f"score: {score['source']}"])
