@@ -43,9 +43,16 @@ def _verify(split_dir, capsys) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-@pytest.fixture
-def split(tmp_path):
-    split_dir = str(tmp_path / "train")
+@pytest.fixture(params=["local", "gcs"])
+def split(request, tmp_path):
+    """Two honest shards of a train split, on the local disk and in a gs:// bucket (the
+    offline emulator): every lie below is caught on both."""
+    if request.param == "local":
+        split_dir = str(tmp_path / "train")
+    else:
+        gcs = request.getfixturevalue("gcs")
+        gcs.apply_env()
+        split_dir = gcs.url("prepared/train")
     return split_dir, [_shard(split_dir, 0, *_rows(40, 0)), _shard(split_dir, 1, *_rows(30, 1))]
 
 
