@@ -237,3 +237,13 @@ def test_continued_run_starts_at_the_checkpoint_loss_and_restarts_as_a_run(
     capsys.readouterr()
     err = _one_line_error(capsys, task.main(_args(corpus, out, tmp_path / "source", *steps)))
     assert "another init_from" in err and "--init_from" in err
+
+
+def test_model_card_says_what_the_model_was_continued_from():
+    from trainer import card_text
+
+    config = {"init_from": {"path": "ckpt/hf", "kind": "hf", "digest": "ab" * 32},
+              "train_data": "data/train"}
+    origin = card_text._origin(config)
+    assert "continued from `ckpt/hf`" in origin and "abab" in origin and "data/train" in origin
+    assert card_text._origin({"init_from": None}) == "pretrained from scratch"
