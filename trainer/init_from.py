@@ -42,6 +42,10 @@ _TIED = {"roberta": {"lm_head.decoder.weight": "roberta.embeddings.word_embeddin
                      "lm_head.decoder.bias": "lm_head.bias"},
          "bert": {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
                   "cls.predictions.decoder.bias": "cls.predictions.bias"}}
+# Tensors of heads that transformers' own *ForMaskedLM drops on loading ("Some weights of the
+# model checkpoint were not used"): roberta-base and bert-base ship a pooler, BERT its
+# next-sentence head. Neither takes part in the masked-LM loss; they are skipped with a note.
+_NOT_MLM = {"roberta": ("roberta.pooler.",), "bert": ("bert.pooler.", "cls.seq_relationship.")}
 # Config fields that change what the model computes: each must be what our export would write
 # for the same backbone (the family's `hf_config`), else the logits would differ.
 _COMPUTED = ("hidden_act", "layer_norm_eps", "type_vocab_size", "max_position_embeddings",
@@ -180,7 +184,11 @@ def _check_names(path: str, family: str, names: dict, num_layers: int) -> None:
 
     table = {h for _, h, _ in export.weight_table(family, num_layers) if h is not None}
     buffers = {n for n in names if n.endswith(".position_ids")}  # integer ranges, not weights
-    unknown = sorted(set(names) - table - set(_TIED[family]) - buffers)
+    skipped = sorted(n for n in names if n.startswith(_NOT_MLM[family]))
+    if skipped:
+        print(f"note: {path}: not loading {', '.join(skipped)} (not part of a masked LM; "
+              f"transformers' {family} masked LM does not load them either)")
+    unknown = sorted(set(names) - table - set(_TIED[family]) - buffers - set(skipped))
     missing = sorted(table - set(names))
     if unknown:
         raise InitFromError(f"{path} holds weights that the {family} masked LM has no place "

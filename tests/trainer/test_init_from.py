@@ -138,6 +138,29 @@ def test_what_the_model_cannot_represent_is_refused_naming_it(tmp_path, change, 
     assert "\n" not in str(caught.value)
 
 
+def test_pooler_and_next_sentence_heads_are_skipped_with_a_note(tmp_path, capsys):
+    """roberta-base / bert-base ship them; transformers' *ForMaskedLM drops them too."""
+    from safetensors.numpy import load_file, save_file
+
+    hf = hf_checkpoint(tmp_path, "roberta")
+    weights = load_file(str(tmp_path / "model.safetensors"))
+    weights.update({"roberta.pooler.dense.weight": np.ones((32, 32), np.float32),
+                    "roberta.pooler.dense.bias": np.ones(32, np.float32)})
+    save_file(weights, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    _, masked_lm = loaded(tmp_path)
+    assert "not loading roberta.pooler.dense.bias, roberta.pooler.dense.weight" in \
+        capsys.readouterr().out
+    ours, theirs = logits(masked_lm, hf, "roberta", pad_id=1)
+    assert np.abs(ours - theirs).max() <= TOLERANCE
+
+
+def test_a_hub_id_that_cannot_be_downloaded_is_one_line(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no network in tests: the refusal path
+    with pytest.raises(init_from.InitFromError, match="Hub download failed") as caught:
+        init_from.resolve("no-such-org-here/no-such-model")
+    assert "\n" not in str(caught.value)
+
+
 def test_bfloat16_checkpoints_load(tmp_path):
     hf = hf_checkpoint(tmp_path / "f32", "roberta")
     hf.to(torch.bfloat16).save_pretrained(str(tmp_path / "bf16"))
