@@ -243,11 +243,13 @@ def test_continued_run_starts_at_the_checkpoint_loss_and_restarts_as_a_run(
     is not loaded again) and a restart with another --init_from is refused."""
     from trainer import task
 
-    steps = ["--train_steps", "40", "--eval_every", "20", "--save_every", "40"]
+    steps = ["--train_steps", "40", "--eval_every", "40", "--save_every", "40",
+             "--max_eval_batches", "4"]
     assert task.main(task_args(corpus, tmp_path / "source", *steps)) == 0
     source = json.loads((tmp_path / "source" / "metrics.json").read_text())["eval_loss"]
     hf = export.export(str(tmp_path / "source"), str(tmp_path / "export"), "hf")["hf"]
-    out, steps = tmp_path / "continued", ["--train_steps", "1", "--learning_rate", "1e-9"]
+    out, steps = tmp_path / "continued", ["--train_steps", "1", "--learning_rate", "1e-9",
+                                          "--max_eval_batches", "4"]
     assert task.main(_args(corpus, out, hf, *steps)) == 0
     first = json.loads((out / "history.json").read_text())[0]["eval_loss"]
     print(f"source eval loss {source:.4f}, continued first eval {first:.4f}, "
