@@ -272,3 +272,18 @@ def test_model_card_says_what_the_model_was_continued_from():
     origin = card_text._origin(config)
     assert "continued from `ckpt/hf`" in origin and "abab" in origin and "data/train" in origin
     assert card_text._origin({"init_from": None}) == "pretrained from scratch"
+
+
+@pytest.mark.parametrize("layout", ["run", "preset"])
+def test_our_run_folder_and_preset_load_exactly(tmp_path, layout):
+    from tests.trainer.test_checkpoints import assert_same_weights, make_training_dir
+
+    run_dir, trained = make_training_dir(str(tmp_path), "bert")
+    path = run_dir if layout == "run" else export.export(
+        run_dir, str(tmp_path / "export"), "all")["keras-hub"]
+    initial = init_from.resolve(path if layout == "run" else str(tmp_path / "export"))
+    assert initial.kind == {"run": "checkpoint", "preset": "preset"}[layout]
+    assert initial.tokenizer is not None and initial.family == "bert"
+    masked_lm = model.build_masked_lm("bert", initial.backbone_config)
+    init_from.load_into(masked_lm, initial)
+    assert_same_weights(masked_lm, trained)
