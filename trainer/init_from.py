@@ -144,11 +144,23 @@ def _transformers(path: str, config: dict) -> Initial:
         raise InitFromError(f"{path} has no {HF_WEIGHTS} (only safetensors weights are read: "
                             "a pickle file can run code).")
     _check_names(path, model_type, _tensor_names(weights), backbone["num_layers"])
-    info = None
-    if fs.exists(fs.join(path, tokenizer_files.TOKENIZER_JSON)):
-        info = tokenizer_files.load(path)[1]
-    return Initial("hf", path, model_type, backbone, info, config["pad_token_id"],
+    return Initial("hf", path, model_type, backbone, _shipped_tokenizer(path),
+                   config["pad_token_id"],
                    _digest([fs.join(path, HF_CONFIG), weights]))
+
+
+def _shipped_tokenizer(path: str):
+    """The checkpoint's tokenizer, if it ships one we can read whole. Some Hub repos
+    (roberta-base) have tokenizer.json but no tokenizer_config.json naming the special
+    tokens: then only the vocabulary size and pad id can be checked against the data."""
+    if not fs.exists(fs.join(path, tokenizer_files.TOKENIZER_JSON)):
+        return None
+    try:
+        return tokenizer_files.load(path)[1]
+    except tokenizer_files.TokenizerFilesError as err:
+        print(f"note: the checkpoint's tokenizer is not checked against the data's beyond "
+              f"its size and pad id: {err}")
+        return None
 
 
 def _check_config(path: str, family, config: dict, backbone: dict) -> None:
@@ -156,7 +168,10 @@ def _check_config(path: str, family, config: dict, backbone: dict) -> None:
     ids = {"pad_token": config["pad_token_id"], "cls_token": config.get("bos_token_id"),
            "sep_token": config.get("eos_token_id")}
     ours = family.hf_config(backbone, ids)
-    theirs = type(ours).from_dict(config)
+    try:
+        theirs = type(ours).from_dict(config)
+    except (TypeError, ValueError) as err:
+        raise InitFromError(f"{fs.join(path, HF_CONFIG)}: {str(err).splitlines()[0]}") from None
     for key in _COMPUTED:
         want, have = (getattr(c, key, _DEFAULTS.get(key)) for c in (ours, theirs))
         if want != have:

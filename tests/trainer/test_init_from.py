@@ -154,6 +154,22 @@ def test_pooler_and_next_sentence_heads_are_skipped_with_a_note(tmp_path, capsys
     assert np.abs(ours - theirs).max() <= TOLERANCE
 
 
+def test_a_tokenizer_json_without_its_config_is_checked_by_size_and_pad(tmp_path, capsys):
+    """roberta-base's Hub repo ships tokenizer.json and no tokenizer_config.json."""
+    from common import tokenizer_files
+
+    hf_checkpoint(tmp_path, "roberta", pad_id=0, tokenizer=True)
+    os.remove(tmp_path / "tokenizer_config.json")
+    initial = init_from.resolve(str(tmp_path))
+    assert initial.tokenizer is None and "note: the checkpoint's tokenizer" in \
+        capsys.readouterr().out
+    info = tokenizer_files.TokenizerInfo("f" * 64, VOCAB, {"pad_token": 0})
+    init_from.check_tokenizer(initial, info, "data-tokenizer")  # size and pad agree
+    with pytest.raises(init_from.InitFromError, match="pads with id 3"):
+        init_from.check_tokenizer(initial, tokenizer_files.TokenizerInfo(
+            "f" * 64, VOCAB, {"pad_token": 3}), "data-tokenizer")
+
+
 def test_a_hub_id_that_cannot_be_downloaded_is_one_line(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no network in tests: the refusal path
     with pytest.raises(init_from.InitFromError, match="Hub download failed") as caught:
