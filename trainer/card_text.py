@@ -190,10 +190,19 @@ def usage_section(facts, fmt: str, options) -> str:
     return (f"## How to use\n\n{where}### {titles[0]}\n\n{first}\n\n### {titles[1]}\n\n{second}")
 
 
+def _origin(config) -> str:
+    """From scratch, or what the run continued from (--init_from, with its sha256)."""
+    initial = config.get("init_from")
+    if not isinstance(initial, dict):
+        return "pretrained from scratch"
+    return (f"continued from `{initial['path']}` (sha256 `{initial['digest'][:16]}`) by "
+            f"masked-LM pretraining on `{config.get('train_data')}`")
+
+
 def body(facts, fmt: str, options, name: str) -> str:
     config = facts.run_config
     intro = (f"# {name}\n\nA {config['family']} masked language model ({config['size']}, "
-             f"{_n(facts.parameters)} parameters) pretrained from scratch with mlm_pretrain "
+             f"{_n(facts.parameters)} parameters) {_origin(config)} with mlm_pretrain "
              f"(Beam prepare pipeline, Keras 3 / keras-hub trainer). This folder is the "
              f"{'Hugging Face transformers' if fmt == 'hf' else 'keras-hub preset'} export.")
     sections = [intro, model_section(facts), tokenizer_section(facts), data_section(facts),

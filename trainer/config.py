@@ -20,7 +20,7 @@ from common.flags import flag
 from common.publish import PushFlags
 from trainer import families, keras_backend, model
 from trainer.families import sizes
-from trainer.plan import DEFAULT_LEARNING_RATES
+from trainer.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES
 
 # The masking keys hold the seed in an int32 (trainer/masking.py), Keras' seeding takes < 2**32.
 MAX_SEED = 2**31 - 1
@@ -55,6 +55,12 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
     config: dict = flag("JSON overrides of the backbone config, e.g. "
                          '\'{"num_layers": 1, "hidden_dim": 32}\': arguments the family\'s '
                          "keras-hub backbone takes (trainer/model.py check_overrides).")
+    init_from: str = flag(
+        "Continue pretraining this model (continued / domain-adaptive pretraining): a Hugging "
+        "Face folder (config.json + model.safetensors) or Hub id, a keras-hub preset we "
+        "exported, or one of our run folders. Family, sizes and positions come from it, the "
+        "data must use its tokenizer; default learning rate "
+        f"{CONTINUED_LEARNING_RATE:g} (docs/training.md).")
     pretrained_model_config: str = flag(
         "Legacy flag (HF example): a Hugging Face config name mapped to --family/--model "
         "(weights are not "
@@ -155,6 +161,9 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
         if problem := flags.out_of_bounds(TrainConfig, self):
             raise ValueError(problem)
         model.check_overrides(self.family, self.model, self.config)
+        if self.init_from and (self.config or self.pretrained_model_config):
+            raise ValueError("--init_from takes the model's family and sizes from the "
+                             "checkpoint: drop --config / --pretrained_model_config")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

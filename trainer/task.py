@@ -20,8 +20,8 @@ import keras
 
 from common import fs, manifest, prepared_dir, publish, schema, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import (attempts, backends, checkpoints, data, export, folder_lock, model, push,
-                     quiet, run_dir)
+from trainer import (attempts, backends, checkpoints, data, export, folder_lock, init_from,
+                     model, push, quiet, run_dir)
 from trainer import callbacks as cb
 from trainer import plan as plans
 from trainer.config import TrainConfig, parse_args
@@ -93,7 +93,26 @@ def resolve(config: TrainConfig, saved: dict | None) -> TrainConfig:
     backend = check_backend(config)
     return dataclasses.replace(
         config, backend=backend, tokenizer=config.tokenizer or tokenizer_of(config.train_data),
-        learning_rate=plans.learning_rate(config.learning_rate, config.model, saved))
+        learning_rate=plans.learning_rate(config.learning_rate, config.model, saved,
+                                          continued=bool(config.init_from)))
+
+
+def _initial_model(config: TrainConfig):
+    """With --init_from: (config with the checkpoint's family, the checked `Initial`)."""
+    if not config.init_from:
+        return config, None
+    initial = init_from.resolve(config.init_from)
+    return dataclasses.replace(config, family=initial.family), initial
+
+
+def _backbone(config, inputs: Inputs, initial) -> dict:
+    """The checkpoint's backbone (once the data is known to fit it), or one of the size."""
+    if initial is None:
+        return model.backbone_config(config.family, config.model, inputs.info.vocab_size,
+                                     inputs.train.max_length, config.config)
+    init_from.check_tokenizer(initial, inputs.info, config.tokenizer)
+    init_from.check_length(initial, inputs.train.max_length)
+    return dict(initial.backbone_config)
 
 
 def _build(config, runtime, spec, backbone, plan):
@@ -134,6 +153,7 @@ def _masking_spec(config, inputs: Inputs) -> MaskingSpec:
 
 def _run_config(config, runtime, inputs, plan, backbone, total_steps, global_batch) -> dict:
     return {**config.to_dict(), "family": config.family, "size": config.model,
+            "init_from": None,
             "backbone_config": backbone, "max_length": inputs.train.max_length,
             "tokenizer": inputs.info.to_dict(), "seed": config.seed,
             "precision": runtime.device.precision,
@@ -160,7 +180,7 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     # The saved plan binds only a run that has trained: a start killed before its first
     # backup is planned afresh from today's flags (warmup, default learning rate).
     trained = saved if checkpoints.has_trained(run_files) else None
-    config = resolve(config, trained)
+    config, initial = _initial_model(resolve(config, trained))
     _check_push(config)
     inputs = _inputs(config)
     plans.check_accumulation(runtime.backend, runtime.replicas, config.grad_accum_steps)
@@ -172,15 +192,18 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
                              f"batch of {global_batch}.")
     plan = plans.make_plan(total_steps, config.save_every, config.eval_every,
                            runtime.device.steps_per_execution, config.warmup_ratio, trained)
-    backbone = model.backbone_config(config.family, config.model, inputs.info.vocab_size,
-                                     inputs.train.max_length, config.config)
+    backbone = _backbone(config, inputs, initial)
     run_config = _run_config(config, runtime, inputs, plan, backbone, total_steps,
                              global_batch)
+    if initial is not None:
+        run_config.update(size="from --init_from", init_from=initial.record())
     _check_hosts_agree(runtime, run_files, saved, run_config)
     plans.check_continuation(saved, run_config, run_files.root)
     trainer_model, masked_lm = _build(config, runtime, _masking_spec(config, inputs),
                                       backbone, plan)
     start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
+    if initial is not None and start_step == 0:  # a restart resumes the run, not the model
+        init_from.load_into(masked_lm, initial)
     plans.check_start(start_step, total_steps, run_files.root)
     if runtime.chief:  # only once every check passed: a refused command changes no file
         remove_orphans(run_files)

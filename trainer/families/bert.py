@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from trainer.families.family import Family
-from trainer.families.encoder_weights import copy, hf_common_config, transpose
+from trainer.families.encoder_weights import (common_backbone_config, copy, hf_common_config,
+                                              transpose)
 
 ROWS = (
     ("token_embedding/embeddings", "bert.embeddings.word_embeddings.weight", copy),
@@ -35,7 +36,14 @@ def hf_config(backbone_config: dict, ids: dict):
         architectures=["BertForMaskedLM"])
 
 
+def backbone_config(hf: dict) -> dict:
+    """The inverse of `hf_config`."""
+    return dict(common_backbone_config(hf), max_sequence_length=hf["max_position_embeddings"],
+                num_segments=hf.get("type_vocab_size", 2))
+
+
 FAMILY = Family(name="bert", backbone_class="BertBackbone", task_class="BertMaskedLM",
                 registered_name="keras_hub>BertBackbone", takes_segment_ids=True,
                 hf_config=hf_config, weight_rows=ROWS, hf_prefix="bert",
+                backbone_config_of=backbone_config,
                 classifier_class="BertTextClassifier")

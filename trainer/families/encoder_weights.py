@@ -1,8 +1,10 @@
-"""keras-hub -> transformers weight transforms and the encoder-layer rows that BERT-style
+"""keras-hub <-> transformers weight transforms and the encoder-layer rows that BERT-style
 families share (keras-hub cannot export RoBERTa/BERT to transformers, so this table is ours).
 
 Each row is (keras-hub variable path, transformers parameter name, transform); `{i}` is the
-layer index and `{m}` the transformers base-model prefix.
+layer index and `{m}` the transformers base-model prefix. The export reads a row forwards
+(`transform`); `--init_from` reads the same row backwards (`transform.inverse`, set below by
+`inverse_of`), so the two directions cannot drift apart.
 """
 
 from __future__ import annotations
@@ -16,6 +18,18 @@ class Context:
 
     pad_id: int
     hidden_dim: int
+    # Reading backwards: the whole transformers state dict (RoBERTa folds one tensor into
+    # another) and the keras-hub variable's shape.
+    hf: dict | None = None
+    shape: tuple = ()
+
+
+def inverse_of(forward):
+    """Registers the decorated function as `forward.inverse` (transformers -> keras-hub)."""
+    def register(backward):
+        forward.inverse = backward
+        return backward
+    return register
 
 
 # Transforms from a keras-hub variable to a torch parameter.
@@ -37,6 +51,27 @@ def heads_bias(w, ctx):  # (heads, head_dim) -> (heads*head_dim,)
 
 def heads_out_kernel(w, ctx):  # EinsumDense (heads, head_dim, hidden) -> (hidden, heads*head_dim)
     return w.reshape(-1, w.shape[-1]).T
+
+
+@inverse_of(copy)
+def _copy_back(w, ctx):
+    return w
+
+
+@inverse_of(transpose)
+def _transpose_back(w, ctx):
+    return w.T
+
+
+@inverse_of(heads_in_kernel)
+@inverse_of(heads_out_kernel)
+def _heads_kernel_back(w, ctx):  # both are a transpose of a reshape: undo in reverse order
+    return w.T.reshape(ctx.shape)
+
+
+@inverse_of(heads_bias)
+def _heads_bias_back(w, ctx):
+    return w.reshape(ctx.shape)
 
 
 # One row per weight: (keras-hub variable path, transformers parameter name, transform).
@@ -94,3 +129,12 @@ def hf_common_config(backbone_config: dict, special_token_ids: dict) -> dict:
         eos_token_id=special_token_ids["sep_token"],
         tie_word_embeddings=True,
     )
+
+
+def common_backbone_config(hf: dict) -> dict:
+    """The inverse of `hf_common_config`: keras-hub backbone arguments from a transformers
+    config.json (the family adds its own; `trainer.init_from` checks the round trip)."""
+    return dict(vocabulary_size=hf["vocab_size"], hidden_dim=hf["hidden_size"],
+                num_layers=hf["num_hidden_layers"], num_heads=hf["num_attention_heads"],
+                intermediate_dim=hf["intermediate_size"],
+                dropout=hf.get("hidden_dropout_prob", 0.1))

@@ -19,6 +19,7 @@ class Family:
     hf_config: Callable  # (backbone_config: dict, special_token_ids: dict) -> transformers config
     weight_rows: tuple  # (keras-hub path, transformers name, transform): embeddings and head
     hf_prefix: str  # the transformers base-model attribute ("roberta", "bert")
+    backbone_config_of: Callable  # the inverse of hf_config: (config.json dict) -> backbone args
     classifier_class: str = ""  # the TextClassifier task in keras_hub.models (fine-tuning)
 
     def backbone_cls(self):

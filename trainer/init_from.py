@@ -1,0 +1,329 @@
+"""`--init_from MODEL`: continued (domain-adaptive) pretraining from an existing model.
+
+MODEL is any of:
+
+- a Hugging Face transformers folder (`config.json` + `model.safetensors`, e.g. our own `hf`
+  export or `save_pretrained` of a RobertaForMaskedLM / BertForMaskedLM), or a Hub id such as
+  `FacebookAI/roberta-base` when the network allows (downloaded with huggingface_hub);
+- a keras-hub preset we exported (`export/keras-hub`; an `--format all` export folder is read
+  through its `keras-hub/` folder), one of our run folders or one `.weights.h5` checkpoint
+  (whatever `trainer.model_source.resolve` accepts).
+
+The family, sizes and positions come from the checkpoint. A transformers checkpoint is read
+through the family's weight table (`trainer/families/`), the one the export writes with, row
+by row backwards (`transform.inverse`): every tensor must be one the table names, and the
+config must be one our keras-hub model computes exactly (else one line naming what differs),
+so nothing is ever loaded in part.
+
+Example:
+    >>> initial = resolve("exports/tiny/hf")
+    >>> initial.family, initial.backbone_config["max_sequence_length"]
+    ('roberta', 128)
+    >>> load_into(masked_lm, initial)      # a MaskedLM built from initial.backbone_config
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+
+import numpy as np
+
+from common import fs, tokenizer_files
+from common.errors import UserError
+from trainer import families, model_source
+from trainer.families import encoder_weights
+
+HF_CONFIG, HF_WEIGHTS = "config.json", "model.safetensors"
+# transformers duplicates the tied LM decoder in some checkpoints: (copy, the tensor it equals).
+_TIED = {"roberta": {"lm_head.decoder.weight": "roberta.embeddings.word_embeddings.weight",
+                     "lm_head.decoder.bias": "lm_head.bias"},
+         "bert": {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
+                  "cls.predictions.decoder.bias": "cls.predictions.bias"}}
+# Tensors of heads that transformers' own *ForMaskedLM drops on loading ("Some weights of the
+# model checkpoint were not used"): roberta-base and bert-base ship a pooler, BERT its
+# next-sentence head. Neither takes part in the masked-LM loss; they are skipped with a note.
+_NOT_MLM = {"roberta": ("roberta.pooler.",), "bert": ("bert.pooler.", "cls.seq_relationship.")}
+# Config fields that change what the model computes: each must be what our export would write
+# for the same backbone (the family's `hf_config`), else the logits would differ.
+_COMPUTED = ("hidden_act", "layer_norm_eps", "type_vocab_size", "max_position_embeddings",
+             "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+             "vocab_size", "attention_probs_dropout_prob", "tie_word_embeddings", "is_decoder",
+             "add_cross_attention", "position_embedding_type")
+_DEFAULTS = {"position_embedding_type": "absolute", "is_decoder": False,
+             "add_cross_attention": False, "tie_word_embeddings": True}
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+class InitFromError(UserError):
+    """--init_from names something the trainer cannot start from; one line for the user."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Initial:
+    """A model to start from, found and checked without loading its weights."""
+
+    kind: str  # "hf" or a model_source kind ("checkpoint", "preset")
+    path: str  # the folder (hf, preset) or the .weights.h5 file
+    family: str
+    backbone_config: dict
+    tokenizer: tokenizer_files.TokenizerInfo | None  # None: the checkpoint ships none
+    pad_id: int | None
+    digest: str  # sha256 over the config and weight files
+
+    def record(self) -> dict:
+        """What run_config.json keeps (a restart with another model is refused by it)."""
+        return {"path": self.path, "kind": self.kind, "digest": self.digest}
+
+
+def resolve(path: str) -> Initial:
+    path = path.rstrip("/")
+    if not fs.is_remote(path) and not fs.exists(path) and _HUB_ID.fullmatch(path):
+        path = _download(path)
+    if fs.exists(fs.join(path, "keras-hub", HF_CONFIG)):  # an `--format all` export
+        path = fs.join(path, "keras-hub")
+    if path.endswith(model_source.WEIGHTS_SUFFIX) or not fs.exists(fs.join(path, HF_CONFIG)):
+        return _ours(path)
+    config = _read_config(path)
+    if "model_type" not in config:  # a keras-hub preset
+        return _ours(path)
+    return _transformers(path, config)
+
+
+def _download(repo_id: str) -> str:
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(repo_id, allow_patterns=[
+            HF_CONFIG, HF_WEIGHTS, tokenizer_files.TOKENIZER_JSON,
+            tokenizer_files.TOKENIZER_CONFIG, tokenizer_files.SPECIAL_TOKENS_MAP])
+    except Exception as err:  # offline, unknown repo, no access: all one line
+        raise InitFromError(f"--init_from {repo_id}: no such folder here, and the Hugging Face "
+                            f"Hub download failed ({str(err).splitlines()[0][:160]}).") from None
+
+
+def _read_config(path: str) -> dict:
+    try:
+        return fs.read_json(fs.join(path, HF_CONFIG))
+    except ValueError as err:
+        raise InitFromError(f"{fs.join(path, HF_CONFIG)} is not valid JSON: {err}") from None
+
+
+def _ours(path: str) -> Initial:
+    try:
+        source = model_source.resolve(path)
+    except model_source.ModelNotFoundError as err:
+        raise InitFromError(f"--init_from: {err}") from None
+    info = None
+    if source.tokenizer_dir is not None and fs.exists(
+            fs.join(source.tokenizer_dir, tokenizer_files.TOKENIZER_JSON)):
+        info = tokenizer_files.load(source.tokenizer_dir)[1]
+    pad = source.run_config.get("tokenizer", {}).get("special_token_ids", {}).get("pad_token")
+    files = ([source.path] if source.kind == "checkpoint" else
+             [fs.join(source.path, HF_CONFIG)] + fs.glob_in(source.path, "*.weights.h5"))
+    return Initial(source.kind, source.path, source.family, dict(source.run_config[
+        "backbone_config"]), info, pad, _digest(files))
+
+
+def _transformers(path: str, config: dict) -> Initial:
+    model_type = config.get("model_type")
+    if model_type not in families.NAMES:
+        raise InitFromError(f"{path} holds a {model_type!r} model; --init_from takes "
+                            f"{' or '.join(families.NAMES)} masked LMs.")
+    family = families.get(model_type)
+    for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                "intermediate_size", "max_position_embeddings", "pad_token_id"):
+        if not isinstance(config.get(key), int):
+            raise InitFromError(f"{fs.join(path, HF_CONFIG)} has no integer {key}.")
+    backbone = family.backbone_config_of(config)
+    _check_config(path, family, config, backbone)
+    weights = fs.join(path, HF_WEIGHTS)
+    if not fs.exists(weights):
+        raise InitFromError(f"{path} has no {HF_WEIGHTS} (only safetensors weights are read: "
+                            "a pickle file can run code).")
+    _check_names(path, model_type, _tensor_names(weights), backbone["num_layers"])
+    return Initial("hf", path, model_type, backbone, _shipped_tokenizer(path),
+                   config["pad_token_id"],
+                   _digest([fs.join(path, HF_CONFIG), weights]))
+
+
+def _shipped_tokenizer(path: str):
+    """The checkpoint's tokenizer, if it ships one we can read whole. Some Hub repos
+    (roberta-base) have tokenizer.json but no tokenizer_config.json naming the special
+    tokens: then only the vocabulary size and pad id can be checked against the data."""
+    if not fs.exists(fs.join(path, tokenizer_files.TOKENIZER_JSON)):
+        return None
+    try:
+        return tokenizer_files.load(path)[1]
+    except tokenizer_files.TokenizerFilesError as err:
+        print(f"note: the checkpoint's tokenizer is not checked against the data's beyond "
+              f"its size and pad id: {err}")
+        return None
+
+
+def _check_config(path: str, family, config: dict, backbone: dict) -> None:
+    """Refuses a config whose computation our model does not reproduce, naming the field."""
+    ids = {"pad_token": config["pad_token_id"], "cls_token": config.get("bos_token_id"),
+           "sep_token": config.get("eos_token_id")}
+    ours = family.hf_config(backbone, ids)
+    try:
+        theirs = type(ours).from_dict(config)
+    except (TypeError, ValueError) as err:
+        raise InitFromError(f"{fs.join(path, HF_CONFIG)}: {str(err).splitlines()[0]}") from None
+    for key in _COMPUTED:
+        want, have = (getattr(c, key, _DEFAULTS.get(key)) for c in (ours, theirs))
+        if want != have:
+            raise InitFromError(
+                f"{path}: {key} is {have!r}, but keras-hub's {family.backbone_class} computes "
+                f"{want!r}; this checkpoint cannot be continued without changing its outputs.")
+    if backbone["max_sequence_length"] < 1 or backbone["hidden_dim"] % backbone["num_heads"]:
+        raise InitFromError(f"{path}: max_position_embeddings {config['max_position_embeddings']}"
+                            f" or hidden_size / num_attention_heads cannot make a "
+                            f"{family.backbone_class}.")
+
+
+def _tensor_names(weights: str) -> dict:
+    """name -> dtype string, from the safetensors header (no tensor is read)."""
+    import struct
+
+    with fs.open_read(weights) as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+    return {name: entry["dtype"] for name, entry in header.items() if name != "__metadata__"}
+
+
+def _check_names(path: str, family: str, names: dict, num_layers: int) -> None:
+    from trainer import export  # the table the export writes with, filled in per layer
+
+    table = {h for _, h, _ in export.weight_table(family, num_layers) if h is not None}
+    buffers = {n for n in names if n.endswith(".position_ids")}  # integer ranges, not weights
+    skipped = sorted(n for n in names if n.startswith(_NOT_MLM[family]))
+    if skipped:
+        print(f"note: {path}: not loading {', '.join(skipped)} (not part of a masked LM; "
+              f"transformers' {family} masked LM does not load them either)")
+    unknown = sorted(set(names) - table - set(_TIED[family]) - buffers - set(skipped))
+    missing = sorted(table - set(names))
+    if unknown:
+        raise InitFromError(f"{path} holds weights that the {family} masked LM has no place "
+                            f"for: {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''}"
+                            "; loading the rest would be a partial load.")
+    if missing:
+        raise InitFromError(f"{path} lacks {', '.join(missing[:3])}"
+                            f"{' ...' if len(missing) > 3 else ''} (a model without the MLM "
+                            "head, or another layer count than config.json says).")
+    odd = sorted(n for n in table if names[n] not in ("F32", "F16", "BF16"))
+    if odd:
+        raise InitFromError(f"{path}: {odd[0]} is {names[odd[0]]}, not a float tensor.")
+
+
+def _read_tensors(weights: str) -> dict[str, np.ndarray]:
+    """Every float tensor of a safetensors file as float32 (bfloat16 too, which NumPy and
+    `safetensors.numpy` cannot hold); the format is an 8-byte header size, a JSON header of
+    offsets, then the raw little-endian bytes."""
+    import struct
+
+    data = fs.read_bytes(weights)
+    size = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + size])
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__" or entry["dtype"] not in ("F32", "F16", "BF16"):
+            continue
+        start, end = (8 + size + o for o in entry["data_offsets"])
+        raw = data[start:end]
+        if entry["dtype"] == "BF16":  # the upper half of a float32
+            array = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            array = np.frombuffer(raw, "<f4" if entry["dtype"] == "F32" else "<f2")
+        tensors[name] = array.astype(np.float32).reshape(entry["shape"])
+    return tensors
+
+
+def load_into(masked_lm, initial: Initial) -> None:
+    """Sets every weight of `masked_lm` (built from `initial.backbone_config`) from the
+    checkpoint; a variable that the checkpoint does not set keeps its value (BERT's pooler,
+    which BertForMaskedLM does not have and the MLM loss never trains)."""
+    if initial.kind == "hf":
+        values = _from_transformers(masked_lm, initial)
+    else:
+        source = model_source.load_source(model_source.resolve(initial.path))
+        values = {v.path: np.asarray(v.numpy()) for v in source.weights}
+    variables = {v.path: v for v in masked_lm.weights}
+    if not set(values) <= set(variables):
+        raise InitFromError(f"{initial.path}: variables {sorted(set(values) - set(variables))[:3]}"
+                            " are not in the model built from its own config.")
+    for path, value in values.items():
+        if tuple(value.shape) != tuple(variables[path].shape):
+            raise InitFromError(f"{initial.path}: {path} has shape {tuple(value.shape)}, the "
+                                f"model {tuple(variables[path].shape)}.")
+        variables[path].assign(value.astype(variables[path].dtype))
+
+
+def _from_transformers(masked_lm, initial: Initial) -> dict[str, np.ndarray]:
+    """keras-hub variable path -> value: the export's table read backwards."""
+    from trainer import export
+
+    tensors = _read_tensors(fs.join(initial.path, HF_WEIGHTS))
+    for copy, original in _TIED[initial.family].items():
+        if copy in tensors and not np.array_equal(tensors[copy], tensors[original]):
+            raise InitFromError(f"{initial.path}: {copy} differs from {original}; keras-hub "
+                                "ties the LM decoder to it (untied decoders are not supported).")
+    shapes = {v.path: tuple(v.shape) for v in masked_lm.weights}
+    values = {}
+    for keras_path, hf_name, transform in export.weight_table(
+            initial.family, initial.backbone_config["num_layers"]):
+        if keras_path is None or hf_name is None:
+            continue  # a tensor folded into another (RoBERTa's token type), or not exported
+        ctx = encoder_weights.Context(pad_id=initial.pad_id, hidden_dim=masked_lm.backbone.
+                                      hidden_dim, hf=tensors, shape=shapes[keras_path])
+        values[keras_path] = transform.inverse(tensors[hf_name], ctx)
+    return values
+
+
+def check_tokenizer(initial: Initial, info, tokenizer_dir: str) -> None:
+    """The data's tokenizer must be the checkpoint's: same file (when it ships one), same
+    vocabulary size as its embeddings, same padding id."""
+    vocab = initial.backbone_config["vocabulary_size"]
+    theirs = initial.tokenizer
+    if theirs is not None and theirs.fingerprint != info.fingerprint:
+        raise InitFromError(
+            f"the data's tokenizer ({tokenizer_dir}, sha256 {info.fingerprint[:12]}) is not "
+            f"the one {initial.path} ships ({theirs.fingerprint[:12]}); prepare the data with "
+            f"--tokenizer {_tokenizer_folder(initial)}.")
+    if info.vocab_size != vocab:
+        raise InitFromError(f"the data's tokenizer has {info.vocab_size} tokens, {initial.path} "
+                            f"has {vocab} embeddings; prepare the data with its tokenizer.")
+    if theirs is not None and theirs.special_token_ids != info.special_token_ids:
+        raise InitFromError(f"the data's special token ids {info.special_token_ids} are not "
+                            f"{initial.path}'s {theirs.special_token_ids}.")
+    if initial.pad_id is not None and initial.pad_id != info.pad_id:
+        raise InitFromError(f"the data pads with id {info.pad_id}, {initial.path} with "
+                            f"{initial.pad_id}; prepare the data with its tokenizer.")
+
+
+def _tokenizer_folder(initial: Initial) -> str:
+    if initial.kind == "hf":
+        return initial.path
+    return model_source.resolve(initial.path).tokenizer_dir or initial.path
+
+
+def check_length(initial: Initial, max_length: int) -> None:
+    """Sequences longer than the checkpoint's positions are refused before anything is built
+    (a RoBERTa table of N rows holds N - pad_id - 1 positions: HF numbers them after pad)."""
+    positions = initial.backbone_config["max_sequence_length"]
+    if max_length > positions:
+        note = (f" (max_position_embeddings less the {initial.pad_id + 1} rows RoBERTa "
+                "reserves for pad_id + 1)" if initial.family == "roberta"
+                and initial.kind == "hf" else "")
+        raise InitFromError(f"the data's sequences have {max_length} tokens, but {initial.path}"
+                            f" has positions for {positions}{note}; prepare the data with "
+                            f"--max_length {positions} or less.")
+
+
+def _digest(files) -> str:
+    sha = hashlib.sha256()
+    for name in files:
+        sha.update(fs.read_bytes(name))
+    return sha.hexdigest()
