@@ -103,7 +103,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(call q,$(TPU))
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages clean
+.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -213,6 +213,11 @@ bench-near-dedup: $(STAMP)
 # Both backends side by side (one child process each), figures in docs/jax.md.
 bench-train: $(STAMP)
 	$(PY) -m benchmarks.bench_train --backends tensorflow,jax
+
+# Fine-tuning examples/s: the demo's model in trainer.finetune (TensorFlow, JAX) beside its HF
+# export in PyTorch, same batch and length (figures in docs/benchmarks.md). Needs `make demo`'s run.
+bench-finetune: $(STAMP)
+	$(PY) -m benchmarks.bench_finetune --model $(D)/train
 
 # The quality filter per language on the translated text this machine ships (docs/languages.md).
 bench-quality: $(STAMP)
