@@ -32,7 +32,10 @@ from common.errors import UserError, run_cli
 from common.flags import flag
 
 NUM_LABELS = 8  # the demo's downstream task
-SIDES = ("tensorflow", "jax", "torch")
+# PyTorch twice: at its default threads (one per core) and at one thread. On this shared
+# machine (load 7-8 on 2 cores) its two threads ran 7x slower than one (29 vs 211 examples/s,
+# OpenMP threads waiting on each other); the ratio is taken against the faster of the two.
+SIDES = ("tensorflow", "jax", "torch", "torch1")
 
 
 @dataclasses.dataclass
@@ -108,6 +111,9 @@ def time_torch(config: BenchFlags) -> dict:
 
     from trainer import export, model_source
 
+    if config.side == "torch1":
+        torch.set_num_threads(1)
+
     source = model_source.resolve(config.model)
     with tempfile.TemporaryDirectory() as folder:
         path = export.export(config.model, os.path.join(folder, "hf"), "hf")["hf"]
@@ -134,7 +140,7 @@ def time_torch(config: BenchFlags) -> dict:
     for _ in range(config.steps):
         step()
     seconds = time.perf_counter() - start
-    return {"side": "torch", "threads": torch.get_num_threads(), "seq": seq,
+    return {"side": config.side or "torch", "threads": torch.get_num_threads(), "seq": seq,
             "examples_per_second": config.steps * config.batch / seconds,
             "parameters": int(sum(p.numel() for p in model.parameters()))}
 
@@ -142,7 +148,7 @@ def time_torch(config: BenchFlags) -> dict:
 def run_side(side: str, argv: list[str]) -> dict:
     """One side in a child process (its own backend, its own threads)."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    if side != "torch":
+    if not side.startswith("torch"):
         env["KERAS_BACKEND"] = side
     done = subprocess.run([sys.executable, "-m", "benchmarks.bench_finetune", *argv,
                            "--side", side], env=env, capture_output=True, text=True)
@@ -153,18 +159,19 @@ def run_side(side: str, argv: list[str]) -> dict:
 
 
 def report(config: BenchFlags, results: dict) -> list[str]:
-    torch_rate = results["torch"]["examples_per_second"]
+    torch_rate = max(r["examples_per_second"] for r in results.values()
+                     if r["side"].startswith("torch"))
     seq = results["torch"]["seq"]
     lines = [f"fine-tuning {config.model}: batch {config.batch}, seq {seq}, {NUM_LABELS} labels, "
              f"{config.steps} timed steps after {config.warmup}, this machine's CPU"]
     for side, result in results.items():
         what = ("PyTorch, our HF export (AutoModelForSequenceClassification, "
-                f"{result.get('threads')} threads)" if side == "torch" else
+                f"{result.get('threads')} thread(s))" if side.startswith("torch") else
                 f"Keras {side}, trainer.finetune's model (jit_compile {result['jit_compile']})")
         ratio = result["examples_per_second"] / torch_rate
         lines.append(f"  {what:78s} {result['examples_per_second']:8.1f} examples/s  "
                      f"{ratio:5.2f}x PyTorch")
-    return lines
+    return lines + ["  (the ratio is to the faster PyTorch line)"]
 
 
 def main(argv=None) -> int:
@@ -174,13 +181,15 @@ def main(argv=None) -> int:
 
     def body():
         if config.side:  # a child: one side, JSON on the last line
-            timed = time_torch(config) if config.side == "torch" else time_keras(config)
+            timed = time_torch(config) if config.side.startswith("torch") else \
+                time_keras(config)
             print(json.dumps(timed))
             return 0
         from trainer import model_source
 
         model_source.resolve(config.model)  # a missing model is one line, before any child
-        results = {side: run_side(side, argv) for side in (*config.backend_list(), "torch")}
+        sides = (*config.backend_list(), "torch", "torch1")
+        results = {side: run_side(side, argv) for side in sides}
         print("\n".join(report(config, results)))
         return 0
     return run_cli(body, argv)
