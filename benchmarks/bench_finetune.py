@@ -63,9 +63,9 @@ class BenchFlags:
         return [b.strip() for b in self.backends.split(",") if b.strip()]
 
 
-def random_batch(family: str, vocab: int, batch: int, seq: int, seed: int = 0) -> tuple:
-    """(ids, labels): full-length rows of random ordinary tokens between the family's first
-    and last special ids (the pad id never occurs: HF RoBERTa derives positions from it)."""
+def random_batch(vocab: int, batch: int, seq: int, seed: int = 0) -> tuple:
+    """(ids, labels): full-length rows of random ids from 5 up, past every special token (the
+    pad id never occurs: HF RoBERTa derives positions from it)."""
     rng = np.random.default_rng(seed)
     ids = rng.integers(5, vocab, (batch, seq)).astype(np.int32)
     return ids, rng.integers(0, NUM_LABELS, batch).astype(np.int32)
@@ -85,7 +85,7 @@ def time_keras(config: BenchFlags) -> dict:
     total = config.warmup + config.steps
     classifier.compile_for(model, "classification", 1e-3, total, 0, 0.01, jit)
     seq = config.seq or source.max_sequence_length
-    ids, labels = random_batch(source.family, backbone.vocabulary_size, config.batch, seq)
+    ids, labels = random_batch(backbone.vocabulary_size, config.batch, seq)
     features = {"token_ids": ids, "padding_mask": np.ones_like(ids)}
     if families.get(source.family).takes_segment_ids:
         features["segment_ids"] = np.zeros_like(ids)
@@ -121,7 +121,7 @@ def time_torch(config: BenchFlags) -> dict:
             path, num_labels=NUM_LABELS)
     seq = config.seq or source.max_sequence_length
     vocab = int(source.run_config["backbone_config"]["vocabulary_size"])
-    ids, labels = random_batch(source.family, vocab, config.batch, seq)
+    ids, labels = random_batch(vocab, config.batch, seq)
     inputs = {"input_ids": torch.tensor(ids, dtype=torch.long),
               "attention_mask": torch.ones(ids.shape, dtype=torch.long),
               "labels": torch.tensor(labels, dtype=torch.long)}
