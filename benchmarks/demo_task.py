@@ -149,6 +149,12 @@ def _score(document: dict, metric: str) -> str:
 def report_line(pretrained: dict, scratch: dict) -> str:
     """One line: dev metric pretrained vs from scratch, and the masked accuracy."""
     metric = pretrained["scores"]["metric"]
+    for document, scratch_run, flag_name in ((pretrained, False, "--pretrained"),
+                                             (scratch, True, "--scratch")):
+        if document.get("model", {}).get("from_scratch", scratch_run) != scratch_run:
+            raise UserError(f"{flag_name} names a fine-tune "
+                            f"{'from pretrained weights' if scratch_run else 'from scratch'}: "
+                            "the two folders are swapped or wrong")
     if scratch["scores"]["metric"] != metric:
         raise UserError(f"the two runs were selected on different metrics ({metric}, "
                         f"{scratch['scores']['metric']}): not comparable")

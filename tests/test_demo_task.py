@@ -101,6 +101,17 @@ def test_report_line_puts_both_models_side_by_side(tmp_path, capsys):
                     "accuracy 30.0 %, 10.0x the unigram baseline")
 
 
+def test_report_refuses_swapped_folders(tmp_path, capsys):
+    for name, from_scratch in (("pre", True), ("scratch", False)):
+        (tmp_path / name).mkdir()
+        document = dict(results("accuracy", [0.5]), model={"from_scratch": from_scratch})
+        (tmp_path / name / "results.json").write_text(json.dumps(document))
+    code = demo_task.main(["report", "--pretrained", str(tmp_path / "pre"), "--scratch",
+                           str(tmp_path / "scratch")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "swapped" in err and "\n" not in err
+
+
 @pytest.mark.parametrize("missing", ["pre", "scratch"])
 def test_report_without_a_fine_tune_is_one_line(tmp_path, capsys, missing):
     for name in {"pre", "scratch"} - {missing}:
