@@ -188,7 +188,10 @@ def main(argv=None) -> int:
             return 0
         from trainer import model_source
 
-        model_source.resolve(config.model)  # a missing model is one line, before any child
+        source = model_source.resolve(config.model)  # a missing model: one line, no child
+        if config.seq and config.seq > source.max_sequence_length:
+            raise UserError(f"--seq {config.seq} is more than the model's "
+                            f"{source.max_sequence_length} positions")
         sides = (*config.backend_list(), "torch", "torch1")
         results = {side: run_side(side, argv) for side in sides}
         print("\n".join(report(config, results)))

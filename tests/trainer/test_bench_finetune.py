@@ -47,3 +47,9 @@ def test_a_missing_model_is_one_line(tmp_path, capsys):
     code = bench_finetune.main(["--model", str(tmp_path / "nothing"), "--quick"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("error: ") and "\n" not in err
+
+
+def test_a_length_beyond_the_model_is_one_line(run_dir, capsys):
+    code = bench_finetune.main(["--model", run_dir, "--seq", "4096", "--quick"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "positions" in err and "\n" not in err
