@@ -8,7 +8,7 @@ SHELL := /bin/bash
 # at spaces into words, each quoted the same way.
 USER_VARS := PYTHON DEMO DEMO_CORPUS_MB DEMO_STEPS DEMO_VOCAB DEMO_LENGTH DEMO_MASKING PUSH_TO \
   PROJECT REGION BUCKET INPUT TOKENIZER DATA OUTPUT MAX_LENGTH MAX_WORKERS TPU MODEL BATCH STEPS \
-  BACKEND ARGS TEST_WORKERS DEMO_ML DEMO_ML_CHARS DEMO_ML_STEPS DEMO_ML_VOCAB DEMO_ML_MODEL
+  BACKEND ARGS TEST_WORKERS DEMO_FT_SEEDS DEMO_FT_EPOCHS DEMO_ML DEMO_ML_CHARS DEMO_ML_STEPS DEMO_ML_VOCAB DEMO_ML_MODEL
 $(foreach v,$(USER_VARS),$(if $(filter command environment,$(firstword $(origin $(v)))),\
   $(eval override $(v) := $$(value $(v)))))
 q = '$(subst ','\'',$(1))'
@@ -36,6 +36,11 @@ DEMO_MASKING ?= token
 DEMO_TOKENIZER = $(DEMO)/tokenizer-$(DEMO_VOCAB)
 D = $(call q,$(DEMO))
 DT = $(call q,$(DEMO_TOKENIZER))
+# The demo's downstream task (benchmarks/demo_task.py): seeds and epochs per fine-tune, sized so
+# that both fine-tunes (pretrained, from scratch) add ~2 minutes on 2 cores (docs/finetuning.md).
+DEMO_FT_SEEDS ?= 1,2
+DEMO_FT_EPOCHS ?= 3
+DEMO_FT = --train $(D)/task/train.jsonl --dev $(D)/task/dev.jsonl --metric macro_f1 --seeds $(call q,$(DEMO_FT_SEEDS)) --epochs $(call q,$(DEMO_FT_EPOCHS)) --batch_size 32 --learning_rate 1e-3
 PUSH_TO ?=  # e.g. hf://ORG/NAME: `make demo` then publishes the export (docs/publishing.md)
 LOCAL_BEAM := --runner=FnApiRunner
 # `make demo-multilingual`: Chinese, Japanese, Thai and English, whole-word masking (docs/languages.md)
@@ -98,7 +103,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(call q,$(TPU))
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages clean
+.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -152,6 +157,10 @@ demo: $(STAMP)
 	$(PY) -m trainer.plot --run_dir $(D)/train --output $(D)/train/curves.png
 	$(PY) -m trainer.fill_mask_demo --model $(D)/export/keras-hub --corpus $(D)/corpus.jsonl --validation_fraction 0.02 --num 10
 	$(PY) -m trainer.baseline --run_dir $(D)/train
+	$(PY) -m benchmarks.demo_task build --corpus $(D)/corpus.jsonl --output_dir $(D)/task
+	$(PY) -m trainer.finetune --model $(D)/train $(DEMO_FT) --output_dir $(D)/finetune/pretrained
+	$(PY) -m trainer.finetune --model $(D)/train $(DEMO_FT) --output_dir $(D)/finetune/scratch --from_scratch
+	$(PY) -m benchmarks.demo_task report --pretrained $(D)/finetune/pretrained --scratch $(D)/finetune/scratch --output $(D)/finetune/downstream.txt
 	@echo; echo "Demo outputs (a second run reuses corpus and tokenizer, replaces the rest):"
 	@echo "  corpus            "$(D)"/corpus.jsonl"
 	@echo "  tokenizer         "$(DT)"/"
@@ -160,7 +169,10 @@ demo: $(STAMP)
 	@echo "  curves            "$(D)"/train/curves.png"
 	@echo "  exports           "$(D)"/export/keras-hub/ and "$(D)"/export/hf/"
 	@echo "  model cards       "$(D)"/export/keras-hub/README.md and "$(D)"/export/hf/README.md"
+	@echo "  downstream task   "$(D)"/task/{train,dev}.jsonl (which package a docstring came from)"
+	@echo "  fine-tunes        "$(D)"/finetune/{pretrained,scratch}/results.json"
 	@echo "  final metrics     $$(cat $(D)/train/metrics.json | tr -d '\n ')"
+	@echo "  $$(cat $(D)/finetune/downstream.txt)"
 
 # A few minutes on 2 cores: corpus, tokenizer, prepare, a tiny model a few dozen steps with
 # whole-word masking, then per language the tokenizer's figures and the run's metrics.
@@ -201,6 +213,11 @@ bench-near-dedup: $(STAMP)
 # Both backends side by side (one child process each), figures in docs/jax.md.
 bench-train: $(STAMP)
 	$(PY) -m benchmarks.bench_train --backends tensorflow,jax
+
+# Fine-tuning examples/s: the demo's model in trainer.finetune (TensorFlow, JAX) beside its HF
+# export in PyTorch, same batch and length (figures in docs/benchmarks.md). Needs `make demo`'s run.
+bench-finetune: $(STAMP)
+	$(PY) -m benchmarks.bench_finetune --model $(D)/train
 
 # The quality filter per language on the translated text this machine ships (docs/languages.md).
 bench-quality: $(STAMP)

@@ -79,3 +79,21 @@ def test_demo_gets_its_folder_intact(make, tmp_path):
     assert _after(calls[1], "--output_dir") == EVIL + "/tokenizer-3000"
     assert _after(calls[3], "--train_steps") == "7"
     assert (tmp_path / EVIL).is_dir()
+
+
+def test_demo_ends_with_the_downstream_task_in_its_folder(make):
+    code, calls, err = make("demo", DEMO=EVIL, DEMO_FT_SEEDS="4,5", DEMO_FT_EPOCHS="2")
+    assert code == 0, err
+    modules = [argv[1] for argv in calls]
+    start = modules.index("benchmarks.demo_task")
+    assert modules[start:] == ["benchmarks.demo_task", "trainer.finetune", "trainer.finetune",
+                               "benchmarks.demo_task"]
+    build, pretrained, scratch, report = calls[start:]
+    assert build[2] == "build" and _after(build, "--output_dir") == EVIL + "/task"
+    for argv, name in ((pretrained, "pretrained"), (scratch, "scratch")):
+        assert _after(argv, "--model") == EVIL + "/train"
+        assert _after(argv, "--train") == EVIL + "/task/train.jsonl"
+        assert _after(argv, "--seeds") == "4,5" and _after(argv, "--epochs") == "2"
+        assert _after(argv, "--output_dir") == f"{EVIL}/finetune/{name}"
+    assert "--from_scratch" in scratch and "--from_scratch" not in pretrained
+    assert report[2] == "report" and _after(report, "--scratch") == EVIL + "/finetune/scratch"

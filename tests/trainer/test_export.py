@@ -326,3 +326,71 @@ def test_an_export_refuses_a_run_folder_that_holds_an_export_deeper_down(exporte
                         "--format", "hf"]) == 2
     assert "not an earlier output" in capsys.readouterr().err
     assert _tree(run) == before
+
+
+# transformers' names of the MLM heads our export ships, unused by a sequence classifier.
+MLM_HEAD = {"roberta": ("lm_head.",), "bert": ("cls.predictions.",)}
+# What a sequence classifier adds: the head (BERT's on the pooler, which the MLM loss never
+# trains and the export leaves out: trainer/families/bert.py).
+NEW_HEAD = {"roberta": ("classifier.",), "bert": ("classifier.", "bert.pooler.")}
+# PyTorch-side checks of a folder test_hf_folder_loads_every_weight checks on both backends:
+# one pass is enough (CI's budget).
+TORCH_SIDE_ONCE = pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
+                                     reason="PyTorch only; run on the TensorFlow pass")
+
+
+@TORCH_SIDE_ONCE
+@pytest.mark.parametrize("family", FAMILIES)
+def test_hf_export_fine_tunes_in_transformers_sequence_classification(exported, family):
+    """The other path users take (issue 32 item 4): AutoModelForSequenceClassification on the
+    export misses only the new head, keeps every encoder weight, and a few steps train it."""
+    case = exported[family]
+    path = case["paths"]["hf"]
+    torch.manual_seed(0)
+    model, info = transformers.AutoModelForSequenceClassification.from_pretrained(
+        path, num_labels=3, output_loading_info=True)
+    assert info["missing_keys"] and all(k.startswith(NEW_HEAD[family])
+                                        for k in info["missing_keys"]), info["missing_keys"]
+    assert all(k.startswith(MLM_HEAD[family]) for k in info["unexpected_keys"]), \
+        info["unexpected_keys"]
+    assert not info["mismatched_keys"] and not info["error_msgs"]
+    encoder = dict(case["hf"].base_model.named_parameters())
+    for name, weight in model.base_model.named_parameters():
+        if name in encoder:
+            assert torch.equal(weight, encoder[name]), name
+    assert set(encoder) <= dict(model.base_model.named_parameters()).keys()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    batch = tokenizer(["the cat sat on the mat.", "a dog ran.", "birds fly south in winter."],
+                      padding=True, return_tensors="pt")
+    labels = torch.tensor([0, 1, 2])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.eval()  # dropout off: the loss of one fixed batch must fall step by step
+    losses = []
+    for _ in range(5):
+        loss = model(**batch, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert np.isfinite(losses).all(), losses
+    assert all(later < earlier for earlier, later in zip(losses, losses[1:])), losses
+
+
+def documented_snippet(doc: str, heading: str) -> str:
+    """The first ```python block after `heading` in docs/`doc`."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / doc).read_text(encoding="utf-8")
+    after = text.split(heading, 1)
+    assert len(after) == 2, f"docs/{doc} has no {heading!r}"
+    return after[1].split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@TORCH_SIDE_ONCE
+@pytest.mark.parametrize("family", FAMILIES)
+def test_documented_transformers_fine_tuning_snippet_runs(exported, family):
+    """docs/export.md's snippet runs as written on our export of each family."""
+    snippet = documented_snippet("export.md", "## Fine-tuning the Hugging Face export")
+    assert 'path = "runs/demo/export/hf"' in snippet and len(snippet.splitlines()) <= 14
+    namespace = {}
+    exec(snippet.replace("runs/demo/export/hf", exported[family]["paths"]["hf"]), namespace)
+    assert np.isfinite(namespace["loss"].item())
+    assert type(namespace["model"]).__name__.endswith("ForSequenceClassification")
