@@ -187,7 +187,11 @@ def downstream(folder: str | None) -> str:
     document = _read_json(fs.join(folder, "results.json"), "run python -m trainer.finetune")
     metric = document["scores"]["metric"]
     summary = document["scores"]["summary"]["dev"][metric]
-    return f"{summary['mean']:.3f} ± {summary['std']:.3f} ({len(document['scores']['seeds'])})"
+    # A collapsed seed (one answer for every dev example) is counted in the mean: say so.
+    collapsed = document["scores"]["summary"].get("collapsed_seeds") or ()
+    note = f", {len(collapsed)} collapsed" if collapsed else ""
+    return (f"{summary['mean']:.3f} ± {summary['std']:.3f} "
+            f"({len(document['scores']['seeds'])}{note})")
 
 
 def _split(value: str | None) -> list[str]:

@@ -97,11 +97,11 @@ def write_run(folder, evals, init_from, learning_rate=0.003):
     return str(folder)
 
 
-def write_finetune(folder, mean, std):
+def write_finetune(folder, mean, std, collapsed=()):
     folder.mkdir(parents=True)
     (folder / "results.json").write_text(json.dumps({"scores": {
-        "metric": "macro_f1", "seeds": [{}, {}],
-        "summary": {"dev": {"macro_f1": {"mean": mean, "std": std}}}}}))
+        "metric": "macro_f1", "seeds": [{}, {}], "summary": {
+            "dev": {"macro_f1": {"mean": mean, "std": std}}, "collapsed_seeds": collapsed}}}))
     return str(folder)
 
 
@@ -110,8 +110,8 @@ def test_report_reads_each_runs_last_evaluation_and_refuses_swapped_folders(tmp_
     zero = write_run(tmp_path / "zero", [(1, 4.396, 0.236)], source, 1e-9)
     cont = write_run(tmp_path / "cont", [(200, 4.5, 0.2), (400, 4.193, 0.255)], source, 1e-4)
     scratch = write_run(tmp_path / "scratch", [(400, 6.126, 0.044)], None)
-    ft = [write_finetune(tmp_path / name, m, 0.01) for name, m in
-          (("f0", 0.5), ("f1", 0.6), ("f2", 0.4), ("fr", 0.3))]
+    ft = [write_finetune(tmp_path / name, m, 0.01, c) for name, m, c in
+          (("f0", 0.5, ()), ("f1", 0.6, ()), ("f2", 0.04, [1, 2]), ("fr", 0.3, ()))]
     out = tmp_path / "table.md"
     assert continued_study.main([
         "report", "--zero", zero, "--continued", cont, "--scratch", scratch, "--ft_zero", ft[0],
@@ -121,7 +121,8 @@ def test_report_reads_each_runs_last_evaluation_and_refuses_swapped_folders(tmp_
     assert lines[2] == "| demo model, not continued | 0 | - | 4.396 | 23.6 % | 0.500 ± 0.010 (2) |"
     assert lines[3] == ("| demo model continued (`--init_from`) | 400 | 0.0001 | 4.193 | "
                         "25.5 % | 0.600 ± 0.010 (2) |")
-    assert lines[4].startswith("| from scratch | 400 | 0.003 | 6.126 | 4.4 % | 0.400")
+    assert lines[4] == ("| from scratch | 400 | 0.003 | 6.126 | 4.4 % | "
+                        "0.040 ± 0.010 (2, 2 collapsed) |")
     assert lines[5].startswith("| random weights (no pretraining) | 0 | - | - | - | 0.300")
     code = continued_study.main(["report", "--zero", zero, "--continued", scratch,
                                  "--scratch", cont])
