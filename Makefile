@@ -50,7 +50,7 @@ DEMO_ML_CHARS ?= 250000
 DEMO_ML_STEPS ?= 60
 DEMO_ML_VOCAB ?= 6000
 DEMO_ML_MODEL ?= unigram
-MASKING_STEPS ?= 2000
+MASKING_STEPS ?= 4000
 MASKING_VARIANTS ?= token:0.15,token:0.3,whole_word:0.15
 M = $(call q,$(DEMO_ML))
 
@@ -224,7 +224,7 @@ bench-finetune: $(STAMP)
 
 # The masking study (docs/finetuning.md, "Masking recipe, measured"): every MASKING_VARIANTS
 # variant pretrained MASKING_STEPS steps with the demo's recipe, then fine-tuned on the demo's
-# task with 2 seeds; table in $(DEMO)/masking/table.md. Needs `make demo`'s data (~4 min a variant).
+# task with 2 seeds; table in $(DEMO)/masking/table.md. Needs `make demo`'s data (~6 min a variant).
 bench-masking: $(STAMP)
 	$(PY) -m benchmarks.masking_study --data $(D)/prepared --tokenizer $(DT) --task $(D)/task --output_dir $(D)/masking --steps $(call q,$(MASKING_STEPS)) --variants $(call q,$(MASKING_VARIANTS))
 
