@@ -55,7 +55,8 @@ def test_finished_runs_are_reused_and_tabled_with_the_distance_in_seed_spreads(
         tmp_path, capsys):
     _finished_variant(tmp_path / "out" / "token-15", 2000, 4.2, 0.25, [0.70, 0.72])
     _finished_variant(tmp_path / "out" / "token-30", 2000, 4.9, 0.18, [0.76, 0.80])
-    assert masking_study.main(_task_files(tmp_path) + ["--variants", "token:0.15,token:0.3"]) == 0
+    args = _task_files(tmp_path) + ["--variants", "token:0.15,token:0.3", "--steps", "2000"]
+    assert masking_study.main(args) == 0
     printed = capsys.readouterr().out
     assert (tmp_path / "out" / "table.md").read_text().strip() in printed
     rows = [line for line in printed.splitlines() if line.startswith("| token")]
