@@ -10,8 +10,10 @@
 Needs the demo's prepared data, tokenizer and task (the first commands of `make demo`). Each
 variant is `MODE:RATE` (`--masking`, `--mlm_probability`); its pretraining run goes to
 `OUTPUT_DIR/MODE-PERCENT/train`, its fine-tune to `.../finetune`. A run whose metrics.json
-already holds `--steps` steps, and a fine-tune whose results.json exists, are reused, so an
-interrupted study goes on where it stopped. The table is printed and written to
+already holds `--steps` steps, and a fine-tune whose results.json exists, are reused; an
+interrupted run resumes (the trainer's own restart), so a stopped study goes on where it
+stopped. A finished run of another step count is refused (resuming it would keep its own
+learning-rate schedule): another `--steps` needs another `--output_dir`. The table is printed and written to
 `OUTPUT_DIR/table.md`.
 
 Masked accuracy and eval loss are each measured with the variant's own masking (rate and mode):
@@ -108,6 +110,9 @@ def pretrain(config: StudyFlags, variant: Variant, folder: str) -> dict:
     metrics = _json(os.path.join(train, "metrics.json"))
     if metrics and metrics.get("steps") == config.steps:
         return metrics | {"seconds": None}
+    if metrics:  # the trainer would resume it, with the learning-rate schedule of its steps
+        raise UserError(f"{train} holds a {metrics.get('steps')}-step run, not --steps "
+                        f"{config.steps}: give another --output_dir")
     start = time.monotonic()
     every = str(min(500, config.steps))
     _run(["trainer.task", "--train_data", f"{config.data}/train",

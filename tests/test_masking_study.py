@@ -66,18 +66,27 @@ def test_finished_runs_are_reused_and_tabled_with_the_distance_in_seed_spreads(
     assert "not comparable across rates" in printed
 
 
-def test_a_run_of_other_length_is_retrained_and_a_failure_is_one_line(tmp_path, capsys,
-                                                                      monkeypatch):
+def test_a_finished_run_of_other_length_is_refused_not_resumed(tmp_path, capsys, monkeypatch):
     _finished_variant(tmp_path / "out" / "token-15", 1000, 4.2, 0.25, [0.70, 0.72])
+    monkeypatch.setattr(masking_study, "_run", lambda argv, log: pytest.fail("trained"))
+    args = _task_files(tmp_path) + ["--variants", "token:0.15", "--steps", "2000"]
+    assert masking_study.main(args) == 2
+    assert "holds a 1000-step run, not --steps 2000" in capsys.readouterr().err
+
+
+def test_a_failed_run_is_one_line(tmp_path, capsys, monkeypatch):
     calls = []
 
     def fail(argv, log):
         calls.append(argv)
         raise UserError(f"{argv[0]} failed (exit 1); see {log}")
     monkeypatch.setattr(masking_study, "_run", fail)
-    args = _task_files(tmp_path) + ["--variants", "token:0.15", "--steps", "2000"]
+    args = _task_files(tmp_path) + ["--variants", "whole_word:0.3", "--steps", "7"]
     assert masking_study.main(args) == 2
-    assert calls[0][0] == "trainer.task" and "2000" in calls[0]
+    assert calls[0][0] == "trainer.task"
+    assert calls[0][calls[0].index("--train_steps") + 1] == "7"
+    assert calls[0][calls[0].index("--masking") + 1] == "whole_word"
+    assert calls[0][calls[0].index("--mlm_probability") + 1] == "0.3"
     assert capsys.readouterr().err.strip().startswith("error: trainer.task failed (exit 1)")
 
 
