@@ -13,8 +13,8 @@ variant is `MODE:RATE` (`--masking`, `--mlm_probability`); its pretraining run g
 already holds `--steps` steps, and a fine-tune whose results.json exists, are reused; an
 interrupted run resumes (the trainer's own restart), so a stopped study goes on where it
 stopped. A finished run of another step count is refused (resuming it would keep its own
-learning-rate schedule): another `--steps` needs another `--output_dir`. The table is printed and written to
-`OUTPUT_DIR/table.md`.
+learning-rate schedule): another `--steps` needs another `--output_dir`. The table is printed
+and written to `OUTPUT_DIR/table.md`.
 
 Masked accuracy and eval loss are each measured with the variant's own masking (rate and mode):
 a model that must fill 30 % of the tokens, or whole words, faces a harder question than one
