@@ -176,7 +176,8 @@ def study(config: StudyFlags) -> str:
     for part in (f"{config.data}/train", f"{config.tokenizer}/tokenizer.json",
                  f"{config.task}/train.jsonl", f"{config.task}/dev.jsonl"):
         if not fs.exists(part):
-            raise UserError(f"{part} does not exist: run make demo's first commands (docstring)")
+            raise UserError(f"{part} does not exist: run make demo's first commands "
+                            "(corpus, tokenizer, prepare, demo_task build)")
     rows = []
     for variant in variants:
         folder = os.path.join(config.output_dir, variant.name)
