@@ -8,7 +8,8 @@ SHELL := /bin/bash
 # at spaces into words, each quoted the same way.
 USER_VARS := PYTHON DEMO DEMO_CORPUS_MB DEMO_STEPS DEMO_VOCAB DEMO_LENGTH DEMO_MASKING PUSH_TO \
   PROJECT REGION BUCKET INPUT TOKENIZER DATA OUTPUT MAX_LENGTH MAX_WORKERS TPU MODEL BATCH STEPS \
-  BACKEND ARGS TEST_WORKERS DEMO_FT_SEEDS DEMO_FT_EPOCHS DEMO_ML DEMO_ML_CHARS DEMO_ML_STEPS DEMO_ML_VOCAB DEMO_ML_MODEL
+  BACKEND ARGS TEST_WORKERS DEMO_FT_SEEDS DEMO_FT_EPOCHS DEMO_ML DEMO_ML_CHARS DEMO_ML_STEPS DEMO_ML_VOCAB DEMO_ML_MODEL \
+  MASKING_STEPS MASKING_VARIANTS
 $(foreach v,$(USER_VARS),$(if $(filter command environment,$(firstword $(origin $(v)))),\
   $(eval override $(v) := $$(value $(v)))))
 q = '$(subst ','\'',$(1))'
@@ -49,6 +50,8 @@ DEMO_ML_CHARS ?= 250000
 DEMO_ML_STEPS ?= 60
 DEMO_ML_VOCAB ?= 6000
 DEMO_ML_MODEL ?= unigram
+MASKING_STEPS ?= 4000
+MASKING_VARIANTS ?= token:0.15,token:0.3,whole_word:0.15
 M = $(call q,$(DEMO_ML))
 
 # --- Dataflow (make prepare) and TPU VM (make train) --------------------------------------
@@ -103,7 +106,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(call q,$(TPU))
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune clean
+.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune bench-masking clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -218,6 +221,12 @@ bench-train: $(STAMP)
 # export in PyTorch, same batch and length (figures in docs/benchmarks.md). Needs `make demo`'s run.
 bench-finetune: $(STAMP)
 	$(PY) -m benchmarks.bench_finetune --model $(D)/train
+
+# The masking study (docs/finetuning.md, "Masking recipe, measured"): every MASKING_VARIANTS
+# variant pretrained MASKING_STEPS steps with the demo's recipe, then fine-tuned on the demo's
+# task with 2 seeds; table in $(DEMO)/masking/table.md. Needs `make demo`'s data (~6 min a variant).
+bench-masking: $(STAMP)
+	$(PY) -m benchmarks.masking_study --data $(D)/prepared --tokenizer $(DT) --task $(D)/task --output_dir $(D)/masking --steps $(call q,$(MASKING_STEPS)) --variants $(call q,$(MASKING_VARIANTS))
 
 # The quality filter per language on the translated text this machine ships (docs/languages.md).
 bench-quality: $(STAMP)

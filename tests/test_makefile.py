@@ -97,3 +97,16 @@ def test_demo_ends_with_the_downstream_task_in_its_folder(make):
         assert _after(argv, "--output_dir") == f"{EVIL}/finetune/{name}"
     assert "--from_scratch" in scratch and "--from_scratch" not in pretrained
     assert report[2] == "report" and _after(report, "--scratch") == EVIL + "/finetune/scratch"
+
+
+def test_bench_masking_studies_the_demos_folder_with_the_values_given(make):
+    code, calls, err = make("bench-masking", DEMO=EVIL, MASKING_STEPS="9",
+                            MASKING_VARIANTS=EVIL)
+    assert code == 0, err
+    (argv,) = calls
+    assert argv[:2] == ["-m", "benchmarks.masking_study"]
+    assert _after(argv, "--data") == EVIL + "/prepared"
+    assert _after(argv, "--tokenizer") == EVIL + "/tokenizer-3000"
+    assert _after(argv, "--task") == EVIL + "/task"
+    assert _after(argv, "--output_dir") == EVIL + "/masking"
+    assert _after(argv, "--steps") == "9" and _after(argv, "--variants") == EVIL
