@@ -6,7 +6,6 @@ every listed shard intact), and running the commit again must end in the new out
 file left that no manifest lists."""
 
 import builtins
-import errno
 import json
 import os
 import shutil
@@ -17,6 +16,7 @@ from beam_pipelines import commit, prepare
 from beam_pipelines.local import exact_dedup
 from common import fs, manifest, prepared_dir, run_lock, shards, verify
 from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
+from tests.support.full_disk import FullDiskFile
 
 SPLITS = ("train", "validation")
 
@@ -496,22 +496,6 @@ def test_an_input_deleted_while_the_run_reads_it_is_refused_in_one_line(
     assert _snapshot(out) == before and not (out / "_LOCK").exists()
 
 
-class _FullDiskFile:
-    """A file whose writes fail as on a full disk (`write(2)`'s OSError names no file)."""
-
-    def __init__(self, real):
-        self.real = real
-
-    def write(self, data):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.real.close()
-
-
 def test_a_full_disk_while_shards_are_written_is_one_line_and_keeps_the_previous_output(
         tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch, caplog):
     """The shard writes run in Beam workers, whose OSError reaches the launcher wrapped in a
@@ -523,7 +507,7 @@ def test_a_full_disk_while_shards_are_written_is_one_line_and_keeps_the_previous
 
     def full_for_shards(path, mode="r", *args, **kwargs):
         real = builtins.open(path, mode, *args, **kwargs)
-        return _FullDiskFile(real) if str(path).endswith(shards.SHARD_SUFFIX) else real
+        return FullDiskFile(real) if str(path).endswith(shards.SHARD_SUFFIX) else real
 
     monkeypatch.setattr(fs, "open", full_for_shards, raising=False)
     capsys.readouterr()

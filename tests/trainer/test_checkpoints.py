@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from common import fs, tokenizer_files
+from tests.support.full_disk import FullDiskFile
 from trainer import checkpoints, model_source
 from trainer.model import backbone_config, build_masked_lm
 from trainer.run_dir import RunDir
@@ -220,20 +221,7 @@ def test_a_full_disk_while_publishing_names_the_file_and_keeps_the_previous_one(
     checkpoints.publish(_small_model(1), path)
     before = open(path, "rb").read()
 
-    class FullDisk:
-        def __init__(self, real):
-            self.real = real
-
-        def write(self, data):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.real.close()
-
-    monkeypatch.setattr(fs, "open", lambda *a, **k: FullDisk(builtins.open(*a, **k)),
+    monkeypatch.setattr(fs, "open", lambda *a, **k: FullDiskFile(builtins.open(*a, **k)),
                         raising=False)
     with pytest.raises(OSError) as raised:
         checkpoints.publish(_small_model(2), path)
