@@ -276,16 +276,23 @@ def _bytes_end(data: bytes) -> int:
     return ENDS_UNIT if unit else ENDS_OTHER
 
 
-@functools.lru_cache(maxsize=None)
-def _prefix_in_unit(head: bytes, size: int) -> bool:
-    """Every character whose UTF-8 form begins with `head` is a unit character (or mark)."""
+def _code_points_from(head: bytes, size: int) -> range | None:
+    """The code points whose `size`-byte UTF-8 form begins with `head` (None: no character
+    does)."""
     missing = size - len(head)
     try:
         low = ord((head + b"\x80" * missing).decode("utf-8"))
         high = ord((head + b"\xbf" * missing).decode("utf-8"))
     except UnicodeDecodeError:
-        return False
-    return all(word_units.ends_unit(chr(c)) for c in range(low, high + 1))
+        return None
+    return range(low, high + 1)
+
+
+@functools.lru_cache(maxsize=None)
+def _prefix_in_unit(head: bytes, size: int) -> bool:
+    """Every character whose UTF-8 form begins with `head` is a unit character (or mark)."""
+    points = _code_points_from(head, size)
+    return points is not None and all(word_units.ends_unit(chr(c)) for c in points)
 
 
 def _bytes_mid_character(data: bytes) -> bool:
@@ -297,13 +304,8 @@ def _bytes_mid_character(data: bytes) -> bool:
     size = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
     if len(data) >= size:
         return word_units.starts_with_mark(data[:size].decode("utf-8", errors="ignore"))
-    missing = size - len(data)
-    try:
-        low = ord((data + b"\x80" * missing).decode("utf-8"))
-        high = ord((data + b"\xbf" * missing).decode("utf-8"))
-    except UnicodeDecodeError:
-        return False
-    return word_units.marks_between(low, high)
+    points = _code_points_from(data, size)
+    return points is not None and word_units.marks_between(points.start, points.stop - 1)
 
 
 def _bytes_start_unit(data: bytes) -> bool:
