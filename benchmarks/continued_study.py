@@ -232,17 +232,14 @@ def report_table(config: ReportFlags) -> str:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    commands = {"corpus": CorpusFlags, "report": ReportFlags}
-    if not argv or argv[0] not in commands:
-        print("usage: python -m benchmarks.continued_study {corpus,report} ... (--help)",
-              file=sys.stderr)
+    parsed = flags.parse_command("benchmarks.continued_study", __doc__.split("\n\n")[0],
+                                 {"corpus": CorpusFlags, "report": ReportFlags}, argv)
+    if parsed is None:
         return 2
-    parser = flags.ArgumentParser(prog=f"benchmarks.continued_study {argv[0]}",
-                                  description=__doc__.split("\n\n")[0])
-    config = flags.parse(parser, commands[argv[0]], argv[1:])
+    command, config = parsed
 
     def body():
-        if argv[0] == "corpus":
+        if command == "corpus":
             build_corpus(config)
         else:
             table = report_table(config)

@@ -172,17 +172,14 @@ def report_line(pretrained: dict, scratch: dict) -> str:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    commands = {"build": BuildFlags, "report": ReportFlags}
-    if not argv or argv[0] not in commands:
-        print("usage: python -m benchmarks.demo_task {build,report} ... (--help)",
-              file=sys.stderr)
+    parsed = flags.parse_command("benchmarks.demo_task", __doc__.split("\n\n")[0],
+                                 {"build": BuildFlags, "report": ReportFlags}, argv)
+    if parsed is None:
         return 2
-    parser = flags.ArgumentParser(prog=f"benchmarks.demo_task {argv[0]}",
-                                  description=__doc__.split("\n\n")[0])
-    config = flags.parse(parser, commands[argv[0]], argv[1:])
+    command, config = parsed
 
     def body():
-        if argv[0] == "build":
+        if command == "build":
             build(config)
         else:
             line = report_line(_read_results(config.pretrained), _read_results(config.scratch))

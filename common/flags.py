@@ -201,3 +201,14 @@ def parse(parser: argparse.ArgumentParser, cls, argv=None):
         return from_values(cls, args)
     except (ValueError, UserError) as err:
         parser.error(str(err).rstrip("."))  # the line goes on: "; see ... --help"
+
+
+def parse_command(prog: str, description: str, commands: dict, argv: list):
+    """For a tool of several commands (`prog NAME FLAGS...`): (NAME, its dataclass in
+    `commands` parsed from FLAGS), or None after a usage line on stderr when NAME is missing
+    or not one of `commands` (the caller exits 2)."""
+    if not argv or argv[0] not in commands:
+        print(f"usage: python -m {prog} {{{','.join(commands)}}} ... (--help)", file=sys.stderr)
+        return None
+    parser = ArgumentParser(prog=f"{prog} {argv[0]}", description=description)
+    return argv[0], parse(parser, commands[argv[0]], argv[1:])

@@ -6,7 +6,8 @@ import importlib
 
 import pytest
 
-from common.flags import ArgumentParser, flag, flag_fields, group, out_of_bounds, parse
+from common.flags import (ArgumentParser, flag, flag_fields, group, out_of_bounds, parse,
+                          parse_command)
 
 
 @dataclasses.dataclass
@@ -153,3 +154,16 @@ def test_a_label_names_what_is_out_of_bounds():
     given = argparse.Namespace(rate=2, beta=0.9, step=1.0)
     assert out_of_bounds(_Open, given, label="--config {!r}") == (
         "--config 'rate' must be in (0, 1] (got 2)")
+
+
+def test_parse_command_picks_the_commands_dataclass_or_prints_usage(capsys):
+    @dataclasses.dataclass
+    class Build:
+        steps: int = flag("steps", 3, minimum=1)
+
+    commands = {"build": Build, "report": Build}
+    assert parse_command("tool", "A tool.", commands, ["build", "--steps", "5"]) == (
+        "build", Build(5))
+    for argv in ([], ["bogus"]):
+        assert parse_command("tool", "A tool.", commands, argv) is None
+        assert capsys.readouterr().err == "usage: python -m tool {build,report} ... (--help)\n"
