@@ -16,6 +16,8 @@ _TRAINER = [
     "transformers==5.23.0",
     "safetensors==0.8.0",
     "matplotlib==3.11.2",
+    # The JAX backend's input pipeline (Keras' JAX `fit` takes grain datasets; TensorFlow-free).
+    "grain==0.2.18",
 ]
 
 setuptools.setup(
