@@ -18,7 +18,7 @@ from common.errors import UserError
 from common.flags import flag
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class InputSpec:
     input: str = flag("comma-separated paths or globs (local or gs://) of "
                       ".txt/.jsonl/.parquet, optionally compressed")

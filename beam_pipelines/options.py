@@ -108,7 +108,9 @@ class Settings:
     executions of its keyed steps are built from; nothing below the launcher derives the
     split names, configs or shard size again."""
 
-    flags: PrepareFlags  # every flag's value, as given or defaulted
+    # Every flag's value, as given or defaulted. Its `source` (an `InputSpec`) is not frozen:
+    # train_tokenizer's config extends that class and sets a field after init.
+    flags: PrepareFlags
     # (split, globs) of the files read; split None: --input, split by the fractions; empty
     # with --hf_dataset (its splits are the dataset's)
     inputs: tuple[tuple[str | None, str], ...]

@@ -35,7 +35,7 @@ MODELS = ("unigram", "bpe", "wordpiece")
 DEAD_LETTER = "dead_letter.jsonl"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class TokenizerConfig(InputSpec):
     """Where the tokenizer goes and how it is trained; what to read is `InputSpec`."""
 

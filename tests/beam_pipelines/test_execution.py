@@ -39,8 +39,7 @@ def test_a_run_resolves_its_flags_once_into_frozen_settings(tmp_path, corpus_tex
     assert settings.splits == ("train", "validation")
     assert settings.inputs == (("train", str(a)), ("validation", str(b)))
     assert settings.near == minhash.MinHashConfig() and settings.exact
-    for record, name in ((settings, "splits"), (settings.flags, "max_length"),
-                         (settings.flags.source, "text_field")):
+    for record, name in ((settings, "splits"), (settings.flags, "max_length")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(record, name, None)
 
