@@ -31,7 +31,7 @@ class GroupingExecution:
     def __init__(self, settings: Settings, run_id: str, progress_dir: str | None = None):
         self.settings, self.run_id, self.progress_dir = settings, run_id, progress_dir
 
-    def dedups(self) -> tuple:
+    def dedups(self) -> tuple[beam.PTransform | None, beam.PTransform | None]:
         """(`dedup.ExactDedup`: a CombinePerKey on the text's key, `near_dedup.NearDedup`:
         GroupByKeys on band keys and on places); None where the step is off."""
         settings = self.settings

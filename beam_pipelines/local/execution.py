@@ -5,6 +5,8 @@ stays flat at corpus size. Same seam and same output as
 
 from __future__ import annotations
 
+import apache_beam as beam
+
 from beam_pipelines.local import exact_dedup, near_dedup, shuffle
 from beam_pipelines.options import Settings
 
@@ -26,7 +28,7 @@ class OnDiskExecution:
         self.settings, self.run_id, self.reader = settings, run_id, reader
         self.spill_dir, self.progress_dir = spill_dir, progress_dir
 
-    def dedups(self) -> tuple:
+    def dedups(self) -> tuple[beam.PTransform | None, beam.PTransform | None]:
         """(exact, near), None where off. Exact: two reads of the input, no text held in
         memory; the second read's dead letters and counts are the first's again, so only the
         first's are kept, and its documents get the splits the first read chose (recorded
