@@ -79,7 +79,7 @@ TPU_VENV := .venv-tpu
 TPU_PY := $(TPU_VENV)/bin/python
 TPU_STAMP := $(TPU_VENV)/.installed
 # Trainer tests that CI also runs on the TPU stack (on the CPU, libtpu loaded, no network).
-TPU_SMOKE := tests/trainer/test_strategy.py tests/trainer/test_plan.py \
+TPU_SMOKE := tests/trainer/backends/test_tensorflow_strategy.py tests/trainer/test_plan.py \
   tests/trainer/test_task.py::test_eval_loss_falls_clearly \
   tests/trainer/test_task.py::test_interrupted_run_resumes_where_it_stopped \
   tests/trainer/test_preemption.py::test_torn_backups_fall_back_to_older_state_then_checkpoint \
