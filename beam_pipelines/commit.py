@@ -36,7 +36,6 @@ from beam_pipelines.accounting import accounting_for, check_accounting
 from common import fs, manifest, prepared_dir, run_lock, shards
 
 ENDED = ("committed", "refused")
-LockLostError = run_lock.LockLostError  # raised by run_lock.confirm
 
 
 def read_run_record(output_dir: str, run_id: str) -> dict | None:

@@ -29,10 +29,9 @@ from collections import Counter
 import apache_beam as beam
 
 from beam_pipelines import hashing
-from beam_pipelines.accounting import STATS, removal_key
+from beam_pipelines.accounting import STATS, emit_stats, removal_key
 from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
                                       ref, split_of)
-from beam_pipelines.stats import emit_stats
 
 MODES = ("none", "exact", "near")  # the values of --dedup
 

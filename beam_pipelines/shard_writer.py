@@ -28,7 +28,7 @@ import google_crc32c
 import numpy as np
 
 from beam_pipelines import hashing, progress
-from beam_pipelines.stats import emit_stat
+from beam_pipelines.accounting import emit_stat
 from common import fs, prepared_dir, schema, shards, tfrecord
 
 
@@ -99,11 +99,6 @@ def encode_rows(ids: np.ndarray, lengths: np.ndarray) -> list[bytes]:
     """Serialized Examples for rows of token ids (attention mask from the lengths)."""
     mask = (np.arange(ids.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
     return schema.encode_examples(ids, mask)
-
-
-def tfrecord_bytes(records: list[bytes]) -> bytes:
-    """TFRecord framing (length, crc32c of length, data, crc32c of data) of `records`."""
-    return tfrecord.frame(records)
 
 
 def row_order(keys: np.ndarray, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -180,4 +175,4 @@ def framed_chunks(ids: np.ndarray, lengths: np.ndarray, order: np.ndarray,
     150 MB shard at once held ~7 copies of it (int64 mask, records, framing, joins)."""
     for start in range(0, len(order), rows_per_chunk):
         take = order[start:start + rows_per_chunk]
-        yield tfrecord_bytes(encode_rows(ids[take], lengths[take]))
+        yield tfrecord.frame(encode_rows(ids[take], lengths[take]))

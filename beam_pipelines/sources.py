@@ -28,7 +28,7 @@ from common import fs
 from beam_pipelines import hf_datasets
 from beam_pipelines.documents import (DEFAULT_MAX_DOCUMENT_BYTES, DeadLetter, Document, Record,
                                       excerpt, text_of)
-from beam_pipelines.stats import emit_stats
+from beam_pipelines.accounting import emit_stats
 
 DEFAULT_RANGE_BYTES = 64 << 20  # larger uncompressed text/JSONL files are read in ranges
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst", ".deflate")

@@ -11,9 +11,8 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import chunking, progress, text_pieces
-from beam_pipelines.accounting import STATS
+from beam_pipelines.accounting import STATS, emit_stat, emit_stats, split_key
 from beam_pipelines.documents import Document, split_of
-from beam_pipelines.stats import emit_stat, emit_stats
 from common import tokenizer_files
 
 TAIL = "tail"
@@ -68,7 +67,7 @@ class TokenizeAndChunk(beam.DoFn):
     def process(self, doc: Document):
         split = split_of(doc)
         if not doc.text.strip():
-            self.stats[f"{split}/documents_empty"] += 1
+            self.stats[split_key(split, "documents_empty")] += 1
             return
         pieces = (self.cutter.pieces(doc.text, self.piece_chars) if self.cutter else None)
         if pieces is None:
@@ -108,15 +107,15 @@ class TokenizeAndChunk(beam.DoFn):
             elif len(ids) <= self.special_only:
                 ids = None
             if ids is None:  # e.g. only control characters
-                self.stats[f"{split}/documents_empty"] += 1
+                self.stats[split_key(split, "documents_empty")] += 1
                 continue
             kept.setdefault(split, []).append(ids)
             documents[split] += kind != PIECE
         for split, id_lists in kept.items():  # one numpy conversion per split and batch
             flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=self.ids_dtype,
                                count=sum(map(len, id_lists)))
-            self.stats[f"{split}/documents_tokenized"] += documents[split]
-            self.stats[f"{split}/tokens_in"] += len(flat)
+            self.stats[split_key(split, "documents_tokenized")] += documents[split]
+            self.stats[split_key(split, "tokens_in")] += len(flat)
             self.tally.add(documents=documents[split], tokens=len(flat))
             self.chunkers.setdefault(
                 split, chunking.Chunker(self.max_length, self.ids_dtype)).add(flat)
@@ -170,8 +169,8 @@ class ChunkTails(beam.DoFn):
         if len(rows):
             yield (split, rows, lengths)
         padded = int(len(rows) * self.max_length - lengths.sum())
-        yield emit_stat(f"{split}/tokens_dropped", dropped)
-        yield emit_stat(f"{split}/tokens_padded", padded)
+        yield emit_stat(split_key(split, "tokens_dropped"), dropped)
+        yield emit_stat(split_key(split, "tokens_padded"), padded)
 
 
 class ToSequences(beam.PTransform):

@@ -158,7 +158,7 @@ def test_a_run_whose_lock_was_taken_over_never_commits(staged):
     _restore(staged)
     lock = staged["out"] / "_LOCK"
     lock.write_text(json.dumps({"run_id": "r20990101000000abcdef", "host": "other"}))
-    with pytest.raises(commit.LockLostError, match="r20990101000000abcdef"):
+    with pytest.raises(run_lock.LockLostError, match="r20990101000000abcdef"):
         staged["commit"]()
     assert _run_ids(staged["out"]) == {s: staged["run_a"] for s in SPLITS}
 
