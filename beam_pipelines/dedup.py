@@ -151,7 +151,11 @@ class EmitFirstCopies(beam.DoFn):
 
 class ExactDedup(beam.PTransform):
     """Documents -> `(docs, removed, stats)`: each normalised text once (its first copy),
-    `Removed` records for at most `sample_size` copies per text, and the counts."""
+    `Removed` records for at most `sample_size` copies per text, and the counts.
+
+    Args:
+        sample_size: copies of one text kept as `Removed` samples.
+    """
 
     def __init__(self, sample_size: int = 20):
         super().__init__()

@@ -142,7 +142,11 @@ class DropMatched(beam.DoFn):
 
 class NearDedup(beam.PTransform):
     """Documents -> `(docs, removed, stats)`: the documents that match no earlier one (see
-    the module docstring), `Removed` records of those that do, and the counts."""
+    the module docstring), `Removed` records of those that do, and the counts.
+
+    Args:
+        config: shingles, bands, rows, threshold and the bucket cap (the `--near_*` flags).
+    """
 
     def __init__(self, config: minhash.MinHashConfig):
         super().__init__()

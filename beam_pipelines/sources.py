@@ -256,6 +256,13 @@ class ReadDocuments(beam.DoFn):
     so that a rewrite at any time before its end is seen: a local exact dedup reads the
     input twice and keeps documents by their place in it (`local/exact_dedup.py`), and a
     file grown or shrunk since its byte ranges were cut would lose or repeat lines.
+
+    Args:
+        text_field: the JSONL field or parquet column holding the text.
+        max_document_bytes: longer documents are dead-lettered.
+        txt_unit: a .txt document is a "line" or a blank-line separated "paragraph".
+        hf_name: the Hugging Face dataset of "hf" tasks, or None.
+        hf_config: that dataset's configuration, or None.
     """
 
     def __init__(self, text_field, max_document_bytes, txt_unit="line", hf_name=None,

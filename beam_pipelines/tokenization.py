@@ -182,6 +182,15 @@ class ToSequences(beam.PTransform):
     shuffle to join: a local runner holds a Flatten's output in memory, while the consumers
     of its inputs run fused with the steps that make them (`local.shuffle.ShuffleOnDisk`).
 
+    Args:
+        tokenizer_dir: the tokenizer folder (local or gs://).
+        max_length: tokens per row.
+        pad_tail: pad each split's last partial row instead of dropping it.
+        pad_id: the id padding uses.
+        batch_chars: characters handed to the fast tokenizer at once.
+        progress_dir: where the progress tallies go (local runs), or None.
+        piece_chars: documents longer than this are tokenized in pieces.
+
     Example:
         >>> blocks, stats = docs | ToSequences("gs://b/tokenizer", 128, pad_tail=False, pad_id=1)
     """
