@@ -139,3 +139,16 @@ def test_the_hash_scan_sees_every_package(tmp_path):
         "from hashlib import blake2b\n\ndef scramble(h):\n    return h * 0x94D049BB133111EB\n")
     assert hash_outside_homes(tmp_path) == {"common/keys.py": ["blake2b:4"],
                                             "trainer/spread.py": ["blake2b:1", "splitmix64:4"]}
+
+
+def test_tf_distribute_code_lives_in_the_backend_room():
+    """README and docs/jax.md: trainer/backends/ holds all that differs between backends,
+    TensorFlow's device code (`tf.distribute`) included."""
+    outside = sorted(
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for name, (path, tree) in _modules().items()
+        if name.startswith("trainer.") and not name.startswith("trainer.backends")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "distribute"
+        and isinstance(node.value, ast.Name) and node.value.id == "tf")
+    assert outside == []
