@@ -41,7 +41,8 @@ def test_each_format_goes_to_its_repository():
     def uris(target, formats):
         return {f: t.uri for f, t in publish.repos_for(target, formats).items()}
 
-    assert uris(hf, ("keras-hub", "hf")) == {"keras-hub": "hf://org/m-keras-hub", "hf": "hf://org/m"}
+    assert uris(hf, ("keras-hub", "hf")) == {"keras-hub": "hf://org/m-keras-hub",
+                                             "hf": "hf://org/m"}
     assert uris(hf, ("hf",)) == {"hf": "hf://org/m"}
     assert uris(hf, ("keras-hub",)) == {"keras-hub": "hf://org/m"}
     kaggle = publish.parse("kaggle://me/m/keras/v1")
