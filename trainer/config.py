@@ -18,7 +18,7 @@ import dataclasses
 from common import flags
 from common.flags import flag
 from common.publish import PushFlags
-from trainer import families, keras_backend, model
+from trainer import families, keras_backend, masking, model
 from trainer.families import sizes
 from trainer.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES
 
@@ -117,7 +117,7 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
     masking: str = flag("What is masked together: single tokens (BERT/RoBERTa), every piece "
                          "of a word (BERT whole-word masking) or spans of 1-10 tokens, "
                          "geometric lengths (SpanBERT).", "token",
-                         choices=("token", "whole_word", "span"))  # = masking.MODES
+                         choices=masking.MODES)
     seed: int = flag("Seed for weights, data order, dropout and masking.", 42, minimum=0,
                      maximum=MAX_SEED)
     # Input pipeline.

@@ -18,7 +18,7 @@ import sys
 
 import keras
 
-from common import fs, manifest, prepared_dir, publish, schema, tokenizer_files
+from common import fs, manifest, prepared_dir, schema, tokenizer_files
 from common.errors import UserError, run_cli
 from trainer import (attempts, backends, checkpoints, data, export, folder_lock, init_from,
                      model, push, quiet, run_dir)
@@ -242,8 +242,8 @@ def _check_hosts_agree(runtime, run_files, saved, run_config) -> None:
 def _check_push(config) -> None:
     """With --push_to, credentials must exist (on every host: any may be the chief): fail
     now, not after training."""
-    if config.push_to:
-        push.check_credentials(publish.parse(config.push_to))
+    if config.push_target:
+        push.check_credentials(config.push_target)
 
 
 def _published(config, run_files, chief: bool, metrics: dict) -> dict:

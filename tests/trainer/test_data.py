@@ -215,6 +215,7 @@ def _replace_split_at(step: int, split_dir: str, old_shards: list, info, keep_ma
     return Replace()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep_manifest", [False, True])
 def test_a_split_replaced_under_a_running_trainer_is_named(tmp_path, keep_manifest):
     """docs/data-format.md: a prepare rerun into a folder deletes the shards a trainer
