@@ -1,0 +1,96 @@
+"""trainer/data_order.py: the stream's order, decided once for both input pipelines (numpy only,
+no files: a record is named by its place in the concatenation of the files in listing order)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from trainer import data_order
+
+COUNTS = (7, 13, 5, 11, 9)  # 45 records, uneven files
+
+
+def _materialize(plan, counts=COUNTS):
+    """The record names `plan` gives, reading its windows as a pipeline would."""
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    names = (int(offsets[r.file]) + r.first + k * r.stride
+             for r in plan.reads for k in range(r.count))
+    windows = iter(lambda: list(itertools.islice(names, plan.window)), [])
+    return list(data_order.shuffled(plan, 5, windows))
+
+
+def _epoch(epoch, start=0, counts=COUNTS, shard=(), window=8, used=None):
+    total = data_order.num_records(counts, shard)
+    return _materialize(data_order.epoch_plan(counts, shard, 5, epoch, window,
+                                              total if used is None else used, start), counts)
+
+
+def test_each_epoch_is_a_new_permutation_of_all_records():
+    epochs = [_epoch(e) for e in range(3)]
+    for records in epochs:
+        assert sorted(records) == list(range(45))
+    assert epochs[0] != epochs[1] != epochs[2]
+    # Shuffled across files, not only within them: the first window mixes several files.
+    offsets = np.cumsum(COUNTS)
+    assert len({int(np.searchsorted(offsets, r, side="right")) for r in epochs[0][:8]}) > 1
+
+
+def test_hosts_sharing_by_records_get_disjoint_complete_shares():
+    shares = [_epoch(2, shard=(i, 4)) for i in range(4)]
+    assert [len(s) for s in shares] == [data_order.num_records(COUNTS, (i, 4))
+                                        for i in range(4)] == [12, 11, 11, 11]
+    assert sorted(itertools.chain(*shares)) == list(range(45))
+
+
+@pytest.mark.parametrize("shard", [(), (1, 3)])
+def test_a_resume_at_any_record_is_the_stream_skipped_to_it(shard):
+    used = data_order.num_records(COUNTS, shard) - 3  # the epoch's whole batches
+    full = _epoch(4, shard=shard, used=used)
+    assert len(full) == used
+    for start in range(used):
+        assert _epoch(4, start, shard=shard, used=used) == full[start:], start
+
+
+def test_a_resume_reads_neither_the_files_nor_the_windows_before_it():
+    whole = data_order.epoch_plan(COUNTS, (), 5, 0, 8, 45)
+    late = data_order.epoch_plan(COUNTS, (), 5, 0, 8, 45, start=35)
+    assert late.first_window == 4 and late.skip == 3 and late.take == 10
+    assert sum(r.count for r in late.reads) == 45 - 32  # from window 4's first record on
+    assert len(late.reads) < len(whole.reads)
+
+
+def test_a_window_larger_than_the_share_is_one_permutation_of_it():
+    plan = data_order.epoch_plan(COUNTS, (), 5, 0, 2**16, 45)
+    assert plan.window == 45 and sorted(_materialize(plan)) == list(range(45))
+
+
+def test_eval_reads_every_record_once_in_listing_order():
+    reads = data_order.eval_reads(COUNTS, (2, 4))
+    assert [r.file for r in reads] == [0, 1, 2, 3, 4]
+    plan = data_order.EpochPlan(0, tuple(reads), 1, 0, 0, 11)
+    offsets = np.concatenate([[0], np.cumsum(COUNTS)])
+    names = [int(offsets[r.file]) + r.first + k * r.stride for r in reads for k in range(r.count)]
+    assert names == list(range(2, 45, 4)) and plan.take == len(names)
+
+
+@pytest.mark.parametrize("pipelines, per_step, micro", [(1, 1, 1), (2, 2, 1), (2, 1, 3),
+                                                        (4, 2, 2)])
+def test_the_rows_of_a_step_are_its_global_batch_once_each(pipelines, per_step, micro):
+    """Every (pipeline, batch) of a step gets its own block of rows: together 0..global-1."""
+    batch = 4
+    for step in (0, 1, 7):
+        rows, steps = [], set()
+        for pipeline in range(pipelines):
+            for index in range(step * per_step * micro, (step + 1) * per_step * micro):
+                s, first = data_order.batch_position(index, 0, batch, pipeline, per_step, micro)
+                steps.add(s)
+                rows += range(first, first + batch)
+        assert steps == {step}
+        assert sorted(rows) == list(range(pipelines * per_step * micro * batch))
+
+
+def test_a_share_too_small_for_one_step_is_refused():
+    with pytest.raises(ValueError, match="less than one step"):
+        data_order.start_position(10, 4, 0, per_step=3)
+    assert data_order.start_position(45, 4, 13, per_step=2) == (2, 6, 10)  # 5 steps an epoch
