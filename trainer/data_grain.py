@@ -25,14 +25,17 @@ PREFETCH_BATCHES = 8  # enough to hide a window's first read behind a few steps
 
 
 def _file_records(path: str, read: data_order.Read):
-    """The records `read` keeps of one file (every one of them checksum-checked)."""
-    end = read.first + read.stride * (read.count - 1)
+    """The records `read` keeps of one file, both checksums checked; the others are passed by
+    their headers, unread (a resume's start, the other hosts' records)."""
     with fs.open_read(path) as stream:
-        for number, record in enumerate(tfrecord.records(stream)):
-            if number > end:
-                return
-            if number >= read.first and (number - read.first) % read.stride == 0:
-                yield record
+        records = tfrecord.records(stream)
+        for kept in range(read.count):
+            gap = read.first if kept == 0 else read.stride - 1
+            record = next(records, None) if tfrecord.skip(stream, gap) == gap else None
+            if record is None:  # a file shorter than its manifest says: never a short batch
+                raise tfrecord.RecordError(f"{path} ends before its record "
+                                           f"{read.first + kept * read.stride}")
+            yield record
 
 
 def _records(pipeline, reads):

@@ -13,6 +13,7 @@ import threading
 import numpy as np
 import pytest
 
+from common import tfrecord
 from trainer import data
 
 from tests.support import no_tensorflow
@@ -153,6 +154,7 @@ _WITHOUT_TENSORFLOW = """
 import json, sys
 import numpy as np
 from common import tokenizer_files
+from common import tfrecord
 from trainer import data
 _, info = tokenizer_files.load(sys.argv[1])
 source = data.resolve_split(sys.argv[2], info)
@@ -182,3 +184,15 @@ def test_the_grain_pipeline_reads_a_prepared_split_without_tensorflow(tmp_path, 
     assert found["train"] == [int(b["input_ids"].sum()) for b in expected]
     assert found["eval"] == [int(np.asarray(b["input_ids"]).sum())
                              for b in data.eval_dataset(split, 8)]
+
+
+def test_a_shard_shorter_than_its_manifest_is_one_line_not_a_short_batch(tmp_path, info):
+    old = write_split(str(tmp_path / "short"), *_rows(40), info, num_shards=2)
+    source = data.resolve_split(str(tmp_path / "short"), info)
+    with open(old[0], "rb") as f:
+        records = list(tfrecord.records(f))
+    with open(old[0], "wb") as f:  # same name, 5 records fewer than the manifest counts
+        f.write(tfrecord.frame(records[:-5]))
+    with pytest.raises(data.UnparsableRecordError, match=f"{old[0]} ends before its record 15"):
+        with data.replaced_splits_named(source):
+            list(data.eval_dataset(source, 4, pipeline=GRAIN))
