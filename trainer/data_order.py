@@ -12,10 +12,15 @@ shares are disjoint). Data epoch `e` of the training stream:
 1. file order: a permutation of the pipeline's files drawn from (seed, e);
 2. the pipeline's records: the files concatenated in that order, every `count`-th record kept;
 3. the shuffle: that sequence cut into windows of `window` records (`--shuffle_buffer_size`;
-   the last one shorter), each window permuted by a generator seeded from (seed, e, window).
-   Not tf.data's buffer shuffle: its order depends on its own sampling and cannot be computed
-   outside TensorFlow, while a window's permutation is a pure function both pipelines compute
-   exactly, and a resume can start at any window without reading the ones before it;
+   the last one shorter), each window permuted by (seed, e, window). Not tf.data's buffer
+   shuffle: its order depends on its own sampling and cannot be computed outside TensorFlow,
+   while a window's permutation is a pure function both pipelines compute exactly, and a
+   resume can start at any window without reading the ones before it.
+
+A permutation is the stable argsort of hashed keys (`sort_keys`), written in integer
+arithmetic that numpy arrays and TensorFlow tensors both evaluate, bit for bit: the tf.data
+pipeline computes it in graph ops, with no Python call, so it also runs on the remote input
+hosts of a TensorFlow TPU pod (where `tf.numpy_function` cannot);
 4. the epoch's first `used` shuffled records (whole steps) are batched in order; the rest of
    the last window is dropped this epoch (another epoch puts other records there).
 
@@ -37,7 +42,8 @@ import numpy as np
 
 STEP, ROW = "step", "row"  # what a training batch carries besides schema.FEATURES
 
-_FILES, _WINDOW = 0, 1  # domain tags: the file order and the windows never share a stream
+FILES_TAG, WINDOW_TAG = 0, 1  # domain tags: the file order and the windows never share keys
+_M = 2**32  # the keys are 32-bit; every product below stays under 2**63 (int64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,13 +70,43 @@ class EpochPlan:
     take: int
 
 
+def _mix(x):
+    """A 32-bit integer hash from int64 arithmetic only (+, *, //, %): numpy and TensorFlow
+    give the same bits (TensorFlow tensors have no `>>`; `x // 2**k` is the shift)."""
+    for multiplier, shift in ((0x2C1B3C6D, 2**16), (0x297A2D39, 2**15), (0x5851F42D, 2**16)):
+        x = x * multiplier % _M
+        x = (x + x // shift) % _M
+    return x
+
+
+def sort_keys(seed: int, tag: int, epoch, window, positions):
+    """Keys whose stable argsort is the permutation of `positions` (int64, numpy or
+    TensorFlow; `epoch` and `window` may be tensors too)."""
+    key = _mix(seed % _M + 0x3C6EF372)
+    for part in (tag, epoch, window):
+        key = _mix((key + part % _M) % _M)
+    return _mix((key + positions * 0x61C88647 % _M) % _M)
+
+
 def file_order(num_files: int, seed: int, epoch: int) -> np.ndarray:
-    return np.random.default_rng([_FILES, seed, epoch]).permutation(num_files)
+    keys = sort_keys(seed, FILES_TAG, epoch, 0, np.arange(num_files, dtype=np.int64))
+    return np.argsort(keys, kind="stable")
 
 
 def window_permutation(seed: int, epoch: int, window: int, size: int) -> np.ndarray:
     """The order of the `size` records of window `window` of data epoch `epoch`."""
-    return np.random.default_rng([_WINDOW, seed, epoch, window]).permutation(size)
+    keys = sort_keys(seed, WINDOW_TAG, epoch, window, np.arange(size, dtype=np.int64))
+    return np.argsort(keys, kind="stable")
+
+
+def shard_reads(sizes, offsets, record_shard):
+    """(first, count) per file of a whole epoch, vectorised, for files of `sizes` records at
+    `offsets` in the epoch's file order (`reads` with start 0, in arithmetic both numpy and
+    TensorFlow evaluate; a file none of whose records is kept gets count 0)."""
+    index, stride = record_shard or (0, 1)
+    first = (index - offsets) % stride
+    count = (sizes - first + stride - 1) // stride
+    return first, (count + abs(count)) // 2  # max(count, 0) without a library call
 
 
 def num_records(counts, record_shard=()) -> int:

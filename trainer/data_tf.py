@@ -1,10 +1,12 @@
 """The TensorFlow backend's input: tf.data pipelines in the order `trainer/data_order.py`
 decides (the same batches as the JAX backend's `data_grain.py`).
 
-The file reads of an epoch and each window's permutation come from that module through
-`tf.numpy_function` (a few calls per epoch and per window, not per record); records are read
-by `TFRecordDataset` and parsed with ONE `parse_example` per batch. tf.data is kept here:
-TPUStrategy's `distribute_datasets_from_function` wants it.
+The first epoch's reads are that module's plan (it holds the resume position); later epochs'
+file order, record sharing and every window's permutation are its arithmetic evaluated in
+graph ops (`data_order.sort_keys`, `shard_reads`), so the pipeline has no Python call and runs
+where TPUStrategy puts it (a TPU pod's input hosts). Records are read by `TFRecordDataset` and
+parsed with ONE `parse_example` per batch. tf.data is kept here: TPUStrategy's
+`distribute_datasets_from_function` wants it.
 
 `pipeline` below is the duck-typed share of a split (`trainer.data.SplitSource`: files,
 counts, record_shard, max_length); `trainer/data.py` builds these datasets.
@@ -42,31 +44,44 @@ def _records(files, columns) -> tf.data.Dataset:
         cycle_length=1, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
-def _epoch_fn(pipeline, seed: int, window: int, used: int):
-    """(epoch, start) -> the epoch's shuffled records from its `start`-th to `used`."""
-    def plan(epoch, start):
-        found = data_order.epoch_plan(pipeline.counts, pipeline.record_shard, seed,
-                                      int(epoch), window, used, int(start))
-        return (_read_columns(found.reads), np.int64(found.window),
-                np.int64(found.first_window), np.int64(found.skip), np.int64(found.take))
+def _shuffled(records, seed: int, epoch, first_window, size: int):
+    """`records` cut into windows of `size`, each permuted as `data_order.window_permutation`
+    does (the same keys, sorted here by TensorFlow: graph ops only)."""
+    def permuted(number, window):
+        positions = tf.range(tf.size(window, tf.int64), dtype=tf.int64)
+        keys = data_order.sort_keys(seed, data_order.WINDOW_TAG, epoch, first_window + number,
+                                    positions)
+        return tf.gather(window, tf.argsort(keys, stable=True))
+    return records.batch(size).enumerate().map(permuted).unbatch()
 
-    def permutation(epoch, number, size):
-        return data_order.window_permutation(seed, int(epoch), int(number),
-                                             int(size)).astype(np.int64)
 
-    def one_epoch(epoch, start):
-        columns, size, first_window, skip, take = tf.numpy_function(
-            plan, [epoch, start], [tf.int64] * 5, stateful=False)
-        columns = tf.reshape(columns, [-1, 4])  # numpy_function's results have no shape
-        size, first_window, skip, take = (tf.reshape(x, []) for x in
-                                          (size, first_window, skip, take))
-        windows = _records(pipeline.files, columns).batch(size).enumerate()
-        shuffled = windows.map(lambda i, records: tf.gather(records, tf.reshape(
-            tf.numpy_function(permutation, [epoch, first_window + i, tf.size(records,
-                                                                             tf.int64)],
-                              tf.int64, stateful=False), [-1])))
-        return shuffled.unbatch().skip(skip).take(take)
-    return one_epoch
+def _epoch_columns(pipeline, seed: int, epoch):
+    """`_read_columns` of a whole data epoch, in graph ops (`data_order.shard_reads`)."""
+    files = tf.range(len(pipeline.files), dtype=tf.int64)
+    order = tf.cast(tf.argsort(data_order.sort_keys(seed, data_order.FILES_TAG, epoch, 0,
+                                                    files), stable=True), tf.int64)
+    sizes = tf.gather(tf.constant(pipeline.counts, tf.int64), order)
+    first, count = data_order.shard_reads(sizes, tf.cumsum(sizes, exclusive=True),
+                                          pipeline.record_shard)
+    stride = (pipeline.record_shard or (0, 1))[1]
+    columns = tf.stack([order, first, tf.fill(tf.shape(order), np.int64(stride)), count], 1)
+    return tf.boolean_mask(columns, count > 0)
+
+
+def _epochs(pipeline, seed: int, window: int, used: int, first_epoch: int, start: int):
+    """The shuffled records of every data epoch from `first_epoch`'s `start`-th on: that
+    epoch's plan computed here, the next ones' in the graph (endless)."""
+    plan = data_order.epoch_plan(pipeline.counts, pipeline.record_shard, seed, first_epoch,
+                                 window, used, start)
+    first = _shuffled(_records(pipeline.files, tf.constant(_read_columns(plan.reads))), seed,
+                      np.int64(first_epoch), np.int64(plan.first_window), plan.window)
+    first = first.skip(plan.skip).take(plan.take)
+    size = data_order.epoch_plan(pipeline.counts, pipeline.record_shard, seed, 0, window,
+                                 used).window  # the same every epoch
+    later = tf.data.Dataset.range(first_epoch + 1, 2**62).flat_map(
+        lambda e: _shuffled(_records(pipeline.files, _epoch_columns(pipeline, seed, e)),
+                            seed, e, np.int64(0), size).take(used))
+    return first.concatenate(later)
 
 
 def _with_position(batch, index, start_step: int, batch_size: int, share,
@@ -84,10 +99,8 @@ def train_dataset(pipeline, batch_size: int, seed: int, window: int, start_step:
     """Endless batches of `{input_ids, attention_mask, step, row}` (int32) from `start_step`;
     `position` is `data_order.start_position`'s (epoch, batches to skip, batches per epoch)."""
     first_epoch, skip, per_epoch = position
-    one_epoch = _epoch_fn(pipeline, seed, window, per_epoch * batch_size)
-    start = np.int64(skip * batch_size)
-    records = tf.data.Dataset.range(first_epoch, 2**62).flat_map(
-        lambda e: one_epoch(e, tf.where(e == first_epoch, start, np.int64(0))))
+    records = _epochs(pipeline, seed, window, per_epoch * batch_size, first_epoch,
+                      skip * batch_size)
     batches = records.batch(batch_size, drop_remainder=True)  # epochs end on a batch
     return batches.enumerate().map(
         lambda i, b: _with_position(_parse(b, pipeline.max_length), i, start_step, batch_size,

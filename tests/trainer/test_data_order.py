@@ -94,3 +94,24 @@ def test_a_share_too_small_for_one_step_is_refused():
     with pytest.raises(ValueError, match="less than one step"):
         data_order.start_position(10, 4, 0, per_step=3)
     assert data_order.start_position(45, 4, 13, per_step=2) == (2, 6, 10)  # 5 steps an epoch
+
+
+@pytest.mark.parametrize("shard", [(), (0, 3), (2, 3)])
+def test_the_vectorised_epoch_reads_are_the_reads(shard):
+    """`shard_reads` (what the tf.data pipeline evaluates in graph ops) agrees with `reads`."""
+    order = data_order.file_order(len(COUNTS), 5, 3)
+    sizes = np.array(COUNTS, np.int64)[order]
+    first, count = data_order.shard_reads(sizes, np.cumsum(sizes) - sizes, shard)
+    expected = data_order.reads(COUNTS, shard, order)
+    assert [(int(f), int(a), int(c)) for f, a, c in zip(order, first, count) if c > 0] == \
+        [(r.file, r.first, r.count) for r in expected]
+
+
+def test_sort_keys_are_the_same_in_tensorflow():
+    tf = pytest.importorskip("tensorflow")
+    positions = np.arange(5000, dtype=np.int64)
+    mine = data_order.sort_keys(2**31 - 1, data_order.WINDOW_TAG, 12345, 67, positions)
+    theirs = data_order.sort_keys(2**31 - 1, data_order.WINDOW_TAG, tf.constant(12345, tf.int64),
+                                  tf.constant(67, tf.int64), tf.constant(positions))
+    np.testing.assert_array_equal(mine, theirs.numpy())
+    assert mine.min() >= 0 and mine.max() < 2**32 and len(np.unique(mine)) > 4990

@@ -196,3 +196,11 @@ def test_a_shard_shorter_than_its_manifest_is_one_line_not_a_short_batch(tmp_pat
     with pytest.raises(data.UnparsableRecordError, match=f"{old[0]} ends before its record 15"):
         with data.replaced_splits_named(source):
             list(data.eval_dataset(source, 4, pipeline=GRAIN))
+
+
+def test_the_tf_data_pipeline_has_no_python_call(split):
+    """A TensorFlow TPU pod runs each host's input pipeline on that host, away from the
+    client's Python: the order must be graph ops, no `py_function`/`numpy_function`."""
+    dataset = data.train_dataset(split, 8, seed=7, start_step=3, shuffle_buffer=24)
+    graph = dataset._as_serialized_graph().numpy()
+    assert b"TFRecordDataset" in graph and b"PyFunc" not in graph
