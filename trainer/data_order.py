@@ -17,10 +17,11 @@ shares are disjoint). Data epoch `e` of the training stream:
    while a window's permutation is a pure function both pipelines compute exactly, and a
    resume can start at any window without reading the ones before it.
 
-A permutation is the stable argsort of hashed keys (`sort_keys`), written in integer
-arithmetic that numpy arrays and TensorFlow tensors both evaluate, bit for bit: the tf.data
-pipeline computes it in graph ops, with no Python call, so it also runs on the remote input
-hosts of a TensorFlow TPU pod (where `tf.numpy_function` cannot);
+A permutation is the stable argsort of hashed keys (`sort_keys`: an xor-shift-multiply hash
+in int64 arithmetic, given the library's xor and shift), which numpy arrays and TensorFlow
+tensors evaluate bit for bit: the tf.data pipeline computes it in graph ops, with no Python
+call, so it also runs on the remote input hosts of a TensorFlow TPU pod (where
+`tf.numpy_function` cannot);
 4. the epoch's first `used` shuffled records (whole steps) are batched in order; the rest of
    the last window is dropped this epoch (another epoch puts other records there).
 
@@ -70,22 +71,25 @@ class EpochPlan:
     take: int
 
 
-def _mix(x):
-    """A 32-bit integer hash from int64 arithmetic only (+, *, //, %): numpy and TensorFlow
-    give the same bits (TensorFlow tensors have no `>>`; `x // 2**k` is the shift)."""
-    for multiplier, shift in ((0x2C1B3C6D, 2**16), (0x297A2D39, 2**15), (0x5851F42D, 2**16)):
-        x = x * multiplier % _M
-        x = (x + x // shift) % _M
-    return x
+NUMPY_BITS = (np.bitwise_xor, np.right_shift)  # (xor, right shift) of int64 values
 
 
-def sort_keys(seed: int, tag: int, epoch, window, positions):
-    """Keys whose stable argsort is the permutation of `positions` (int64, numpy or
-    TensorFlow; `epoch` and `window` may be tensors too)."""
-    key = _mix(seed % _M + 0x3C6EF372)
+def _mix(x, bits):
+    """A 32-bit hash of 32-bit values (lowbias32's shape; multipliers under 2**31, so every
+    product stays under 2**63 in int64). Checked: a window's permutations are uniform."""
+    xor, shift = bits
+    for multiplier, places in ((0x7FEB352D, 16), (0x2C1B3C6D, 15), (0x297A2D39, 15)):
+        x = xor(x, shift(x, places)) * multiplier % _M
+    return xor(x, shift(x, 16))
+
+
+def sort_keys(seed: int, tag: int, epoch, window, positions, bits=NUMPY_BITS):
+    """Keys whose stable argsort is the permutation of `positions` (int64, numpy or, with
+    TensorFlow's `bits`, tensors; `epoch` and `window` may be tensors too)."""
+    key = _mix(np.int64(seed % _M), bits)
     for part in (tag, epoch, window):
-        key = _mix((key + part % _M) % _M)
-    return _mix((key + positions * 0x61C88647 % _M) % _M)
+        key = _mix((key + part % _M) % _M, bits)
+    return _mix((key + positions * 0x61C88647 % _M) % _M, bits)
 
 
 def file_order(num_files: int, seed: int, epoch: int) -> np.ndarray:

@@ -20,6 +20,10 @@ import tensorflow as tf
 from common import schema
 from trainer import data_order
 
+# data_order's hash with TensorFlow's xor and shift (tensors have no `^`/`>>` for integers).
+_BITS = (tf.bitwise.bitwise_xor,
+         lambda x, places: tf.bitwise.right_shift(x, tf.constant(places, tf.int64)))
+
 
 def _parse(serialized, max_length: int) -> dict:
     """One vectorised parse per batch; int32 halves what goes to the accelerator."""
@@ -50,7 +54,7 @@ def _shuffled(records, seed: int, epoch, first_window, size: int):
     def permuted(number, window):
         positions = tf.range(tf.size(window, tf.int64), dtype=tf.int64)
         keys = data_order.sort_keys(seed, data_order.WINDOW_TAG, epoch, first_window + number,
-                                    positions)
+                                    positions, _BITS)
         return tf.gather(window, tf.argsort(keys, stable=True))
     return records.batch(size).enumerate().map(permuted).unbatch()
 
@@ -58,8 +62,8 @@ def _shuffled(records, seed: int, epoch, first_window, size: int):
 def _epoch_columns(pipeline, seed: int, epoch):
     """`_read_columns` of a whole data epoch, in graph ops (`data_order.shard_reads`)."""
     files = tf.range(len(pipeline.files), dtype=tf.int64)
-    order = tf.cast(tf.argsort(data_order.sort_keys(seed, data_order.FILES_TAG, epoch, 0,
-                                                    files), stable=True), tf.int64)
+    keys = data_order.sort_keys(seed, data_order.FILES_TAG, epoch, 0, files, _BITS)
+    order = tf.cast(tf.argsort(keys, stable=True), tf.int64)
     sizes = tf.gather(tf.constant(pipeline.counts, tf.int64), order)
     first, count = data_order.shard_reads(sizes, tf.cumsum(sizes, exclusive=True),
                                           pipeline.record_shard)
