@@ -241,7 +241,8 @@ def test_a_split_replaced_under_a_running_trainer_is_named(tmp_path, keep_manife
         assert message.startswith(f"{corpus['train']} changed while this run was reading it")
 
 
-def test_records_shorter_than_the_manifest_length_are_one_line(tmp_path, info):
+@pytest.mark.parametrize("pipeline", [data.TF_DATA, data.GRAIN])
+def test_records_shorter_than_the_manifest_length_are_one_line(tmp_path, info, pipeline):
     """A shard whose records lie about their length (manifest says 32): reading it in the
     trainer is one `DataError` line naming the split and common.verify, not a traceback."""
     ids, mask = repetitive_sequences(64, seed=4)
@@ -252,7 +253,7 @@ def test_records_shorter_than_the_manifest_length_are_one_line(tmp_path, info):
     source = data.resolve_split(str(tmp_path / "short"), info)
     with pytest.raises(data.UnparsableRecordError) as caught:
         with data.replaced_splits_named(source):
-            next(iter(data.eval_dataset(source, 16)))
+            next(iter(data.eval_dataset(source, 16, pipeline=pipeline)))
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"a record of {tmp_path / 'short'} ")
     assert "python -m common.verify" in message
