@@ -121,7 +121,8 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
     seed: int = flag("Seed for weights, data order, dropout and masking.", 42, minimum=0,
                      maximum=MAX_SEED)
     # Input pipeline.
-    shuffle_buffer_size: int = flag("Examples in the shuffle buffer.", 2**16, minimum=1)
+    shuffle_buffer_size: int = flag("Records per shuffle window (trainer/data_order.py).", 2**16,
+                                    minimum=1)
     # Loop, evaluation, checkpoints.
     eval_every: int = flag("Evaluate every N steps (and always at the end).", 1000, minimum=1)
     save_every: int = flag("Checkpoint and back up every N steps (and at the end).", 1000,

@@ -121,7 +121,6 @@ def _build(config, runtime, spec, backbone, plan):
         "mixed_bfloat16" if runtime.device.precision == "bf16" else "float32")
     with runtime.scope():
         keras.utils.set_random_seed(config.seed)
-        data.seed_shuffles(config.seed)
         masked_lm = model.build_masked_lm(config.family, backbone)
         trainer_model = MaskedLMTrainer(masked_lm, spec, seed=config.seed,
                                         eval_seed=config.eval_seed)
@@ -289,7 +288,7 @@ def _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
                           validation_data=eval_batches,
                           validation_freq=plan.eval_epochs(first_step, intervals, length),
                           callbacks=callbacks, verbose=config.verbose,
-                          shuffle=False)  # tf.data shuffles; Keras would warn it cannot
+                          shuffle=False)  # data_order shuffles; Keras would warn it cannot
     return log
 
 
