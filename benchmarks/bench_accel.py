@@ -161,16 +161,21 @@ def _batch(args, length: int) -> int:
     return max(1, args.batch_tokens // length)
 
 
-def jax_child(args) -> dict:
+def jax_child(args) -> None:
+    """Prints the device and its peak, then one JSON line per configuration as it ends (a
+    parent that stops this process at its time limit keeps the lines printed so far)."""
     import jax
 
     accelerator = jax.default_backend() != "cpu"
-    out = {"device": jax.devices()[0].device_kind, "accelerator": accelerator,
-           "peak": jax_peak(accelerator), "runs": {}}
+    _emit({"device": jax.devices()[0].device_kind, "accelerator": accelerator,
+           "peak": jax_peak(accelerator)})
     for size, length in _configs(args, accelerator):
-        out["runs"][f"{size}/{length}"] = _guarded(lambda: train_ours(args, size, length,
-                                                                      accelerator))
-    return out
+        _emit({"run": f"{size}/{length}",
+               **_guarded(lambda: train_ours(args, size, length, accelerator))})
+
+
+def _emit(record: dict) -> None:
+    print(json.dumps(record), flush=True)
 
 
 def _guarded(run) -> dict:
@@ -217,7 +222,7 @@ def train_torch(args, size: str, length: int, device: str, fused: bool) -> dict:
         return loss
 
     def sync(loss):
-        return float(loss)  # waits for the device
+        return float(loss.detach())  # waits for the device
     steps = args.interval * (args.intervals - 1)
     sync(step())  # compiles
     seconds = _timed(step, sync, steps)
@@ -225,17 +230,16 @@ def train_torch(args, size: str, length: int, device: str, fused: bool) -> dict:
             "precision": "bf16" if device == "cuda" else "fp32", "fused_attention": fused}
 
 
-def torch_child(args) -> dict:
+def torch_child(args) -> None:
     import torch
 
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     fused = device == "cuda"  # as our trainer's default there (plan.device_settings)
-    out = {"device": torch.cuda.get_device_name() if device == "cuda" else "CPU",
-           "accelerator": device == "cuda", "peak": torch_peak(device), "runs": {}}
+    _emit({"device": torch.cuda.get_device_name() if device == "cuda" else "CPU",
+           "accelerator": device == "cuda", "peak": torch_peak(device)})
     for size, length in _configs(args, device == "cuda"):
-        out["runs"][f"{size}/{length}"] = _guarded(
-            lambda: train_torch(args, size, length, device, fused))
-    return out
+        _emit({"run": f"{size}/{length}",
+               **_guarded(lambda: train_torch(args, size, length, device, fused))})
 
 
 # --- The parent: children in turn, one table ------------------------------------------
@@ -249,25 +253,33 @@ def _configs(args, accelerator: bool) -> list[tuple[str, int]]:
     return QUICK if args.quick else FULL
 
 
-def _run_child(kind: str, args, argv: list[str]) -> dict | None:
+def _run_child(kind: str, args, argv: list[str], seconds: float) -> dict | None:
+    """The child's device, peak and `runs` ({"size/length": result}), from the lines it
+    printed within `seconds` (a configuration cut off is missing from the table)."""
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONUNBUFFERED": "1"}
     if args.cpu:
         env["JAX_PLATFORMS"] = "cpu"
     if args.site and kind == "jax":  # the carried wheels, for our trainer only: PyTorch
         env["PYTHONPATH"] = os.pathsep.join(  # keeps the machine's own packages
             [os.path.abspath(args.site)] + [p for p in [env.get("PYTHONPATH")] if p])
+    command = [sys.executable, "-m", "benchmarks.bench_accel", "--child", kind, *argv]
     try:
-        proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_accel", "--child",
-                               kind, *argv], env=env, capture_output=True, text=True,
-                              timeout=args.child_timeout)
-    except subprocess.TimeoutExpired:
-        print(f"{kind}: no result within {args.child_timeout} s", file=sys.stderr)
+        proc = subprocess.run(command, env=env, capture_output=True, text=True,
+                              timeout=seconds)
+        out, err, code = proc.stdout, proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as stopped:
+        out, err, code = (_text(stopped.stdout), _text(stopped.stderr),
+                          f"stopped after {seconds:.0f} s")
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    if code != 0:
+        print(f"{kind}: exit {code}\n{err[-3000:]}", file=sys.stderr)
+    if not records:
         return None
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        print(f"{kind} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}", file=sys.stderr)
-        return None
-    return json.loads(lines[-1])
+    return {**records[0], "runs": {r.pop("run"): r for r in records[1:]}}
+
+
+def _text(data) -> str:
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
 
 
 def _cells(result: dict | None, key: str, size: str, length: int, vocab: int,
@@ -322,7 +334,8 @@ def parse(argv=None):
     parser.add_argument("--no_torch_compile", dest="torch_compile", action="store_false")
     parser.add_argument("--trainer_args", default="", help="more trainer.task flags")
     parser.add_argument("--site", help="folder of the carried wheels' packages (JAX only)")
-    parser.add_argument("--child_timeout", type=float, default=3000)
+    parser.add_argument("--budget", type=float, default=3000, help="seconds for both "
+                        "frameworks: ours gets 60 %%, PyTorch the rest (--quick: 480)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--child", choices=("jax", "torch"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -337,23 +350,27 @@ def _defaults(args, accelerator: bool):
 
 def main(argv=None) -> int:
     args = parse(argv)
+    if args.quick and args.budget == 3000:
+        args.budget = 480
     if args.child:
         accelerator = (args.child == "jax" and not args.cpu and _jax_accelerator()) or (
             args.child == "torch" and not args.cpu and _torch_accelerator())
-        child = jax_child if args.child == "jax" else torch_child
-        print(json.dumps(child(_defaults(args, accelerator))))
+        (jax_child if args.child == "jax" else torch_child)(_defaults(args, accelerator))
         return 0
-    forwarded = [a for a in (argv if argv is not None else sys.argv[1:])]
-    ours = _run_child("jax", args, forwarded)
+    forwarded = list(argv if argv is not None else sys.argv[1:])
+    start = time.monotonic()
+    ours = _run_child("jax", args, forwarded, args.budget * 0.6)
     accelerator = bool(ours and ours["accelerator"])
     with_torch = args.torch == "yes" or (args.torch == "auto" and accelerator)
-    theirs = _run_child("torch", args, forwarded) if with_torch else None
+    left = args.budget - (time.monotonic() - start)
+    theirs = _run_child("torch", args, forwarded, left) if with_torch else None
     lines = report(_defaults(args, accelerator), ours, theirs)
     print("\n".join(lines))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"ours": ours, "torch": theirs, "table": lines}, f, indent=2)
-    return 0 if ours and all("error" not in r for r in ours["runs"].values()) else 1
+    done = ours and len(ours["runs"]) == len(_configs(args, accelerator))
+    return 0 if done and all("error" not in r for r in ours["runs"].values()) else 1
 
 
 def _jax_accelerator() -> bool:
