@@ -170,8 +170,14 @@ def jax_child(args) -> None:
     _emit({"device": jax.devices()[0].device_kind, "accelerator": accelerator,
            "peak": jax_peak(accelerator)})
     for size, length in _configs(args, accelerator):
-        _emit({"run": f"{size}/{length}",
-               **_guarded(lambda: train_ours(args, size, length, accelerator))})
+        result = _guarded(lambda: train_ours(args, size, length, accelerator))
+        if "error" in result and accelerator and "--fused_attention" not in args.trainer_args:
+            # cuDNN's kernel is chosen when XLA compiles: if it refuses, measure the rest
+            # of the step without it rather than nothing, and say so.
+            args.trainer_args += " --fused_attention false"
+            result = {**_guarded(lambda: train_ours(args, size, length, accelerator)),
+                      "note": f"fused attention failed ({result['error'][:200]})"}
+        _emit({"run": f"{size}/{length}", **result})
 
 
 def _emit(record: dict) -> None:
@@ -307,6 +313,8 @@ def report(args, ours: dict | None, torch_result: dict | None) -> list[str]:
              + f"; MFU over {peak / scale:,.1f}",
              f"{'size':6s}{'len':>5s}{'batch':>6s} | {'ours tok/s':>10s}{unit:>9s}{'MFU':>7s}"
              f" | {'torch tok/s':>10s}{unit:>9s}{'MFU':>7s} | ours/torch"]
+    notes = [f"{key} ours: {run['note']}" for key, run in ((ours or {}).get("runs") or {}).items()
+             if "note" in run]
     for size, length in _configs(args, accelerator):
         key = f"{size}/{length}"
         mine, our_tokens = _cells(ours, key, size, length, args.vocab, peak, scale)
@@ -315,7 +323,7 @@ def report(args, ours: dict | None, torch_result: dict | None) -> list[str]:
         ratio = f"{our_tokens / their_tokens:.2f}x" if our_tokens and their_tokens else "-"
         lines.append(f"{size:6s}{length:5d}{_batch(args, length):6d} | {mine} | {theirs} | "
                      f"{ratio}")
-    return lines
+    return lines + notes
 
 
 def parse(argv=None):
