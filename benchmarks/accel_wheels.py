@@ -154,8 +154,8 @@ def command() -> str:
     """The one command line for the device's `run` (carry: [FOLDER]): install the wheels
     into SITE, then the quick benchmark, its table in the output and its JSON in $OUT."""
     return (f"python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "
-            f"--target {SITE} {FOLDER}/*.whl && nvidia-smi -L && PYTHONUNBUFFERED=1 timeout 560 "
-            f"python3 -m benchmarks.bench_accel --quick --site {SITE} "
+            f"--target {SITE} {FOLDER}/*.whl && PYTHONUNBUFFERED=1 timeout 560 "
+            f"python3 -m benchmarks.bench_accel --quick --torch yes --site {SITE} "
             f"--json $OUT/bench_accel.json")
 
 

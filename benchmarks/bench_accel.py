@@ -372,6 +372,7 @@ def main(argv=None) -> int:
     with_torch = args.torch == "yes" or (args.torch == "auto" and accelerator)
     left = args.budget - (time.monotonic() - start)
     theirs = _run_child("torch", args, forwarded, left) if with_torch else None
+    accelerator = accelerator or bool(theirs and theirs["accelerator"])
     lines = report(_defaults(args, accelerator), ours, theirs)
     print("\n".join(lines))
     if args.json:

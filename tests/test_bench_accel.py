@@ -57,3 +57,9 @@ def test_every_carried_wheel_is_pinned_and_missing_from_the_gpu_image():
     # Carried although the image has it: only for another version (2.x for our code).
     assert set(pins) & accel_wheels.IMAGE == {"huggingface-hub"}
     assert pins["keras"] == "3.15.1" and pins["grain"] == "0.2.18"
+
+
+def test_the_documented_device_command_is_the_one_the_script_gives():
+    text = (gpu_image.no_tensorflow.ROOT + "/docs/benchmarks.md")
+    with open(text) as f:
+        assert accel_wheels.command() in f.read()
