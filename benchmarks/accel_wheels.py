@@ -113,6 +113,23 @@ def download(folder: str) -> int:
     return sum(os.path.getsize(p) for p in wheels(folder))
 
 
+def dry_run(folder: str) -> str:
+    """pip's own check that the folder installs on CPython 3.12 x86-64 Linux with no index
+    and no other package (tags, one version per name); returns pip's "Would install" line."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as target:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--no-deps",
+             "--target", target, "--python-version", "3.12", "--implementation", "cp",
+             "--only-binary=:all:", *[f"--platform={p}" for p in PLATFORMS],
+             *wheels(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"error: pip cannot install {folder} there: "
+                         f"{done.stderr.strip().splitlines()[-1:]}")
+    return next((line for line in done.stdout.splitlines() if line.startswith("Would")), "")
+
+
 def wheels(folder: str) -> list[str]:
     return sorted(glob.glob(os.path.join(folder, "*.whl")))
 
@@ -174,6 +191,7 @@ def main(argv=None) -> int:
         if total > LIMIT_MIB * 2**20:
             print(f"error: more than {LIMIT_MIB} MiB to carry", file=sys.stderr)
             return 2
+    print(f"pip --dry-run: {dry_run(args.folder)[:90]}...")
     problems = unmet(args.folder)
     for problem in problems:
         print(f"unmet: {problem}")

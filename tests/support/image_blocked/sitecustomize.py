@@ -25,8 +25,8 @@ class _Blocker(importlib.abc.MetaPathFinder):
         owners = _OWNERS.get(name) if "." not in name else None
         if owners and not any(_normal(owner) in _ALLOWED for owner in owners):
             raise ModuleNotFoundError(
-                f"No module named {name!r} (its distribution {owners[0]} is not on the GPU "
-                "machine; carry its wheel: benchmarks/accel_wheels.py)", name=name)
+                f"No module named {name!r} (its distribution {owners[0]} is neither on the "
+                "GPU machine nor carried: benchmarks/accel_wheels.py)", name=name)
         return None
 
 
