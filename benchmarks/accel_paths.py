@@ -29,12 +29,13 @@ VARIANTS = {"fp32": ("float32", False), "bf16": ("mixed_bfloat16", False),
             "fp32 + fused attention": ("float32", True)}
 
 
-def compiled_step(size: str, length: int, batch: int, vocab: int, policy: str, fused: bool):
+def compiled_step(size: str, length: int, batch: int, vocab: int, policy: str, fused: bool,
+                  overrides: dict | None = None):
     """(Keras' jitted train step, its state, a batch) of a fresh model."""
     keras.mixed_precision.set_dtype_policy(policy)
     keras.utils.set_random_seed(0)
-    masked_lm = model.build_masked_lm("roberta", model.backbone_config("roberta", size, vocab,
-                                                                       length))
+    masked_lm = model.build_masked_lm("roberta", model.backbone_config(
+        "roberta", size, vocab, length, overrides))
     model.bf16_lm_head(masked_lm)
     if fused:
         model.fuse_attention(masked_lm)
@@ -53,6 +54,17 @@ def compiled_step(size: str, length: int, batch: int, vocab: int, policy: str, f
                                          optimizer_variables=True, metrics_variables=True)
     keras.mixed_precision.set_dtype_policy("float32")
     return step, state, data
+
+
+def attention_kernel(length: int = 128) -> str:
+    """Which attention XLA compiled into a one-layer `base`-shaped step (head size 64) in
+    bf16 with fused attention: cuDNN's fused kernel (a `__cudnn$fmha` custom call) or not.
+    Keras picks cuDNN when it can and falls back to XLA without a word otherwise."""
+    step, state, data = compiled_step("base", length, 2, 1000, "mixed_bfloat16", True,
+                                      {"num_layers": 1})
+    text = step.lower(state, data).compile().as_text()
+    return "cuDNN fused attention" if "cudnn$fmha" in text.lower() else \
+        "XLA attention (no cuDNN fused-attention call in the compiled step)"
 
 
 def time_steps(step, state, data, steps: int):

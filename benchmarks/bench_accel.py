@@ -166,9 +166,14 @@ def jax_child(args) -> None:
     parent that stops this process at its time limit keeps the lines printed so far)."""
     import jax
 
+    from benchmarks import accel_paths
+
     accelerator = jax.default_backend() != "cpu"
+    kernel = _guarded(lambda: {"attention": accel_paths.attention_kernel()}) \
+        if accelerator else {"attention": "n/a on a CPU"}
     _emit({"device": jax.devices()[0].device_kind, "accelerator": accelerator,
-           "peak": jax_peak(accelerator)})
+           "peak": jax_peak(accelerator), "attention": kernel.get("attention") or
+           kernel["error"]})
     for size, length in _configs(args, accelerator):
         result = _guarded(lambda: train_ours(args, size, length, accelerator))
         if "error" in result and accelerator and "--fused_attention" not in args.trainer_args:
@@ -314,7 +319,7 @@ def report(args, ours: dict | None, torch_result: dict | None) -> list[str]:
              f"{'size':6s}{'len':>5s}{'batch':>6s} | {'ours tok/s':>10s}{unit:>9s}{'MFU':>7s}"
              f" | {'torch tok/s':>10s}{unit:>9s}{'MFU':>7s} | ours/torch"]
     notes = [f"{key} ours: {run['note']}" for key, run in ((ours or {}).get("runs") or {}).items()
-             if "note" in run]
+             if "note" in run] + [f"our attention on this device: {(ours or {}).get('attention')}"]
     for size, length in _configs(args, accelerator):
         key = f"{size}/{length}"
         mine, our_tokens = _cells(ours, key, size, length, args.vocab, peak, scale)
