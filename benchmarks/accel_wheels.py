@@ -62,11 +62,10 @@ CARRIED = (
     "keras", "namex", "optree",  # Keras 3
     "keras-hub", "kagglehub", "kagglesdk",  # the models (kaggle*: imported by keras-hub)
     "grain", "array-record", "portpicker",  # the JAX backend's input pipeline
-    # common/fs.py reads and writes through Beam's FileSystems (local paths too), and
-    # common/decompress.py imports zstandard; Beam's own import-time needs follow.
-    "apache-beam", "zstandard", "google-crc32c", "fastavro", "fasteners", "objsize",
-    "orjson", "dill", "beartype", "jsonpickle", "proto-plus", "pymongo", "dnspython",
-    "httplib2", "pytz", "cryptography", "cffi", "pycparser",
+    # TFRecord checksums (common/tfrecord.py) and the decompressing reader common/fs.py
+    # imports (common/decompress.py); Apache Beam is not needed: fs.py falls back to
+    # common/local_files.py for local paths where Beam is not installed.
+    "google-crc32c", "zstandard",
     # huggingface_hub 2.x (common/publish.py, hf_push.py; the image has 1.33) and its client;
     # put on the path of our trainer only (bench_accel --site), not of transformers.
     "huggingface-hub", "httpx2", "httpcore2", "truststore",
