@@ -8,7 +8,7 @@ The borrowed GPU machine (docs/benchmarks.md "On the GPU machine") has Python 3.
 CUDA, PyTorch and transformers, no network, and none of keras, keras-hub, grain, TensorFlow
 or Apache Beam; the repository and at most 64 MiB of carried files reach it. `CARRIED` is
 exactly what `python -m benchmarks.bench_accel` imports that `IMAGE` lacks (found by running
-it with only IMAGE + CARRIED importable: tests/test_bench_accel.py), each at its pin in
+it with only IMAGE + CARRIED importable: tests/trainer/test_bench_accel.py), each at its pin in
 constraints.txt, downloaded without dependencies for CPython 3.12 on x86-64 Linux.
 """
 

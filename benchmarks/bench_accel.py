@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-# The shapes of trainer/families/sizes.py (checked equal by tests/test_bench_accel.py; this
+# The shapes of trainer/families/sizes.py (checked equal by tests/trainer/test_bench_accel.py; this
 # parent process imports nothing of the trainer, so that it never initialises a device).
 SIZES = {
     "tiny": dict(num_layers=2, num_heads=2, hidden_dim=128, intermediate_dim=512),
