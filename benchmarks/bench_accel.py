@@ -152,7 +152,8 @@ def train_ours(args, size: str, length: int, accelerator: bool) -> dict:
             "--save_every", str(total), "--max_eval_batches", "1", "--learning_rate", "1e-4",
             "--shuffle_buffer_size", "1024", "--verbose", "0", *shlex.split(args.trainer_args)])
         metrics = task.run(config)
-        run = json.load(open(os.path.join(root, "run", "run_config.json")))
+        with open(os.path.join(root, "run", "run_config.json")) as f:
+            run = json.load(f)
     return {"examples_per_second": metrics["examples_per_second"], "batch": batch,
             "precision": run["precision"], "fused_attention": run.get("fused_attention")}
 
@@ -174,15 +175,16 @@ def jax_child(args) -> None:
     _emit({"device": jax.devices()[0].device_kind, "accelerator": accelerator,
            "peak": jax_peak(accelerator), "attention": kernel.get("attention") or
            kernel["error"]})
+    unfused = None  # why fused attention was switched off, once it was
     for size, length in _configs(args, accelerator):
         result = _guarded(lambda: train_ours(args, size, length, accelerator))
         if "error" in result and accelerator and "--fused_attention" not in args.trainer_args:
             # cuDNN's kernel is chosen when XLA compiles: if it refuses, measure the rest
-            # of the step without it rather than nothing, and say so.
+            # of the step without it rather than nothing, and say so on every row after.
             args.trainer_args += " --fused_attention false"
-            result = {**_guarded(lambda: train_ours(args, size, length, accelerator)),
-                      "note": f"fused attention failed ({result['error'][:200]})"}
-        _emit({"run": f"{size}/{length}", **result})
+            unfused = f"without fused attention, which failed ({result['error'][:200]})"
+            result = _guarded(lambda: train_ours(args, size, length, accelerator))
+        _emit({"run": f"{size}/{length}", **result, **({"note": unfused} if unfused else {})})
 
 
 def _emit(record: dict) -> None:
