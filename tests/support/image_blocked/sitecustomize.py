@@ -40,15 +40,34 @@ def _shared_owners() -> dict:
 _SHARED = _shared_owners() if _ALLOWED else {}
 
 
-class _Blocker(importlib.abc.MetaPathFinder):
+def _blocked(name: str) -> bool:
+    owners = _OWNERS.get(name) if "." not in name else _SHARED.get(name)
+    return bool(owners) and not any(_normal(owner) in _ALLOWED for owner in owners)
+
+
+class _Hiding(importlib.abc.MetaPathFinder):
+    """One of Python's own finders that does not see the blocked modules nor their
+    distributions' metadata: an import of one raises ModuleNotFoundError,
+    `importlib.util.find_spec` returns None and `importlib.metadata.version` raises
+    PackageNotFoundError, as where it is not installed (a finder that raised instead would break code that probes, such as
+    torch._dynamo's, which asks find_spec("tensorflow") at import)."""
+
+    def __init__(self, finder):
+        self.finder = finder
+
     def find_spec(self, name, path=None, target=None):
-        owners = _OWNERS.get(name) if "." not in name else _SHARED.get(name)
-        if owners and not any(_normal(owner) in _ALLOWED for owner in owners):
-            raise ModuleNotFoundError(
-                f"No module named {name!r} (its distribution {sorted(owners)[0]} is neither on the "
-                "GPU machine nor carried: benchmarks/accel_wheels.py)", name=name)
-        return None
+        if _blocked(name) or not hasattr(self.finder, "find_spec"):
+            return None
+        return self.finder.find_spec(name, path, target)
+
+    def find_distributions(self, *args, **kwargs):  # importlib.metadata asks here
+        found = getattr(self.finder, "find_distributions", lambda *a, **k: ())(*args, **kwargs)
+        return (d for d in found if _normal(d.metadata["Name"] or "") in _ALLOWED)
+
+    def invalidate_caches(self):
+        if hasattr(self.finder, "invalidate_caches"):
+            self.finder.invalidate_caches()
 
 
 if _ALLOWED:
-    sys.meta_path.insert(0, _Blocker())
+    sys.meta_path[:] = [_Hiding(finder) for finder in sys.meta_path]
