@@ -14,8 +14,12 @@ from benchmarks import accel_wheels
 from tests.support import no_tensorflow
 
 BLOCKER = os.path.join(no_tensorflow.ROOT, "tests", "support", "image_blocked")
-# This repository's own distribution (an editable install) and the test runner.
-_HERE = ("mlm-pretrain", "pytest", "pluggy", "iniconfig")
+# This repository's own distribution (an editable install), the test runner, and what
+# setuptools vendors on the machine but this venv installs as distributions of their own
+# (torch.compile's C++ build imports setuptools).
+_HERE = ("mlm-pretrain", "pytest", "pluggy", "iniconfig", "jaraco-text", "jaraco-functools",
+         "jaraco-context", "autocommand", "more-itertools", "backports-tarfile",
+         "platformdirs", "tomli")
 
 
 def env(**extra) -> dict:
