@@ -72,7 +72,7 @@ def jax_peak(accelerator: bool) -> float:
     import jax
     import jax.numpy as jnp
 
-    n, dtype = (8192, jnp.bfloat16) if accelerator else (1024, jnp.float32)
+    n, dtype = (8192, jnp.bfloat16) if accelerator else (2048, jnp.float32)
     a = jax.random.normal(jax.random.key(0), (n, n), dtype)
     b = jax.random.normal(jax.random.key(1), (n, n), dtype)
     product = jax.jit(jnp.matmul)
@@ -84,7 +84,7 @@ def jax_peak(accelerator: bool) -> float:
 def torch_peak(device: str) -> float:
     import torch
 
-    n, dtype = (8192, torch.bfloat16) if device == "cuda" else (1024, torch.float32)
+    n, dtype = (8192, torch.bfloat16) if device == "cuda" else (2048, torch.float32)
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
 
     def sync(_):
