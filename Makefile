@@ -106,7 +106,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(call q,$(TPU))
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-fast test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune bench-masking clean
+.PHONY: venv venv-tpu venv-tpu-jax test test-fast test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune bench-masking bench-accel accel-wheels clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -235,6 +235,18 @@ bench-finetune: $(STAMP)
 # task with 2 seeds; table in $(DEMO)/masking/table.md. Needs `make demo`'s data (~6 min a variant).
 bench-masking: $(STAMP)
 	$(PY) -m benchmarks.masking_study --data $(D)/prepared --tokenizer $(DT) --task $(D)/task --output_dir $(D)/masking --steps $(call q,$(MASKING_STEPS)) --variants $(call q,$(MASKING_VARIANTS))
+
+# Our trainer beside transformers' RobertaForMaskedLM in PyTorch: tokens/s, TFLOP/s and MFU on
+# an accelerator (base, large at 128 and 512), GFLOP/s against the float32 matmul peak on a CPU
+# (docs/benchmarks.md "On the GPU machine"). ARGS='--quick', '--cpu', '--configs base/128' ...
+bench-accel: $(STAMP)
+	$(PY) -m benchmarks.bench_accel $(call qwords,$(ARGS))
+
+# The cp312 wheels the GPU machine lacks, into .accel-wheels/ (git-ignored, size printed and
+# checked), then the one command line the device's `run` tool takes (carry: .accel-wheels).
+accel-wheels: $(STAMP)
+	$(PY) -m benchmarks.accel_wheels download
+	$(PY) -m benchmarks.accel_wheels command
 
 # The quality filter per language on the translated text this machine ships (docs/languages.md).
 bench-quality: $(STAMP)

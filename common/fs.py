@@ -1,7 +1,8 @@
 """Filesystem helpers that behave the same for local paths and `gs://` URLs.
 
 Backed by Beam's `FileSystems` (installed on both halves), so the pipeline workers do
-not need TensorFlow's gfile. The trainer's tf.data input reads shards with TensorFlow's
+not need TensorFlow's gfile; where Beam is not installed, by common/local_files.py (local
+paths only). The trainer's tf.data input reads shards with TensorFlow's
 own filesystem; everything else (manifests, tokenizer files) goes through here.
 """
 
@@ -20,12 +21,15 @@ import uuid
 import warnings
 from typing import NamedTuple
 
-from apache_beam.io.filesystem import BeamIOError, CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-
 from common import decompress, staging
 from common.errors import UserError
 from common.staging import TEMP_PREFIX  # re-exported: fs.TEMP_PREFIX
+
+try:
+    from apache_beam.io.filesystem import BeamIOError, CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+except ImportError:  # the trainer on a machine without Beam: local paths (common/local_files)
+    from common.local_files import BeamIOError, CompressionTypes, FileSystems
 
 
 def is_remote(path: str) -> bool:

@@ -18,9 +18,6 @@ import hashlib
 import json
 import os
 
-from google.api_core.exceptions import NotFound, PreconditionFailed
-from google.cloud import storage
-
 from common import fs
 from common.errors import UserError
 
@@ -97,8 +94,12 @@ def _local_version(path: str) -> str | None:
         return None
 
 
+# google-cloud-storage is imported only for a gs:// lock: a trainer on a machine with local
+# folders alone (the borrowed GPU machine: docs/benchmarks.md) does not have it.
 @functools.lru_cache(maxsize=1)
-def _client() -> storage.Client:
+def _client():
+    from google.cloud import storage
+
     return storage.Client()
 
 
@@ -111,6 +112,8 @@ def _blob(path: str):
 
 
 def _gcs_load(path: str) -> tuple[dict | None, object]:
+    from google.api_core.exceptions import NotFound, PreconditionFailed
+
     blob = _blob(path)
     for _ in range(5):  # the object may be replaced between its metadata and its bytes
         try:
@@ -126,6 +129,8 @@ def _gcs_load(path: str) -> tuple[dict | None, object]:
 
 
 def _gcs_write(path: str, data: bytes, version) -> bool:
+    from google.api_core.exceptions import PreconditionFailed
+
     try:
         _blob(path).upload_from_string(data, content_type="application/json",
                                        if_generation_match=version or 0)
@@ -135,6 +140,8 @@ def _gcs_write(path: str, data: bytes, version) -> bool:
 
 
 def _gcs_delete(path: str, version) -> bool:
+    from google.api_core.exceptions import NotFound, PreconditionFailed
+
     if version is None:
         return False
     try:

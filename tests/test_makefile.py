@@ -122,3 +122,9 @@ def test_bench_masking_studies_the_demos_folder_with_the_values_given(make):
     assert _after(argv, "--task") == EVIL + "/task"
     assert _after(argv, "--output_dir") == EVIL + "/masking"
     assert _after(argv, "--steps") == "9" and _after(argv, "--variants") == EVIL
+
+
+def test_bench_accel_gets_the_arguments_given(make):
+    code, calls, err = make("bench-accel", ARGS="--quick --configs base/128")
+    assert code == 0, err
+    assert calls == [["-m", "benchmarks.bench_accel", "--quick", "--configs", "base/128"]]

@@ -80,14 +80,18 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
     cpu_replicas: int = flag("With --strategy cpu: split the CPU into N logical devices under "
                               "MirroredStrategy (exercises the multi-replica path).", 1,
                               minimum=1)
-    precision: str = flag("bf16 = mixed_bfloat16 (the default on TPU), fp32 otherwise.",
+    precision: str = flag("bf16 = mixed_bfloat16 (the default on GPU and TPU), fp32 on a CPU.",
                            None, choices=("bf16", "fp32"))
     bfloat16: bool = flag("Legacy flag (HF example): same as --precision bf16.", False)
     jit_compile: str = flag("XLA-compile the train step: auto = yes, except MirroredStrategy "
                              "over CPU devices (keras#19005).", "auto",
                              choices=("auto", "true", "false"))
-    steps_per_execution: int = flag("Train steps per compiled call (default: 100 on TPU, "
-                                     "1 elsewhere).", minimum=1)
+    steps_per_execution: int = flag("Train steps per compiled call (default: 100 on GPU and "
+                                     "TPU, 1 on a CPU).", minimum=1)
+    fused_attention: str = flag(
+        "No dropout on the attention probabilities (the hidden states keep theirs), so that "
+        "attention runs as one fused op (cuDNN's on a GPU): auto = on GPU and TPU.", "auto",
+        choices=("auto", "true", "false"))
     # Batch, length of training.
     per_replica_batch_size: int = flag("Examples per replica per micro-batch (per step "
                                         "without --grad_accum_steps).", 8, minimum=1)

@@ -83,3 +83,47 @@ def build_masked_lm(family: str, config: dict):
     """A keras-hub MaskedLM task (LM head only at `mask_positions`) with no preprocessor."""
     record = families.get(family)
     return record.task_cls()(backbone=record.backbone_cls()(**config), preprocessor=None)
+
+
+def fuse_attention(masked_lm) -> int:
+    """Drops the dropout on the attention probabilities of every encoder layer (the hidden
+    states keep theirs); returns how many attention layers changed.
+
+    Keras' MultiHeadAttention with dropout computes the scores itself (einsum, softmax,
+    dropout over a (batch, heads, length, length) tensor) and never calls
+    `ops.dot_product_attention`, the op that runs cuDNN's fused attention on a GPU: every
+    keras-hub encoder sets its attention dropout to the backbone's `dropout`. MosaicBERT
+    and ModernBERT pretrain without attention dropout for the same reason. The saved
+    backbone config is unchanged (an export fine-tunes with the usual dropout)."""
+    import keras
+
+    changed = 0
+    for layer in masked_lm._flatten_layers(include_self=False, recursive=True):
+        if isinstance(layer, keras.layers.MultiHeadAttention):
+            layer._dropout = 0.0  # read at each call (keras MultiHeadAttention._compute_attention)
+            changed += 1
+    if not changed:  # a keras-hub whose encoder no longer uses Keras' attention layer
+        raise ValueError(f"{type(masked_lm).__name__} has no keras MultiHeadAttention layer: "
+                         "pass --fused_attention false")
+    return changed
+
+
+def bf16_lm_head(masked_lm) -> int:
+    """Under mixed precision, makes the LM head's projection onto the vocabulary (the tied
+    token embedding used in reverse) multiply in the compute dtype; returns how many
+    embeddings changed.
+
+    Keras' Embedding never autocasts its float32 table (`autocast = False`), so without this
+    `hidden @ embeddings.T` is promoted to a float32 product: the step's largest single
+    matrix product (hidden x vocabulary per masked slot) ran in float32 under
+    mixed_bfloat16 (read in the lowered JAX step: tests/trainer/test_accelerator_paths.py).
+    PyTorch's autocast runs the same projection in bf16."""
+    import keras
+
+    changed = 0
+    for layer in masked_lm._flatten_layers(include_self=True, recursive=True):
+        if (isinstance(layer, keras.layers.ReversibleEmbedding)
+                and layer.compute_dtype != layer.variable_dtype):
+            layer.reverse_dtype = layer.compute_dtype
+            changed += 1
+    return changed

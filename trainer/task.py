@@ -122,6 +122,9 @@ def _build(config, runtime, spec, backbone, plan):
     with runtime.scope():
         keras.utils.set_random_seed(config.seed)
         masked_lm = model.build_masked_lm(config.family, backbone)
+        model.bf16_lm_head(masked_lm)  # a no-op in float32
+        if runtime.device.fused_attention:
+            model.fuse_attention(masked_lm)
         trainer_model = MaskedLMTrainer(masked_lm, spec, seed=config.seed,
                                         eval_seed=config.eval_seed)
         length = backbone["max_sequence_length"]
@@ -160,7 +163,8 @@ def _run_config(config, runtime, inputs, plan, backbone, total_steps, global_bat
             "global_batch_size": global_batch, "replicas": runtime.replicas,
             "grad_accum_steps": config.grad_accum_steps,
             "input_pipelines": runtime.num_pipelines,
-            "train_data_digest": inputs.train.digest, "jit_compile": runtime.device.jit}
+            "train_data_digest": inputs.train.digest, "jit_compile": runtime.device.jit,
+            "fused_attention": runtime.device.fused_attention}
 
 
 def run(config: TrainConfig, extra_callbacks=()) -> dict:

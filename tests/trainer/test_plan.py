@@ -9,7 +9,7 @@ from trainer.plan import (DEFAULT_LEARNING_RATES, DeviceSettings, PlanError, Tra
 
 def test_device_settings():
     assert device_settings(None, "auto", None, on_tpu=True, on_cpu_replicas=False) == \
-        DeviceSettings("bf16", True, 100)
+        DeviceSettings("bf16", True, 100, fused_attention=True)
     # MirroredStrategy over CPUs: the step is not compiled (keras#19005); masks are the same.
     assert device_settings(None, "auto", None, False, on_cpu_replicas=True) == \
         DeviceSettings("fp32", False, 1)
@@ -17,6 +17,19 @@ def test_device_settings():
     assert device_settings(None, "auto", None, False, False, cpu_without_xla=True) == \
         DeviceSettings("fp32", False, 1)
     assert device_settings("bf16", "false", 8, False, False).steps_per_execution == 8
+
+
+def test_a_gpu_gets_bf16_many_steps_per_call_and_fused_attention_by_default():
+    assert device_settings(None, "auto", None, False, False, on_gpu=True) == \
+        DeviceSettings("bf16", True, 100, fused_attention=True)
+    # A CPU keeps float32, one step per call and the backbone's attention dropout.
+    assert device_settings(None, "auto", None, False, False) == \
+        DeviceSettings("fp32", True, 1, fused_attention=False)
+    # Each default gives way to its flag.
+    assert device_settings("fp32", "auto", 4, False, False, on_gpu=True,
+                           fused_attention="false") == DeviceSettings("fp32", True, 4, False)
+    assert device_settings(None, "auto", None, False, False,
+                           fused_attention="true").fused_attention
 
 
 def test_intervals_divide_save_eval_and_total():

@@ -138,7 +138,9 @@ def setup(config) -> Runtime:
     local = sum(d.process_index == jax.process_index() for d in devices)
     on_tpu = platform == "tpu"
     device = plans.device_settings(config.precision, config.jit_compile,
-                                   config.steps_per_execution, on_tpu, False)
+                                   config.steps_per_execution, on_tpu, False,
+                                   on_gpu=platform == "gpu",
+                                   fused_attention=config.fused_attention)
     share = PipelineShare(jax.process_index(), jax.process_count(), 1, GRAIN)  # no TF
     return Runtime("jax", len(devices), jax.process_count(), jax.process_index(), 1, local,
                    jax.process_index() == 0, on_tpu, device, contextlib.nullcontext,

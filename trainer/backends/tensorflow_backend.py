@@ -32,9 +32,11 @@ def setup(config) -> Runtime:
                                           config.gcp_project, config.cpu_replicas,
                                           config.no_tpu)
     on_tpu = strategies.is_tpu(strategy)
+    on_cpu_replicas = strategies.runs_on_cpu_replicas(strategy)
+    on_gpu = not (on_tpu or on_cpu_replicas) and bool(tf.config.list_logical_devices("GPU"))
     device = plans.device_settings(
         config.precision, config.jit_compile, config.steps_per_execution, on_tpu,
-        strategies.runs_on_cpu_replicas(strategy), strategies.cpu_without_xla(strategy))
+        on_cpu_replicas, strategies.cpu_without_xla(strategy), on_gpu, config.fused_attention)
     replicas = strategy.num_replicas_in_sync
     pipelines = strategies.num_input_pipelines(strategy)
     # pipeline_id is per host and given to each dataset_fn by tf.distribute; this process

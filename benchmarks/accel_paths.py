@@ -1,0 +1,107 @@
+"""The accelerator defaults' effect on this machine's compiled JAX train step, A against B.
+
+    KERAS_BACKEND=jax python -m benchmarks.accel_paths [--size small] [--length 128] [--batch 16]
+
+Builds our MaskedLMTrainer once per variant (float32; mixed_bfloat16; float32 with fused
+attention), then times Keras' own jitted train step (masking, forward, backward, AdamW) on
+one batch, the variants in turn, `--rounds` times: a busy machine slows all variants alike
+within a round. Prints each variant's median ms per step against float32's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import trainer  # noqa: F401  (chooses KERAS_BACKEND before keras is imported)
+
+import keras
+import numpy as np
+
+from common import schema
+from trainer import model
+from trainer.masking import MaskingSpec
+from trainer.optimization import build_optimizer
+from trainer.train_step import ROW, STEP, MaskedLMTrainer
+
+VARIANTS = {"fp32": ("float32", False), "bf16": ("mixed_bfloat16", False),
+            "fp32 + fused attention": ("float32", True)}
+
+
+def compiled_step(size: str, length: int, batch: int, vocab: int, policy: str, fused: bool,
+                  overrides: dict | None = None):
+    """(Keras' jitted train step, its state, a batch) of a fresh model."""
+    keras.mixed_precision.set_dtype_policy(policy)
+    keras.utils.set_random_seed(0)
+    masked_lm = model.build_masked_lm("roberta", model.backbone_config(
+        "roberta", size, vocab, length, overrides))
+    model.bf16_lm_head(masked_lm)
+    if fused:
+        model.fuse_attention(masked_lm)
+    trainer_model = MaskedLMTrainer(masked_lm, MaskingSpec(vocab, 4, (0, 1, 2, 3, 4)))
+    ids = np.random.default_rng(0).integers(5, vocab, (batch, length)).astype("int32")
+    data = {schema.INPUT_IDS: ids, schema.ATTENTION_MASK: np.ones_like(ids),
+            STEP: np.zeros(batch, "int32"), ROW: np.arange(batch, dtype="int32")}
+    trainer_model(data)
+    trainer_model.compile(optimizer=build_optimizer(1e-4, 1000, 10), jit_compile=True)
+    trainer_model.optimizer.build(trainer_model.trainable_variables)
+    trainer_model.make_train_function()
+    cells = [c.cell_contents for c in trainer_model.train_function.__closure__ or ()]
+    step = next(c for c in cells if hasattr(c, "lower"))  # jax.jit(train_step)
+    state = trainer_model._get_jax_state(trainable_variables=True,
+                                         non_trainable_variables=True,
+                                         optimizer_variables=True, metrics_variables=True)
+    keras.mixed_precision.set_dtype_policy("float32")
+    return step, state, data
+
+
+def attention_kernel(length: int = 128) -> str:
+    """Which attention XLA compiled into a one-layer `base`-shaped step (head size 64) in
+    bf16 with fused attention: cuDNN's fused kernel (a `__cudnn$fmha` custom call) or not.
+    Keras picks cuDNN when it can and falls back to XLA without a word otherwise."""
+    step, state, data = compiled_step("base", length, 2, 1000, "mixed_bfloat16", True,
+                                      {"num_layers": 1})
+    text = step.lower(state, data).compile().as_text()
+    return "cuDNN fused attention" if "cudnn$fmha" in text.lower() else \
+        "XLA attention (no cuDNN fused-attention call in the compiled step)"
+
+
+def time_steps(step, state, data, steps: int):
+    """(seconds per step, the new state): the state is donated, so each call's output
+    feeds the next."""
+    start = time.perf_counter()
+    for _ in range(steps):
+        logs, state = step(state, data)
+    float(logs["loss"])  # waits for the last step
+    return (time.perf_counter() - start) / steps, state
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="small")
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    built = {name: list(compiled_step(args.size, args.length, args.batch, args.vocab, *how))
+             for name, how in VARIANTS.items()}
+    seconds = {name: [] for name in VARIANTS}
+    for name, (step, state, data) in built.items():  # compiles
+        built[name][1] = time_steps(step, state, data, 1)[1]
+    for _ in range(args.rounds):
+        for name, (step, state, data) in built.items():
+            spent, built[name][1] = time_steps(step, state, data, args.steps)
+            seconds[name].append(spent)
+    base = statistics.median(seconds["fp32"])
+    print(f"{args.size}, length {args.length}, batch {args.batch}, vocab {args.vocab}: "
+          f"median ms per step of {args.rounds} rounds x {args.steps} steps")
+    for name, values in seconds.items():
+        median = statistics.median(values)
+        print(f"  {name:24s}{1000 * median:9.1f} ms  {base / median:5.2f}x float32's speed")
+
+
+if __name__ == "__main__":
+    main()
