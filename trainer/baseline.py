@@ -28,7 +28,8 @@ def token_counts(batches, vocab_size: int, special_ids) -> np.ndarray:
     """Counts of every non-special, non-pad token id over `batches` of parsed records."""
     counts = np.zeros(vocab_size, np.int64)
     for batch in batches:
-        ids = batch[schema.INPUT_IDS].numpy()[batch[schema.ATTENTION_MASK].numpy() > 0]
+        # np.asarray: tf.data gives tensors, the JAX input NumPy arrays
+        ids = np.asarray(batch[schema.INPUT_IDS])[np.asarray(batch[schema.ATTENTION_MASK]) > 0]
         counts += np.bincount(ids, minlength=vocab_size)[:vocab_size]
     counts[list(special_ids)] = 0
     return counts
