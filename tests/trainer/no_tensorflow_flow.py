@@ -1,9 +1,10 @@
 """`python -m tests.trainer.no_tensorflow_flow ROOT`: the JAX trainer's flow in one process,
-meant to run where TensorFlow cannot be imported (tests.support.no_tensorflow), on the tiny
-shards and tokenizer `corpus(ROOT)` wrote (without TensorFlow): it resumes the run the caller
-SIGKILLed in ROOT/resumed, trains the same run uninterrupted in ROOT/full, exports it,
-predicts with the export and fine-tunes the run. Prints one JSON line for
-tests/trainer/test_no_tensorflow.py: what was imported, the seconds each part took.
+meant to run where TensorFlow cannot be imported (tests.support.no_tensorflow): tiny shards
+and a tokenizer written without TensorFlow; a run stopped after its backup at step 4 (as a
+preemption stops it between two intervals) and the same command again, resuming to step 8;
+the same run uninterrupted; its export in both formats, a prediction with the export and a
+fine-tune of the run. Prints one JSON line for tests/trainer/test_no_tensorflow.py: what was
+imported, the seconds each part took.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from tests.trainer import finetune_data, mlm_data
 
 MODEL = '{"num_layers": 1, "num_heads": 2, "hidden_dim": 32, "intermediate_dim": 64}'
-STEPS = ["--train_steps", "8", "--eval_every", "4", "--save_every", "4"]
+STEPS = ["--train_steps", "8", "--eval_every", "8", "--save_every", "4"]  # one evaluation
 
 
 def corpus(root: str) -> dict:
@@ -36,15 +37,21 @@ def train_args(data: dict, output_dir: str) -> list[str]:
 def main(root: str) -> dict:
     from trainer import export, finetune, predict, task
 
-    data = {"train": f"{root}/train", "eval": f"{root}/eval", "tokenizer": f"{root}/tokenizer"}
+    data = corpus(root)
     seconds, start = {}, time.perf_counter()
 
     def lap(name):
         nonlocal start
         seconds[name], start = round(time.perf_counter() - start, 1), time.perf_counter()
 
+    try:
+        task.run(task.parse_args(train_args(data, f"{root}/resumed")),
+                 extra_callbacks=[mlm_data.preempt_at(4)])
+        raise AssertionError("the run was not stopped at step 4")
+    except mlm_data.Preempted:
+        pass
     assert task.main(train_args(data, f"{root}/resumed")) == 0  # the same command again
-    lap("resume")
+    lap("stop_and_resume")
     assert task.main(train_args(data, f"{root}/full")) == 0
     lap("train")
     assert export.main(["--checkpoint", f"{root}/full", "--output_dir", f"{root}/export",

@@ -1,6 +1,8 @@
 """The JAX trainer on a machine without TensorFlow (the JAX TPU stack, the GPU machine): no
-module a JAX run imports may import TensorFlow, and train, resume after SIGKILL, export,
-predict and fine-tune work with TensorFlow unimportable (tests/support/no_tensorflow.py).
+module a JAX run imports may import TensorFlow, and train, an exact resume, export, predict
+and fine-tune work with TensorFlow unimportable (tests/support/no_tensorflow.py). The resume
+follows a stop between intervals, in-process (a SIGKILLed JAX run resuming exactly is
+test_preemption.py's, with TensorFlow installed; a third process here would cost ~15 s).
 
 The static check runs on both test passes; the subprocess ones, on the JAX pass only."""
 
@@ -18,7 +20,6 @@ import pytest
 
 from tests import test_layers
 from tests.support import no_tensorflow
-from tests.trainer import no_tensorflow_flow
 
 ROOT = str(test_layers.ROOT)
 # What a JAX run or tool starts from (`python -m ...`, or the package a program imports).
@@ -109,14 +110,8 @@ def _weights(path) -> dict:
 
 
 @jax_pass_only
-def test_train_resume_export_predict_finetune_without_tensorflow(tmp_path):
+def test_train_stop_resume_export_predict_finetune_without_tensorflow(tmp_path):
     root = str(tmp_path)
-    data = no_tensorflow_flow.corpus(root)
-    # A run SIGKILLed after step 6 (its backup is at step 4); the flow runs the same command
-    # again, then the run uninterrupted, exports, predicts and fine-tunes.
-    args = no_tensorflow_flow.train_args(data, f"{root}/resumed")
-    killed = _run(["tests.trainer.killable_run", "mid_interval:6", *args])
-    assert killed.returncode == -9, killed.stderr[-3000:]
     flow = _run(["tests.trainer.no_tensorflow_flow", root])
     assert flow.returncode == 0, flow.stderr[-3000:]
     found = json.loads(flow.stdout.strip().splitlines()[-1])
@@ -124,6 +119,8 @@ def test_train_resume_export_predict_finetune_without_tensorflow(tmp_path):
     assert not found["tensorflow_imported"]
     assert "trainer.backends.tensorflow_backend" not in found["modules"]
     assert "trainer.strategy" not in found["modules"]
+    with open(f"{root}/resumed/run_config.json", encoding="utf-8") as f:
+        assert [a["start_step"] for a in json.load(f)["attempts"]] == [0, 4]
     state = "backup/state-00000008.weights.h5"  # weights and optimizer state
     full, again = _weights(f"{root}/full/{state}"), _weights(f"{root}/resumed/{state}")
     assert full.keys() == again.keys() and len(full) > 10
