@@ -1,6 +1,7 @@
 """The JAX TPU stack (make venv-tpu-jax): jax[tpu] with the libtpu it pins, no TensorFlow,
-Keras on JAX, a keras-hub masked LM that trains under XLA. Run here on the CPU (no TPU), without a network, by
-`make test-tpu-jax`; skipped where libtpu is not installed (the default stack)."""
+Keras on JAX, a keras-hub masked LM that trains under XLA. Run here on the CPU (no TPU),
+without a network, by `make test-tpu-jax`; skipped where libtpu is not installed (the
+default stack)."""
 
 import importlib.metadata as md
 import os
