@@ -79,7 +79,7 @@ TPU_VENV := .venv-tpu
 TPU_PY := $(TPU_VENV)/bin/python
 TPU_STAMP := $(TPU_VENV)/.installed
 # Trainer tests that CI also runs on the TPU stack (on the CPU, libtpu loaded, no network).
-TPU_SMOKE := tests/trainer/test_strategy.py tests/trainer/test_plan.py \
+TPU_SMOKE := tests/trainer/backends/test_tensorflow_strategy.py tests/trainer/test_plan.py \
   tests/trainer/test_task.py::test_eval_loss_falls_clearly \
   tests/trainer/test_task.py::test_interrupted_run_resumes_where_it_stopped \
   tests/trainer/test_preemption.py::test_torn_backups_fall_back_to_older_state_then_checkpoint \
@@ -112,7 +112,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(call q,$(TPU))
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune bench-masking clean
+.PHONY: venv venv-tpu venv-tpu-jax test test-fast test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune bench-masking clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -144,6 +144,14 @@ $(TPU_JAX_STAMP): setup.py constraints.txt constraints-tpu-jax.txt
 test: $(STAMP)
 	$(PY) -m pytest tests -q -p no:cacheprovider --durations=15 $(XDIST)
 	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer -q -p no:cacheprovider --durations=15 $(XDIST)
+
+# The fast lane while editing: every module's unit tests, without the long runs marked
+# `@pytest.mark.slow` (fault loops, pods, end to end, gs://; tests/conftest.py), which `make test`
+# and CI still run. Times in docs/development.md.
+test-fast: $(STAMP)
+	$(PY) -m pytest tests -q -p no:cacheprovider --strict-markers -m 'not slow' --durations=10 $(XDIST)
+	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer/test_jax_backend.py -q -p no:cacheprovider \
+	  --strict-markers -m 'not slow'
 
 # Off a TPU VM libtpu would query the cloud metadata server at import: TPU_SKIP_MDS_QUERY
 # stops that, and the tests run without a network (unshare -n, loopback only) to prove it.

@@ -32,7 +32,7 @@ setuptools.setup(
     name="mlm-pretrain",
     version="0.1.0",
     description="Masked-language-model pretraining: Beam data pipelines and a Keras/TPU trainer",
-    python_requires=">=3.10",
+    python_requires=">=3.11",  # numpy 2.4 (constraints.txt) needs it
     packages=setuptools.find_packages(include=["common", "common.*", "beam_pipelines",
                                                "beam_pipelines.*", "trainer", "trainer.*"]),
     install_requires=[

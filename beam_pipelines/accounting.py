@@ -12,24 +12,58 @@ split. So per split, documents read (counted by that same step) = tokenized + em
 duplicate + filtered, and the run's documents read = the splits' + rejected: rejected
 records have no split (a bad record may have no text to hash). Removals are counted by
 kind: `{split}/documents_filtered/{rule}` and `{split}/documents_duplicate/{exact|near}`.
+
+The counts themselves: DoFns count into a Counter and emit it once per bundle (`emit_stats`),
+or emit one count from `process` (`emit_stat`); either way each count becomes a Beam metric
+(the Dataflow UI, progress) and a (name, count) pair on the STATS output that the accounting
+sums. These two are the only way counts reach STATS, so the metrics and the accounting never
+part (tests/beam_pipelines/test_layout.py checks).
 """
 
 from __future__ import annotations
+
+from collections import Counter
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
 
 STATS = "stats"  # the tagged output of (counter name, count) pairs that the accounting sums
 
 SPLIT_KEYS = ("documents_tokenized", "documents_empty", "tokens_in", "tokens_dropped",
               "tokens_padded")
-# Removals, counted per kind under f"{split}/{name}/{kind}".
+# Removals, counted per kind under `removal_key(split, name, kind)`.
 REMOVED_KEYS = {"documents_filtered": "filtered_by_rule",
                 "documents_duplicate": "duplicates_by_kind"}
 # Run-wide counters that are not documents (e.g. what near dedup skipped), under RUN_PREFIX.
 RUN_PREFIX = "run."
 
 
+def split_key(split: str, name: str) -> str:
+    """The counter of `name` (one of SPLIT_KEYS, or "documents_read") in `split`, e.g.
+    'train/tokens_in'."""
+    return f"{split}/{name}"
+
+
 def removal_key(split: str, name: str, kind: str) -> str:
     """The counter of one kind of removal, e.g. 'train/documents_filtered/min_words'."""
-    return f"{split}/{name}/{kind}"
+    return f"{split_key(split, name)}/{kind}"
+
+
+def _counted(key: str, value: int) -> tuple[str, int]:
+    beam.metrics.Metrics.counter("prepare", key).inc(value)
+    return key, value
+
+
+def emit_stat(key: str, value: int) -> beam.pvalue.TaggedOutput:
+    """One count, from `process`: a Beam metric and a (key, value) pair on STATS."""
+    return beam.pvalue.TaggedOutput(STATS, _counted(key, value))
+
+
+def emit_stats(stats: Counter):
+    """A bundle's counts, from `finish_bundle` (whose outputs must carry their window), as
+    Beam metrics and (name, count) pairs on STATS."""
+    for key, value in stats.items():
+        yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value(_counted(key, value)))
 
 
 def _by_kind(stats: dict, prefix: str) -> dict:
@@ -40,7 +74,7 @@ def _by_kind(stats: dict, prefix: str) -> dict:
 def _removals(stats: dict, split: str) -> dict:
     out = {}
     for name, breakdown in REMOVED_KEYS.items():
-        kinds = _by_kind(stats, f"{split}/{name}/")
+        kinds = _by_kind(stats, split_key(split, name) + "/")
         out[name], out[breakdown] = sum(kinds.values()), kinds
     return out
 
@@ -55,14 +89,14 @@ def _add(total: dict, part: dict) -> None:
 
 def accounting_for(stats: dict, split: str, splits: list) -> dict:
     """The manifest's `accounting`: this split's counts and the run's input totals."""
-    own = {key: int(stats.get(f"{split}/{key}", 0)) for key in SPLIT_KEYS}
+    own = {key: int(stats.get(split_key(split, key), 0)) for key in SPLIT_KEYS}
     own["tokens_written"] = own["tokens_in"] - own["tokens_dropped"]
     own["dropped_fraction"] = own["tokens_dropped"] / own["tokens_in"] if own["tokens_in"] else 0
     own |= _removals(stats, split)
-    own["documents_read"] = int(stats.get(f"{split}/documents_read", 0))
+    own["documents_read"] = int(stats.get(split_key(split, "documents_read"), 0))
     run = {key: int(stats.get(key, 0)) for key in ("documents_read", "documents_rejected")}
     for s in splits:
-        _add(run, {key: int(stats.get(f"{s}/{key}", 0))
+        _add(run, {key: int(stats.get(split_key(s, key), 0))
                    for key in ("documents_tokenized", "documents_empty")} | _removals(stats, s))
     for key in ("documents_tokenized", "documents_empty", *REMOVED_KEYS):
         run.setdefault(key, 0)

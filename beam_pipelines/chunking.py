@@ -23,7 +23,12 @@ def ids_dtype(vocab_size: int):
 
 
 class Chunker:
-    """Accumulates token arrays and hands out full rows; keeps the remainder."""
+    """Accumulates token arrays and hands out full rows; keeps the remainder.
+
+    Args:
+        max_length: tokens per row.
+        dtype: the rows' integer type.
+    """
 
     def __init__(self, max_length: int, dtype=np.int32):
         self.max_length, self.dtype = max_length, dtype

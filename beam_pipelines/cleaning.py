@@ -29,8 +29,7 @@ import apache_beam as beam
 from beam_pipelines import jsonl_files, quality
 from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
                                       split_of)
-from beam_pipelines.stats import emit_stats
-from beam_pipelines.accounting import STATS, removal_key
+from beam_pipelines.accounting import STATS, emit_stats, removal_key, split_key
 from common import splits
 
 
@@ -50,7 +49,7 @@ class CountBySplit(beam.DoFn):
     def process(self, doc: Document):
         if doc.split is None:
             doc = dataclasses.replace(doc, split=splits.hash_split(doc.text, *self.fractions))
-        self.stats[f"{doc.split}/documents_read"] += 1
+        self.stats[split_key(doc.split, "documents_read")] += 1
         yield doc
 
     def finish_bundle(self):

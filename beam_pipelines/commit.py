@@ -36,7 +36,6 @@ from beam_pipelines.accounting import accounting_for, check_accounting
 from common import fs, manifest, prepared_dir, run_lock, shards
 
 ENDED = ("committed", "refused")
-LockLostError = run_lock.LockLostError  # raised by run_lock.confirm
 
 
 def read_run_record(output_dir: str, run_id: str) -> dict | None:
@@ -130,7 +129,18 @@ def changed_refusal(changed_inputs: list) -> str | None:
 
 
 class Commit(beam.DoFn):
-    """Commits the run (see the module docstring); yields its run record."""
+    """Commits the run (see the module docstring); yields its run record.
+
+    Args:
+        output_dir: the prepared folder.
+        run_id: this run's id (the lock must still name it).
+        splits: the split names the run writes.
+        max_length: tokens per row, for the manifests.
+        tokenizer_info: the tokenizer's record in the manifests (with its path).
+        pipeline_args: the command line, recorded in the manifests.
+        max_rejected_fraction: refuse above this share of rejected documents.
+        max_filtered_fraction: refuse above this share removed by the quality rules.
+    """
 
     def __init__(self, output_dir, run_id, splits, max_length, tokenizer_info, pipeline_args,
                  max_rejected_fraction: float = 0.1, max_filtered_fraction: float = 1.0):

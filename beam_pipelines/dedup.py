@@ -29,10 +29,9 @@ from collections import Counter
 import apache_beam as beam
 
 from beam_pipelines import hashing
-from beam_pipelines.accounting import STATS, removal_key
+from beam_pipelines.accounting import STATS, emit_stats, removal_key
 from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
                                       ref, split_of)
-from beam_pipelines.stats import emit_stats
 
 MODES = ("none", "exact", "near")  # the values of --dedup
 
@@ -152,7 +151,11 @@ class EmitFirstCopies(beam.DoFn):
 
 class ExactDedup(beam.PTransform):
     """Documents -> `(docs, removed, stats)`: each normalised text once (its first copy),
-    `Removed` records for at most `sample_size` copies per text, and the counts."""
+    `Removed` records for at most `sample_size` copies per text, and the counts.
+
+    Args:
+        sample_size: copies of one text kept as `Removed` samples.
+    """
 
     def __init__(self, sample_size: int = 20):
         super().__init__()

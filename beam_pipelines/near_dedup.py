@@ -29,10 +29,9 @@ from collections import Counter
 import apache_beam as beam
 
 from beam_pipelines import minhash
-from beam_pipelines.accounting import RUN_PREFIX, STATS, removal_key
+from beam_pipelines.accounting import RUN_PREFIX, STATS, emit_stats, removal_key
 from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
                                       ref, split_of)
-from beam_pipelines.stats import emit_stats
 from beam_pipelines.dedup import BLANK, to_tuple
 
 BY_POSITION = "by_position"
@@ -143,7 +142,11 @@ class DropMatched(beam.DoFn):
 
 class NearDedup(beam.PTransform):
     """Documents -> `(docs, removed, stats)`: the documents that match no earlier one (see
-    the module docstring), `Removed` records of those that do, and the counts."""
+    the module docstring), `Removed` records of those that do, and the counts.
+
+    Args:
+        config: shingles, bands, rows, threshold and the bucket cap (the `--near_*` flags).
+    """
 
     def __init__(self, config: minhash.MinHashConfig):
         super().__init__()

@@ -23,10 +23,10 @@ BYTES_PER_TOKEN_ESTIMATE = 4
 PROG = "python -m beam_pipelines.prepare"
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class PrepareFlags:
     """Every flag of prepare, in `--help` order: its own, and those of the input, near-dedup
-    and quality dataclasses (`group` fields). Beam's options, `--help`, the bounds `check`
+    and quality dataclasses (`group` fields). Beam's options, `--help`, the bounds `resolve`
     enforces and the manifest's recorded arguments all come from these fields."""
 
     source: InputSpec = flags.group(InputSpec)  # --input, --text_field, --hf_dataset, ...
@@ -102,15 +102,43 @@ class FlagError(UserError):
     """A flag value or combination that cannot work; nothing has been touched yet."""
 
 
-def check(opts: PrepareOptions) -> None:
-    """One clear sentence for each flag value or combination that cannot work: the bounds
-    declared on `PrepareFlags`' fields, then the rules across flags."""
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """A run's flags, checked and resolved once (`resolve`): what the graph and the
+    executions of its keyed steps are built from; nothing below the launcher derives the
+    split names, configs or shard size again."""
+
+    # Every flag's value, as given or defaulted. Its `source` (an `InputSpec`) is not frozen:
+    # train_tokenizer's config extends that class and sets a field after init.
+    flags: PrepareFlags
+    # (split, globs) of the files read; split None: --input, split by the fractions; empty
+    # with --hf_dataset (its splits are the dataset's)
+    inputs: tuple[tuple[str | None, str], ...]
+    splits: tuple[str, ...]  # the splits this run writes, in a stable order
+    quality: quality.QualityConfig | None  # None: --quality_filter none
+    near: minhash.MinHashConfig | None  # None: no near dedup
+    shard_size: int  # records per shard (--shard_size, or sized for ~150 MB shards)
+
+    @property
+    def exact(self) -> bool:
+        """Whether exact dedup runs (near dedup removes exact copies first)."""
+        return self.flags.dedup in ("exact", "near")
+
+    @property
+    def fixed_shards(self) -> int:
+        """--num_shards; 0: as many as `shard_size` gives."""
+        return self.flags.num_shards or 0
+
+
+def resolve(opts: PrepareOptions) -> Settings:
+    """One clear sentence for each flag value or combination that cannot work (the bounds
+    declared on `PrepareFlags`' fields, then the rules across flags); else the `Settings`."""
     sources_given = sum(bool(x) for x in (opts.input, opts.splits, opts.hf_dataset))
     if sources_given != 1:
         raise FlagError("give exactly one of --input, --splits or --hf_dataset")
     if not opts.tokenizer or not opts.output_dir:
         raise FlagError("--tokenizer and --output_dir are required")
-    split_names(opts)  # a split named twice in --splits or --hf_splits is refused here
+    inputs, splits = _inputs_and_splits(opts)  # a split named twice is refused here
     if problem := flags.out_of_bounds(PrepareFlags, opts):
         raise FlagError(problem)
     fractions = opts.validation_fraction + opts.test_fraction
@@ -121,6 +149,21 @@ def check(opts: PrepareOptions) -> None:
                         "--splits and --hf_dataset already name their splits")
     if opts.min_mean_word_length > opts.max_mean_word_length:
         raise FlagError("--min_mean_word_length must not exceed --max_mean_word_length")
+    for split in splits:  # each one a folder directly inside OUT
+        prepared_dir.check_split_name(split)
+    return Settings(flags.from_values(PrepareFlags, opts), inputs, splits, quality_config(opts),
+                    near_config(opts) if opts.dedup == "near" else None, _shard_size(opts))
+
+
+def _inputs_and_splits(opts: PrepareOptions) -> tuple[tuple, tuple[str, ...]]:
+    """`Settings.inputs` and `Settings.splits`."""
+    if opts.splits:
+        globs = parse_splits(opts.splits)
+        return tuple(globs.items()), tuple(globs)
+    if opts.hf_dataset:
+        return (), tuple(input_spec.hf_split_list(opts.hf_splits))
+    fractions = (("validation", opts.validation_fraction), ("test", opts.test_fraction))
+    return ((None, opts.input),), ("train", *(name for name, share in fractions if share))
 
 
 def near_config(opts: PrepareOptions) -> minhash.MinHashConfig:
@@ -187,7 +230,7 @@ def check_tokenizer(tokenizer, max_length: int) -> None:
                         f"adds {specials} special tokens to every sequence")
 
 
-def shard_size(opts: PrepareOptions) -> int:
+def _shard_size(opts: PrepareOptions) -> int:
     if opts.shard_size:
         return opts.shard_size
     return max(1, DEFAULT_TARGET_SHARD_BYTES // (BYTES_PER_TOKEN_ESTIMATE * opts.max_length))
@@ -205,17 +248,3 @@ def parse_splits(spec: str) -> dict[str, str]:
                             "globs with commas: NAME=GLOB1,GLOB2")
         out[name.strip()] = pattern.strip()
     return out
-
-
-def split_names(opts: PrepareOptions) -> list[str]:
-    """The splits this run writes, in a stable order."""
-    if opts.splits:
-        return list(parse_splits(opts.splits))
-    if opts.hf_dataset:
-        return input_spec.hf_split_list(opts.hf_splits)
-    names = ["train"]
-    if opts.validation_fraction:
-        names.append("validation")
-    if opts.test_fraction:
-        names.append("test")
-    return names

@@ -37,94 +37,115 @@ from common import manifest, prepared_dir, run_lock, shards, tokenizer_files
 from common.errors import UserError, no_room_logged_once, run_cli
 
 
-def read_tasks(opts) -> list[tuple]:
+def read_tasks(settings: opts_lib.Settings) -> list[tuple]:
     """What workers read: one task per file (or per dataset shard), listed on the launcher."""
-    if opts.hf_dataset:
+    source = settings.flags.source
+    if source.hf_dataset:
         return [("hf", split, index, n)
-                for split in opts_lib.split_names(opts)
-                for n in [hf_datasets.hf_num_shards(opts.hf_dataset, opts.hf_config, split)]
+                for split in settings.splits
+                for n in [hf_datasets.hf_num_shards(source.hf_dataset, source.hf_config, split)]
                 for index in range(n)]
-    patterns = opts_lib.parse_splits(opts.splits) if opts.splits else {None: opts.input}
     files = {split: input_spec.expand_inputs(
                  pattern, f"--splits ({split})" if split else "--input")
-             for split, pattern in patterns.items()}
-    opts_lib.check_inputs(opts.output_dir, {s: list(f) for s, f in files.items()})
+             for split, pattern in settings.inputs}
+    opts_lib.check_inputs(settings.flags.output_dir, {s: list(f) for s, f in files.items()})
     # Each task carries its file's listed stamp: a reader that finds another file (rewritten
     # since, or between the two reads of a local exact dedup) has the run refused.
     return [("file", path, split, start, end, tuple(stamp))
             for split, found in files.items()
             for path, stamp in found.items()
-            for start, end in input_spec.byte_ranges(path, stamp.size, opts.txt_unit,
-                                                  opts.read_range_bytes)]
+            for start, end in input_spec.byte_ranges(path, stamp.size, source.txt_unit,
+                                                  settings.flags.read_range_bytes)]
 
 
-def _side_files(dead, removed, opts, run_id: str):
+class Reader:
+    """The input's documents, read as often as the run needs: `first()` once, and `again`
+    for an execution that dedups by reading the input again (local runs). Every read's
+    record of inputs that are no longer the files listed goes to the commit (`changed`).
+
+    Args:
+        p: the pipeline.
+        tasks: `read_tasks`' list.
+        source: what the documents are read from (`PrepareFlags.source`).
+    """
+
+    def __init__(self, p: beam.Pipeline, tasks: list, source: input_spec.InputSpec):
+        self.source, self._changed, self._closed = source, [], False
+        self._spread = (p
+                        | "ListInputs" >> beam.Create(tasks)
+                        | "SpreadInputs" >> beam.Reshuffle())
+
+    def _read(self, label: str, todo):
+        if self._closed:  # its changed inputs would escape the commit's check
+            raise RuntimeError(f"read {label!r} added after Reader.changed()")
+        source = self.source
+        read = todo | label >> beam.ParDo(sources.ReadDocuments(
+            source.text_field, source.max_document_bytes, source.txt_unit, source.hf_dataset,
+            source.hf_config)).with_outputs("dead", STATS, sources.CHANGED, main="docs")
+        self._changed.append(read[sources.CHANGED])
+        return read
+
+    def first(self):
+        """The documents (main), dead letters ("dead") and counts (STATS) of the first read."""
+        return self._read("Read", self._spread)
+
+    def again(self, after, label: str = "Reread"):
+        """The documents once more, from a read that starts only once the PCollection
+        `after` is complete (a side input: not one task is read before)."""
+        todo = self._spread | f"{label}Wait" >> beam.Map(lambda task, _: task,
+                                                        beam.pvalue.AsList(after))
+        return self._read(label, todo).docs
+
+    def changed(self):
+        """Every read's changed inputs; the graph's last read must come before."""
+        self._closed = True
+        return tuple(self._changed) | "ChangedInputs" >> beam.Flatten()
+
+
+def _side_files(dead, removed, flags, run_id: str):
     """Writes the dead letters (a shard per writer) and the removed sample; their paths.
     The sample goes with the dead letters: committed manifests list both, so both stay."""
     dead_files = (dead
                   | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
                   | "WriteDeadLetters" >> jsonl_files.WriteJsonl(
-                      prepared_dir.dead_letter_prefix(opts.output_dir, run_id)))
+                      prepared_dir.dead_letter_prefix(flags.output_dir, run_id)))
     sample_files = removed | "SampleRemoved" >> cleaning.WriteRemovedSample(
-        prepared_dir.sample_prefix(opts.output_dir, run_id), opts.removed_sample_size)
+        prepared_dir.sample_prefix(flags.output_dir, run_id), flags.removed_sample_size)
     return (dead_files, sample_files) | "SideFiles" >> beam.Flatten()
 
 
-def build(p: beam.Pipeline, opts, tokenizer_info, run_id: str, pipeline_args: dict,
-          tasks: list, progress_dir: str | None = None, execution=None):
+def build(p: beam.Pipeline, settings: opts_lib.Settings, tokenizer_info, run_id: str,
+          pipeline_args: dict, tasks: list, progress_dir: str | None = None,
+          spill_dir: str | None = None):
     """Adds the whole pipeline to `p`; returns the PCollection of the commit's run record.
     DoFns write running totals to `progress_dir` (local runs) for the progress lines.
-    `execution` runs the dedups and the shuffle (beam_pipelines/execution.py): Beam's
-    GroupByKey by default, files on disk for local runs (beam_pipelines/local/)."""
-    execution = execution or GroupingExecution()
-    splits = opts_lib.split_names(opts)
-    spread = (p
-              | "ListInputs" >> beam.Create(tasks)
-              | "SpreadInputs" >> beam.Reshuffle())
-    changed = []  # every read's inputs that are no longer the files listed
-
-    def read_docs(label, after=None):
-        todo = spread
-        if after is not None:  # a side input: not one task is read before `after` is done
-            todo = spread | f"{label}Wait" >> beam.Map(lambda task, _: task,
-                                                       beam.pvalue.AsList(after))
-        read = todo | label >> beam.ParDo(sources.ReadDocuments(
-            opts.text_field, opts.max_document_bytes, opts.txt_unit, opts.hf_dataset,
-            opts.hf_config)).with_outputs("dead", STATS, sources.CHANGED, main="docs")
-        changed.append(read[sources.CHANGED])
-        return read
-
-    def read_again(after, label="Reread"):
-        return read_docs(label, after).docs
-
-    read = read_docs("Read")
-    exact_dedup = (execution.exact_dedup(read_again, splits, opts, progress_dir)
-                   if opts.dedup in ("exact", "near") else None)  # near: exact copies first
-    near_dedup = (execution.near_dedup(read_again, opts, opts_lib.near_config(opts))
-                  if opts.dedup == "near" else None)
+    The dedups and the shuffle run through sorted files in `spill_dir` on a local runner
+    (beam_pipelines/local/), else through Beam's groupings (beam_pipelines/execution.py)."""
+    flags = settings.flags
+    reader = Reader(p, tasks, flags.source)
+    execution = (OnDiskExecution(settings, run_id, reader, spill_dir, progress_dir) if spill_dir
+                 else GroupingExecution(settings, run_id, progress_dir))
+    read = reader.first()
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
-        opts_lib.quality_config(opts), opts.validation_fraction, opts.test_fraction,
-        exact_dedup, near_dedup)
+        settings.quality, flags.validation_fraction, flags.test_fraction, *execution.dedups())
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
-        opts.tokenizer, opts.max_length, opts.pad_tail, tokenizer_info.pad_id,
-        opts.tokenize_batch_chars, progress_dir)
-    written, shuffle_stats = execution.shuffle(blocks, opts, run_id, progress_dir,
-                                               opts_lib.shard_size(opts), opts.num_shards or 0)
+        flags.tokenizer, flags.max_length, flags.pad_tail, tokenizer_info.pad_id,
+        flags.tokenize_batch_chars, progress_dir)
+    written, shuffle_stats = execution.shuffle(blocks)
     stats = ((read[STATS], removal_stats, sequence_stats, shuffle_stats)
              | "AllStats" >> beam.Flatten()
              | "SumStats" >> beam.CombinePerKey(sum))
-    side_files = _side_files(read.dead, removed, opts, run_id)
-    changed_inputs = tuple(changed) | "ChangedInputs" >> beam.Flatten()
+    side_files = _side_files(read.dead, removed, flags, run_id)
     return (written
             | "CollectShards" >> beam.combiners.ToList()
             | "Commit" >> beam.ParDo(
-                commit.Commit(opts.output_dir, run_id, splits, opts.max_length,
-                              tokenizer_info.to_dict() | {"path": opts.tokenizer},
-                              pipeline_args, opts.max_rejected_fraction,
-                              opts.max_filtered_fraction),
+                commit.Commit(flags.output_dir, run_id, list(settings.splits), flags.max_length,
+                              tokenizer_info.to_dict() | {"path": flags.tokenizer},
+                              pipeline_args, flags.max_rejected_fraction,
+                              flags.max_filtered_fraction),
                 stats=beam.pvalue.AsDict(stats),
                 dead_letter_files=beam.pvalue.AsList(side_files),
-                changed_inputs=beam.pvalue.AsList(changed_inputs)))
+                changed_inputs=beam.pvalue.AsList(reader.changed())))
 
 
 def pipeline_options(argv) -> PipelineOptions:
@@ -164,15 +185,13 @@ def summarize(output_dir: str, splits: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _prepare(options: PipelineOptions, opts) -> tuple:
-    """Everything that can fail on bad input, before anything is written."""
-    opts_lib.check(opts)
-    for split in opts_lib.split_names(opts):  # each one a folder directly inside OUT
-        prepared_dir.check_split_name(split)
-    tokenizer, tokenizer_info = tokenizer_files.load(opts.tokenizer)  # on the launcher
-    opts_lib.check_tokenizer(tokenizer, opts.max_length)
-    tasks = read_tasks(opts)
-    return tokenizer_info, tasks, recorded_args(options)
+def _prepare(options: PipelineOptions) -> tuple:
+    """Everything that can fail on bad input, before anything is written: the settings,
+    the tokenizer's record, the read tasks and the arguments to record."""
+    settings = opts_lib.resolve(options.view_as(opts_lib.PrepareOptions))
+    tokenizer, tokenizer_info = tokenizer_files.load(settings.flags.tokenizer)  # on the launcher
+    opts_lib.check_tokenizer(tokenizer, settings.flags.max_length)
+    return settings, tokenizer_info, read_tasks(settings), recorded_args(options)
 
 
 # Options whose values are secrets, never written to a manifest (names, not patterns: a
@@ -212,35 +231,35 @@ def git_commit() -> str | None:
         return None
 
 
-def _launch(options: PipelineOptions, opts, tokenizer_info, tasks, args) -> dict:
+def _launch(options: PipelineOptions, settings, tokenizer_info, tasks, args) -> dict:
     """Takes the output's lock, runs the pipeline, returns the run record."""
-    run_id = shards.new_run_id()
+    flags, run_id = settings.flags, shards.new_run_id()
     runner = str(options.view_as(StandardOptions).runner)
-    held = run_lock.acquire(opts.output_dir, run_id, runner, takeover=opts.takeover_lock,
-                            timeout_hours=opts.lock_timeout_hours,
-                            ended=commit.run_ended(opts.output_dir))
+    held = run_lock.acquire(flags.output_dir, run_id, runner, takeover=flags.takeover_lock,
+                            timeout_hours=flags.lock_timeout_hours,
+                            ended=commit.run_ended(flags.output_dir))
     try:
         if "Dataflow" in runner:
             with held.heartbeat():
-                _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks, held)
+                _run_on_dataflow(options, settings, tokenizer_info, run_id, args, tasks, held)
         else:
-            notice = memory_check.warning(tasks, opts.max_length, tokenizer_info.vocab_size,
-                                          near=opts.dedup == "near")
+            notice = memory_check.warning(tasks, flags.max_length, tokenizer_info.vocab_size,
+                                          near=settings.near is not None)
             if notice:
                 print(notice, file=sys.stderr, flush=True)
             with held.heartbeat(), \
                     tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder, \
                     tempfile.TemporaryDirectory(prefix="prepare-shuffle-") as spill_dir, \
-                    progress.Reporter(folder, opts.progress_seconds), \
+                    progress.Reporter(folder, flags.progress_seconds), \
                     beam.Pipeline(options=options) as p:
-                build(p, opts, tokenizer_info, run_id, args, tasks, progress_dir=folder,
-                      execution=OnDiskExecution(spill_dir))
+                build(p, settings, tokenizer_info, run_id, args, tasks, progress_dir=folder,
+                      spill_dir=spill_dir)
     except BaseException:
         if "Dataflow" not in runner:  # a local run is dead; a Dataflow job may go on
-            run_lock.release(opts.output_dir, run_id)
-            _sweep_quietly(opts.output_dir)
+            run_lock.release(flags.output_dir, run_id)
+            _sweep_quietly(flags.output_dir)
         raise
-    record = commit.read_run_record(opts.output_dir, run_id)
+    record = commit.read_run_record(flags.output_dir, run_id)
     if record is None:
         raise RuntimeError(f"prepare run {run_id} ended without a run record")
     return record
@@ -256,11 +275,11 @@ def _sweep_quietly(output_dir: str) -> None:
         logging.warning("could not remove the temporary files of the stopped run: %s", err)
 
 
-def _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks, held) -> None:
+def _run_on_dataflow(options, settings, tokenizer_info, run_id, args, tasks, held) -> None:
     """Submits the job, records it in the lock (which then lives while the job runs), prints
     its console URL (progress is in the console's Beam metrics), and waits for it."""
     p = beam.Pipeline(options=options)
-    build(p, opts, tokenizer_info, run_id, args, tasks)
+    build(p, settings, tokenizer_info, run_id, args, tasks)
     result = p.run()
     cloud = options.view_as(GoogleCloudOptions)
     held.note_job(result.job_id(), cloud.project, cloud.region)
@@ -270,7 +289,7 @@ def _run_on_dataflow(options, opts, tokenizer_info, run_id, args, tasks, held) -
         result.wait_until_finish()
     finally:  # a failed or cancelled job never reaches its commit, which releases the lock
         if run_lock.job_state_name(result.state) in run_lock.FINAL_JOB_STATES:
-            run_lock.release(opts.output_dir, run_id)
+            run_lock.release(settings.flags.output_dir, run_id)
 
 
 def run(argv=None) -> int:
@@ -282,25 +301,25 @@ def run(argv=None) -> int:
     if status:
         return status
     options = pipeline_options(argv)
-    opts = options.view_as(opts_lib.PrepareOptions)
 
     def body():
-        tokenizer_info, tasks, args = _prepare(options, opts)
+        settings, tokenizer_info, tasks, args = _prepare(options)
+        output_dir = settings.flags.output_dir
         if options.get_all_options().get("dry_run"):  # builds the Dataflow graph only
             with beam.Pipeline(options=options) as p:
-                build(p, opts, tokenizer_info, shards.new_run_id(), args, tasks)
+                build(p, settings, tokenizer_info, shards.new_run_id(), args, tasks)
             print("dry run: the Dataflow job graph was built and validated; nothing ran")
             return 0
         start = time.monotonic()
         with no_room_logged_once(*BEAM_ERROR_LOGGERS):
-            record = _launch(options, opts, tokenizer_info, tasks, args)
+            record = _launch(options, settings, tokenizer_info, tasks, args)
         if record["state"] != "committed":
             dead = ", ".join(record.get("dead_letter_files", [])) or "none"
-            raise RefusedError(f"nothing committed, {opts.output_dir} is unchanged: "
+            raise RefusedError(f"nothing committed, {output_dir} is unchanged: "
                                f"{record['reason']} (dead letters: {dead})")
-        print(f"prepared {opts.output_dir} in {time.monotonic() - start:.1f} s "
+        print(f"prepared {output_dir} in {time.monotonic() - start:.1f} s "
               f"(run {record['run_id']})")
-        print(summarize(opts.output_dir, opts_lib.split_names(opts)))
+        print(summarize(output_dir, settings.splits))
     return run_cli(body, argv)
 
 

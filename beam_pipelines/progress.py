@@ -27,7 +27,12 @@ import uuid
 
 
 class Tally:
-    """Running totals of one DoFn instance; a no-op when `folder` is None."""
+    """Running totals of one DoFn instance; a no-op when `folder` is None.
+
+    Args:
+        folder: the folder the launcher's `Reporter` watches, or None.
+        every_seconds: at most one write per this many seconds.
+    """
 
     def __init__(self, folder: str | None, every_seconds: float = 1.0):
         self.folder, self.every = folder, every_seconds

@@ -28,7 +28,7 @@ import google_crc32c
 import numpy as np
 
 from beam_pipelines import hashing, progress
-from beam_pipelines.stats import emit_stat
+from beam_pipelines.accounting import emit_stat
 from common import fs, prepared_dir, schema, shards, tfrecord
 
 
@@ -75,7 +75,14 @@ def shuffle_stat(keys, ids, lengths) -> tuple[str, int]:
 
 class AssignShards(beam.DoFn):
     """(split, ids, lengths) -> ((split, shard), (keys, ids, lengths)) per shard touched
-    (main), and the bytes of rows sent to the shuffle (STATS: SHUFFLE_BYTES)."""
+    (main), and the bytes of rows sent to the shuffle (STATS: SHUFFLE_BYTES).
+
+    Args:
+        seed: the shuffle's seed (a row's key, hence its shard and place, derive from it).
+        max_length: tokens per row.
+        shard_size: rows per shard, when `fixed_shards` is 0.
+        fixed_shards: shards per split (`--num_shards`), or 0.
+    """
 
     def __init__(self, seed: int, max_length: int, shard_size: int, fixed_shards: int):
         self.seed, self.max_length = seed, max_length
@@ -99,11 +106,6 @@ def encode_rows(ids: np.ndarray, lengths: np.ndarray) -> list[bytes]:
     """Serialized Examples for rows of token ids (attention mask from the lengths)."""
     mask = (np.arange(ids.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
     return schema.encode_examples(ids, mask)
-
-
-def tfrecord_bytes(records: list[bytes]) -> bytes:
-    """TFRecord framing (length, crc32c of length, data, crc32c of data) of `records`."""
-    return tfrecord.frame(records)
 
 
 def row_order(keys: np.ndarray, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -152,7 +154,13 @@ def concat_rows(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 class WriteShard(beam.DoFn):
     """((split, shard), parts) -> one shuffled TFRecord file (see `write_shard`).
-    Subclasses gather a shard's rows otherwise by overriding `rows`."""
+    Subclasses gather a shard's rows otherwise by overriding `rows`.
+
+    Args:
+        output_dir: the prepared folder the split folders go in.
+        run_id: the run's id, in every shard's name.
+        progress_dir: where the progress tallies go (local runs), or None.
+    """
 
     def __init__(self, output_dir: str, run_id: str, progress_dir: str | None = None):
         self.output_dir, self.run_id, self.progress_dir = output_dir, run_id, progress_dir
@@ -180,4 +188,4 @@ def framed_chunks(ids: np.ndarray, lengths: np.ndarray, order: np.ndarray,
     150 MB shard at once held ~7 copies of it (int64 mask, records, framing, joins)."""
     for start in range(0, len(order), rows_per_chunk):
         take = order[start:start + rows_per_chunk]
-        yield tfrecord_bytes(encode_rows(ids[take], lengths[take]))
+        yield tfrecord.frame(encode_rows(ids[take], lengths[take]))

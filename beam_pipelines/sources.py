@@ -28,7 +28,7 @@ from common import fs
 from beam_pipelines import hf_datasets
 from beam_pipelines.documents import (DEFAULT_MAX_DOCUMENT_BYTES, DeadLetter, Document, Record,
                                       excerpt, text_of)
-from beam_pipelines.stats import emit_stats
+from beam_pipelines.accounting import emit_stats
 
 DEFAULT_RANGE_BYTES = 64 << 20  # larger uncompressed text/JSONL files are read in ranges
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst", ".deflate")
@@ -256,6 +256,13 @@ class ReadDocuments(beam.DoFn):
     so that a rewrite at any time before its end is seen: a local exact dedup reads the
     input twice and keeps documents by their place in it (`local/exact_dedup.py`), and a
     file grown or shrunk since its byte ranges were cut would lose or repeat lines.
+
+    Args:
+        text_field: the JSONL field or parquet column holding the text.
+        max_document_bytes: longer documents are dead-lettered.
+        txt_unit: a .txt document is a "line" or a blank-line separated "paragraph".
+        hf_name: the Hugging Face dataset of "hf" tasks, or None.
+        hf_config: that dataset's configuration, or None.
     """
 
     def __init__(self, text_field, max_document_bytes, txt_unit="line", hf_name=None,

@@ -11,9 +11,8 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import chunking, progress, text_pieces
-from beam_pipelines.accounting import STATS
+from beam_pipelines.accounting import STATS, emit_stat, emit_stats, split_key
 from beam_pipelines.documents import Document, split_of
-from beam_pipelines.stats import emit_stat, emit_stats
 from common import tokenizer_files
 
 TAIL = "tail"
@@ -68,7 +67,7 @@ class TokenizeAndChunk(beam.DoFn):
     def process(self, doc: Document):
         split = split_of(doc)
         if not doc.text.strip():
-            self.stats[f"{split}/documents_empty"] += 1
+            self.stats[split_key(split, "documents_empty")] += 1
             return
         pieces = (self.cutter.pieces(doc.text, self.piece_chars) if self.cutter else None)
         if pieces is None:
@@ -108,15 +107,15 @@ class TokenizeAndChunk(beam.DoFn):
             elif len(ids) <= self.special_only:
                 ids = None
             if ids is None:  # e.g. only control characters
-                self.stats[f"{split}/documents_empty"] += 1
+                self.stats[split_key(split, "documents_empty")] += 1
                 continue
             kept.setdefault(split, []).append(ids)
             documents[split] += kind != PIECE
         for split, id_lists in kept.items():  # one numpy conversion per split and batch
             flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=self.ids_dtype,
                                count=sum(map(len, id_lists)))
-            self.stats[f"{split}/documents_tokenized"] += documents[split]
-            self.stats[f"{split}/tokens_in"] += len(flat)
+            self.stats[split_key(split, "documents_tokenized")] += documents[split]
+            self.stats[split_key(split, "tokens_in")] += len(flat)
             self.tally.add(documents=documents[split], tokens=len(flat))
             self.chunkers.setdefault(
                 split, chunking.Chunker(self.max_length, self.ids_dtype)).add(flat)
@@ -170,8 +169,8 @@ class ChunkTails(beam.DoFn):
         if len(rows):
             yield (split, rows, lengths)
         padded = int(len(rows) * self.max_length - lengths.sum())
-        yield emit_stat(f"{split}/tokens_dropped", dropped)
-        yield emit_stat(f"{split}/tokens_padded", padded)
+        yield emit_stat(split_key(split, "tokens_dropped"), dropped)
+        yield emit_stat(split_key(split, "tokens_padded"), padded)
 
 
 class ToSequences(beam.PTransform):
@@ -182,6 +181,15 @@ class ToSequences(beam.PTransform):
     `blocks` is a pair of PCollections, the full rows and the tails' rows, left for the
     shuffle to join: a local runner holds a Flatten's output in memory, while the consumers
     of its inputs run fused with the steps that make them (`local.shuffle.ShuffleOnDisk`).
+
+    Args:
+        tokenizer_dir: the tokenizer folder (local or gs://).
+        max_length: tokens per row.
+        pad_tail: pad each split's last partial row instead of dropping it.
+        pad_id: the id padding uses.
+        batch_chars: characters handed to the fast tokenizer at once.
+        progress_dir: where the progress tallies go (local runs), or None.
+        piece_chars: documents longer than this are tokenized in pieces.
 
     Example:
         >>> blocks, stats = docs | ToSequences("gs://b/tokenizer", 128, pad_tail=False, pad_id=1)

@@ -317,8 +317,8 @@ def main(argv=None) -> int:
         print(f"tokenizer written to {config.output_dir}")
         if config.push_to:
             # Dead letters quote the corpus's bad records: they stay with the user.
-            url = hf_push.push_folder(config.output_dir, config.push_to, "Upload tokenizer",
-                                      ignore=(DEAD_LETTER,))
+            url = hf_push.push_folder(config.output_dir, publish.tokenizer_target(config.push_to),
+                                      "Upload tokenizer", ignore=(DEAD_LETTER,))
             print(f"tokenizer pushed to {url}")
     return run_cli(body, argv)
 

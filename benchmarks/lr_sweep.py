@@ -1,4 +1,5 @@
-"""The learning-rate sweep behind the per-size `--learning_rate` defaults (README, "Learning rate").
+"""The learning-rate sweep behind the per-size `--learning_rate` defaults (docs/training.md,
+"Learning rate").
 
     python -m benchmarks.lr_sweep --data runs/demo/prepared --tokenizer runs/demo/tokenizer \\
         --runs tiny:3e-4,1e-3,2e-3,5e-3 small:3e-4,1e-3,2e-3 --steps 600 [--batch 32]

@@ -44,7 +44,12 @@ def suffix_of(path: str) -> str | None:
 
 class CheckedReader(io.RawIOBase):
     """A binary reader of the decompressed bytes of `raw`; raises TruncatedStreamError at
-    the end of `raw` if the last stream did not end."""
+    the end of `raw` if the last stream did not end.
+
+    Args:
+        raw: the compressed bytes, a binary file object.
+        suffix: the compression, by file suffix (a key of `DECOMPRESSORS`).
+    """
 
     def __init__(self, raw, suffix: str):
         super().__init__()

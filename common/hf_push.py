@@ -6,7 +6,7 @@ asks the library whether it has one (`check_token`), so a command fails before i
 after; it never reads, prints or writes the token.
 
 Example:
-    >>> push_folder("runs/tok", "hf://my-org/my-tokenizer", "Upload tokenizer")
+    >>> push_folder("runs/tok", publish.parse("hf://my-org/my-tokenizer"), "Upload tokenizer")
     'https://huggingface.co/my-org/my-tokenizer'
 """
 
@@ -61,10 +61,9 @@ def local_folder(folder: str):
         yield tmp
 
 
-def push_folder(folder: str, uri: str, message: str, ignore: tuple = ()) -> str:
+def push_folder(folder: str, target: publish.Target, message: str, ignore: tuple = ()) -> str:
     """create_repo (if absent) + upload_folder (less the `ignore` globs); returns the
     repository's URL."""
-    target = publish.parse(uri)
     api = huggingface_hub.HfApi()
     try:
         url = api.create_repo(target.repo_id, exist_ok=True)
@@ -73,5 +72,5 @@ def push_folder(folder: str, uri: str, message: str, ignore: tuple = ()) -> str:
                               commit_message=message,
                               ignore_patterns=list(ignore) or None)
     except FAILURES as err:
-        raise failed(uri, err) from None
+        raise failed(target.uri, err) from None
     return str(url)

@@ -15,7 +15,8 @@ preset in `ORG/NAME-keras-hub`: both formats have a `config.json` at the root, a
 Example:
     >>> parse("hf://my-org/roberta-tiny").repo_id
     'my-org/roberta-tiny'
-    >>> repos_for(parse("hf://my-org/roberta-tiny"), ("keras-hub", "hf"))
+    >>> {f: t.uri for f, t in repos_for(parse("hf://my-org/roberta-tiny"),
+    ...                                  ("keras-hub", "hf")).items()}
     {'keras-hub': 'hf://my-org/roberta-tiny-keras-hub', 'hf': 'hf://my-org/roberta-tiny'}
 """
 
@@ -54,9 +55,13 @@ class PushFlags:
     def check_push_flags(self) -> None:
         """The target (every repository it will derive) and the card's metadata, checked
         before any work: a refusal at push time would come after the training."""
-        if self.push_to is not None:
-            parse(self.push_to)
+        _ = self.push_target  # parsing is the check: a bad target raises here
         card_metadata.check(self.language, self.license)
+
+    @property
+    def push_target(self) -> Target | None:
+        """`--push_to` as a `Target` (None without it): the one place a flag value is parsed."""
+        return None if self.push_to is None else parse(self.push_to)
 
 
 class PushTargetError(UserError):
@@ -121,19 +126,19 @@ def parse(uri: str) -> Target:
     return _hf(handle, uri) if scheme == HF else _kaggle(handle, uri)
 
 
-def repos_for(target: Target, formats) -> dict[str, str]:
-    """{format: target uri} for the export formats that go to `target` (see module doc)."""
+def repos_for(target: Target, formats) -> dict[str, Target]:
+    """{format: where it goes} for the export formats that go to `target` (see module doc)."""
     formats = tuple(formats)
     if target.hub == KAGGLE:
         if KERAS_HUB_FORMAT not in formats:
             raise PushTargetError(f"--push_to {target.uri}: Kaggle takes the keras-hub preset; "
                                   "export --format keras-hub or all.")
-        return {KERAS_HUB_FORMAT: target.uri}
+        return {KERAS_HUB_FORMAT: target}
     if formats == (KERAS_HUB_FORMAT,):
-        return {KERAS_HUB_FORMAT: target.uri}
-    out = {HF_FORMAT: target.uri} if HF_FORMAT in formats else {}
+        return {KERAS_HUB_FORMAT: target}
+    out = {HF_FORMAT: target} if HF_FORMAT in formats else {}
     if KERAS_HUB_FORMAT in formats:
-        out = {KERAS_HUB_FORMAT: target.with_suffix(PRESET_SUFFIX).uri, **out}
+        out = {KERAS_HUB_FORMAT: target.with_suffix(PRESET_SUFFIX), **out}
     return out
 
 

@@ -200,7 +200,13 @@ def release(output_dir: str, run_id: str) -> None:
 
 
 class HeldLock:
-    """The launcher's handle on the lock it took: heartbeat and Dataflow job id."""
+    """The launcher's handle on the lock it took: heartbeat and Dataflow job id.
+
+    Args:
+        output_dir: the folder the lock guards.
+        run_id: the run that holds it.
+        heartbeat_seconds: how often the heartbeat is refreshed.
+    """
 
     def __init__(self, output_dir: str, run_id: str, heartbeat_seconds: float):
         self.output_dir, self.run_id = output_dir, run_id

@@ -261,6 +261,21 @@ def _decode_one(record: bytes, index: int, max_length: int) -> list:
     return rows
 
 
+def example_features(record: bytes) -> dict:
+    """`{name: [int, ...]}` of one serialized Example's int64 features, whatever their
+    length (a legacy split's first record tells its length); `RecordSchemaError` if the
+    record is not an Example."""
+    from google.protobuf.message import DecodeError
+
+    example = _example_class()()
+    try:
+        example.ParseFromString(record)
+    except DecodeError:
+        raise RecordSchemaError(0, "is not a tf.train.Example") from None
+    return {name: list(feature.int64_list.value)
+            for name, feature in example.features.feature.items()}
+
+
 def decode_examples(records: list, max_length: int) -> tuple[np.ndarray, np.ndarray]:
     """(input_ids, attention_mask), int64 [len(records), max_length], of serialized Examples
     as `parse_batch` would read them; `RecordSchemaError` names the first record it cannot."""

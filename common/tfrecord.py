@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import io
 import struct
 from typing import BinaryIO, Iterable, Iterator
 
@@ -66,3 +67,21 @@ def records(stream: BinaryIO) -> Iterator[bytes]:
         if masked_crc(data) != _CRC.unpack(body[length:])[0]:
             raise RecordError("bad data checksum")
         yield data
+
+
+def skip(stream: BinaryIO, count: int) -> int:
+    """Moves past `count` records reading only their headers (the length checksum checked; the
+    data's is left to the reader that keeps the record: a host skips the records of the
+    others); returns how many it passed (fewer at the end of the stream)."""
+    for done in range(count):
+        header = stream.read(HEADER_BYTES)
+        if not header:
+            return done
+        if len(header) < HEADER_BYTES:
+            raise RecordError(f"cut short: {len(header)} of a record header's "
+                              f"{HEADER_BYTES} bytes")
+        length, length_crc = _LENGTH.unpack(header)
+        if masked_crc(header[:8]) != length_crc:
+            raise RecordError("bad length checksum")
+        stream.seek(length + _CRC.size, io.SEEK_CUR)
+    return count

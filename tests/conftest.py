@@ -11,6 +11,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 pytest_plugins = ["tests.support.gcs", "tests.support.hub", "tests.support.kaggle"]
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: a long run (fault loop, pod, end to end, gs://, subprocess training) "
+        "that `make test-fast` leaves to `make test`")
+
+
 @pytest.fixture(scope="session")
 def corpus_jsonl(tmp_path_factory):
     """~300 KB of real English (docstrings of the standard library), one JSONL doc each."""

@@ -201,3 +201,23 @@ def test_commands_are_found():
     found = list(documented_commands())
     assert len(found) >= 10
     assert commands("a --x 1 && b 'c;d' # e") == [["a", "--x", "1"], ["b", "c;d"]]
+
+
+POINTER = re.compile(r'(README|docs/[\w-]+\.md),? "([^"]+)"')
+
+
+def test_pointers_from_the_code_name_a_place_in_the_docs():
+    """A comment's `docs/training.md "Learning rate"` leads to a heading, a bullet or a bold
+    lead of that name (three such pointers named README sections that had moved away)."""
+    dead = []
+    for package in (*PACKAGES, "tests."):
+        for path in sorted((ROOT / package.rstrip(".")).rglob("*.py")):
+            for doc, place in POINTER.findall(path.read_text(encoding="utf-8")):
+                place = " ".join(w for w in place.split() if w != "#")  # across lines
+                text = (ROOT / (doc + ".md" if doc == "README" else doc)).read_text(
+                    encoding="utf-8")
+                lead = rf"^\s*(#+ |- |\d+\. |\*\*){re.escape(place)}"
+                if not re.search(lead, text, re.M) and not re.search(
+                        rf"\*\*{re.escape(place)}\*\*", text):
+                    dead.append(f"{path.relative_to(ROOT)}: {doc} {place!r}")
+    assert dead == []

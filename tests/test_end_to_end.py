@@ -5,8 +5,12 @@ import json
 
 import numpy as np
 
+import pytest
+
 from beam_pipelines import prepare
 from trainer import export, predict, task
+
+pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
 
 
 def test_text_to_a_model_transformers_can_load(tmp_path, corpus_jsonl, bpe_tokenizer_dir):

@@ -1,16 +1,21 @@
 """The packages' shape, as docs/development.md draws it: no import cycle among our modules
 (imports inside functions count: hiding a cycle there is still a cycle), `common/` imports
 neither half, the trainer imports nothing from `beam_pipelines/`, no production function over
-60 lines, and the prepare pipeline's layers are the ones the development guide lists."""
+60 lines, and the keyed hashes (BLAKE2b, splitmix64) only where their bits are the contract."""
 
 import ast
-import functools
 import pathlib
-import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("common", "beam_pipelines", "trainer")
 MAX_FUNCTION_LINES = 60
+# The modules that may compute a keyed hash: its bits decide shards, dedup and splits, so a
+# second copy elsewhere could drift from them. Each entry says why it is one.
+HASH_HOMES = {
+    "beam_pipelines/hashing.py": "the pipeline's shared helpers (shard, dedup, MinHash keys)",
+    "common/splits.py": "the split rule both halves use; common/ cannot import the pipeline",
+}
+SPLITMIX_CONSTANTS = {0xBF58476D1CE4E5B9, 0x94D049BB133111EB}
 
 
 def _modules(root=ROOT):
@@ -68,21 +73,6 @@ def cycles(edges) -> list[list[str]]:
     return found
 
 
-def levels(edges, package="beam_pipelines") -> dict[str, int]:
-    """A module's level within `package`: 1 + the highest level among the package's modules it
-    imports (1: imports none of them; package `__init__`s left out). Defined only without
-    cycles."""
-    packages = {m for m in edges if any(other.startswith(m + ".") for other in edges)}
-    inside = {m: {d for d in deps if d.startswith(package + ".") and d not in packages}
-              for m, deps in edges.items() if m.startswith(package + ".") and m not in packages}
-
-    @functools.lru_cache(maxsize=None)
-    def level(module):
-        return 1 + max((level(d) for d in inside[module]), default=0)
-
-    return {m[len(package) + 1:]: level(m) for m in inside}
-
-
 def test_no_import_cycle():
     assert cycles(import_edges(_modules())) == []
 
@@ -112,12 +102,53 @@ def test_no_production_function_over_60_lines():
     assert long == []
 
 
-def test_the_development_guide_lists_the_pipeline_layers_as_they_are():
-    """docs/development.md's "level N: a, b" lines name every beam_pipelines module once, at
-    its level: a newcomer reads the pipeline bottom-up from there."""
-    text = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
-    listed = {}
-    for number, names in re.findall(r"^- level (\d+): (.+)$", text, flags=re.M):
-        for name in names.split(", "):
-            listed[name.strip("` ")] = int(number)
-    assert listed == levels(import_edges(_modules()))
+def keyed_hashes(tree) -> list[str]:
+    """Where a module computes BLAKE2b (`hashlib.blake2b`, or `blake2b` imported from
+    hashlib) or uses a splitmix64 constant: by what the code does, not what it is named."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "blake2b":
+            found.append(f"blake2b:{node.lineno}")
+        elif isinstance(node, ast.ImportFrom) and node.module == "hashlib" and any(
+                alias.name == "blake2b" for alias in node.names):
+            found.append(f"blake2b:{node.lineno}")
+        elif isinstance(node, ast.Constant) and node.value in SPLITMIX_CONSTANTS:
+            found.append(f"splitmix64:{node.lineno}")
+    return found
+
+
+def hash_outside_homes(root=ROOT) -> dict[str, list[str]]:
+    found = {path.relative_to(root).as_posix(): keyed_hashes(tree)
+             for path, tree in _modules(root).values()}
+    return {name: where for name, where in found.items() if where and name not in HASH_HOMES}
+
+
+def test_keyed_hashes_only_in_their_homes():
+    assert hash_outside_homes() == {}
+    for home in HASH_HOMES:  # the scan sees the real ones (and no home is stale)
+        assert keyed_hashes(ast.parse((ROOT / home).read_text(encoding="utf-8"))), home
+
+
+def test_the_hash_scan_sees_every_package(tmp_path):
+    """The scan this replaced looked at beam_pipelines/ only and matched function names."""
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+    (tmp_path / "common" / "keys.py").write_text(
+        "import hashlib\n\ndef key(b):\n    return hashlib.blake2b(b, digest_size=8)\n")
+    (tmp_path / "trainer" / "spread.py").write_text(
+        "from hashlib import blake2b\n\ndef scramble(h):\n    return h * 0x94D049BB133111EB\n")
+    assert hash_outside_homes(tmp_path) == {"common/keys.py": ["blake2b:4"],
+                                            "trainer/spread.py": ["blake2b:1", "splitmix64:4"]}
+
+
+def test_tf_distribute_code_lives_in_the_backend_room():
+    """README and docs/jax.md: trainer/backends/ holds all that differs between backends,
+    TensorFlow's device code (`tf.distribute`) included."""
+    outside = sorted(
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for name, (path, tree) in _modules().items()
+        if name.startswith("trainer.") and not name.startswith("trainer.backends")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "distribute"
+        and isinstance(node.value, ast.Name) and node.value.id == "tf")
+    assert outside == []

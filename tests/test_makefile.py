@@ -47,6 +47,18 @@ def _after(argv, flag):
     return argv[argv.index(flag) + 1]
 
 
+def test_the_fast_lane_leaves_out_the_slow_tests_and_knows_the_marker(make):
+    code, calls, err = make("test-fast", TEST_WORKERS="1")
+    assert code == 0, err
+    assert calls
+    for argv in calls:  # every pass: `-m 'not slow'`, and a misspelt marker is an error
+        assert "not slow" in argv and argv[argv.index("not slow") - 1] == "-m", argv
+        assert "--strict-markers" in argv, argv
+    registered = subprocess.run([sys.executable, "-m", "pytest", "--markers"], cwd=ROOT,
+                                capture_output=True, text=True, timeout=120).stdout
+    assert "@pytest.mark.slow:" in registered
+
+
 def test_prepare_gets_every_value_intact(make):
     code, calls, err = make("prepare", PROJECT=EVIL, BUCKET=EVIL, INPUT=EVIL + "/*.jsonl",
                             TOKENIZER=EVIL, DATA=EVIL, REGION=EVIL, ARGS="--dedup 'near'")

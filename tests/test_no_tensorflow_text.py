@@ -10,6 +10,8 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("common", "beam_pipelines", "trainer", "benchmarks")
 BANNED = "tensorflow_text"
@@ -73,6 +75,7 @@ print(sys.modules["tensorflow_text"] is None, "keras_hub" in sys.modules)
 """
 
 
+@pytest.mark.slow
 def test_every_trainer_module_and_both_models_work_without_tensorflow_text():
     # keras-hub's own __init__ imports tensorflow_text when it can (try blocks in its
     # tokenizers), so "not in sys.modules" cannot hold once keras_hub is imported. What must

@@ -28,7 +28,6 @@ def token_counts(batches, vocab_size: int, special_ids) -> np.ndarray:
     """Counts of every non-special, non-pad token id over `batches` of parsed records."""
     counts = np.zeros(vocab_size, np.int64)
     for batch in batches:
-        # np.asarray: tf.data gives tensors, the JAX input NumPy arrays
         ids = np.asarray(batch[schema.INPUT_IDS])[np.asarray(batch[schema.ATTENTION_MASK]) > 0]
         counts += np.bincount(ids, minlength=vocab_size)[:vocab_size]
     counts[list(special_ids)] = 0
@@ -46,7 +45,8 @@ def scored_batches(evaluation: data.SplitSource, config: dict):
             else config["global_batch_size"])  # run configs older than these fields
     for pipeline in range(pipelines):
         mine = evaluation.for_pipeline(pipeline, pipelines, by_records=True)
-        yield from data.eval_dataset(mine, rows, config.get("max_eval_batches"))
+        yield from data.eval_dataset(mine, rows, config.get("max_eval_batches"),
+                                     pipeline=data.GRAIN)  # the same batches, no TensorFlow
 
 
 def unigram_baseline(run_dir: str, train_batches: int = 200) -> tuple[int, float]:
@@ -60,7 +60,8 @@ def unigram_baseline(run_dir: str, train_batches: int = 200) -> tuple[int, float
     evaluation = data.resolve_split(config["eval_data"], info, config["max_length"])
     batch = config["global_batch_size"]
     specials = info.all_special_ids
-    top = int(np.argmax(token_counts(data.eval_dataset(train, batch, train_batches),
+    top = int(np.argmax(token_counts(data.eval_dataset(train, batch, train_batches,
+                                                       pipeline=data.GRAIN),
                                      info.vocab_size, specials)))
     scored = token_counts(scored_batches(evaluation, config), info.vocab_size, specials)
     return top, float(scored[top] / max(1, scored.sum()))

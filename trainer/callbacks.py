@@ -1,7 +1,7 @@
 """Callbacks that make a run resumable and observable, all keyed by the optimizer step.
 
 `fit` runs in "intervals" (Keras epochs of a fixed number of steps); these callbacks act at
-interval ends, in this order (the order is the protocol; see README "Preemption"):
+interval ends, in this order (the order is the protocol; docs/training.md, "Preemption"):
 
 0. `StopOnNonFiniteLoss`: raises at the first non-finite training or evaluation loss, so
    nothing below runs for that interval (Keras calls callbacks in list order);

@@ -18,7 +18,7 @@ import dataclasses
 from common import flags
 from common.flags import flag
 from common.publish import PushFlags
-from trainer import families, keras_backend, model
+from trainer import families, keras_backend, masking, model
 from trainer.families import sizes
 from trainer.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES
 
@@ -117,11 +117,12 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
     masking: str = flag("What is masked together: single tokens (BERT/RoBERTa), every piece "
                          "of a word (BERT whole-word masking) or spans of 1-10 tokens, "
                          "geometric lengths (SpanBERT).", "token",
-                         choices=("token", "whole_word", "span"))  # = masking.MODES
+                         choices=masking.MODES)
     seed: int = flag("Seed for weights, data order, dropout and masking.", 42, minimum=0,
                      maximum=MAX_SEED)
     # Input pipeline.
-    shuffle_buffer_size: int = flag("Examples in the shuffle buffer.", 2**16, minimum=1)
+    shuffle_buffer_size: int = flag("Records per shuffle window (trainer/data_order.py).", 2**16,
+                                    minimum=1)
     # Loop, evaluation, checkpoints.
     eval_every: int = flag("Evaluate every N steps (and always at the end).", 1000, minimum=1)
     save_every: int = flag("Checkpoint and back up every N steps (and at the end).", 1000,

@@ -1,4 +1,4 @@
-"""Training and evaluation input: validated shard lists and per-host `tf.data` pipelines.
+"""Training and evaluation input: validated shard lists and per-host input pipelines.
 
 A split folder is either what the prepare pipeline writes (its names: common/prepared_dir.py;
 the shards its `manifest.json` lists, checked by `common.manifest.read_manifest`) or, for
@@ -7,7 +7,11 @@ file names).
 
 The training stream is an endless, deterministic function of (seed, step): data epoch `e`
 shuffles its files and records with seeds derived from (seed, e), so a resumed run can start
-the stream at any step and see the batches the uninterrupted run would have seen.
+the stream at any step and see the batches the uninterrupted run would have seen. The order
+is decided once, in `trainer/data_order.py`; two pipelines follow it to the same batches:
+tf.data for the TensorFlow backend (`data_tf.py`), grain without TensorFlow for JAX
+(`data_grain.py`). The backend picks one (`PipelineShare.pipeline`); nothing here imports
+TensorFlow.
 
 Example:
     >>> source = resolve_split("gs://b/data/train", tokenizer_info, max_length=128)
@@ -24,12 +28,13 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
+import sys
 
-import tensorflow as tf
-
-from common import fs, manifest, prepared_dir, schema, shards
+from common import fs, manifest, prepared_dir, schema, shards, tfrecord
 from common.errors import UserError
 from common.manifest import ManifestError
+from trainer import data_order
+from trainer.data_order import ROW, STEP  # noqa: F401  (re-exported: data.STEP, data.ROW)
 
 class DataError(UserError):
     """Data that is well-formed but does not fit the run (too few examples for a batch...)."""
@@ -40,17 +45,19 @@ class SplitReplacedError(DataError):
     commits new shards and deletes the ones this run was reading)."""
 
 
-STEP, ROW = "step", "row"  # what a training batch carries besides schema.FEATURES
+TF_DATA, GRAIN = "tf.data", "grain"  # the two input pipelines (data_tf.py, data_grain.py)
 
 
 @dataclasses.dataclass(frozen=True)
 class PipelineShare:
-    """One input pipeline's place: which of how many (one per host), and how many batches it
-    gives per step (TensorFlow: one per local replica; JAX: one host batch)."""
+    """One input pipeline's place: which of how many (one per host), how many batches it
+    gives per step (TensorFlow: one per local replica; JAX: one host batch), and which
+    pipeline builds them (the backend's: tf.data, or grain without TensorFlow)."""
 
     pipeline_id: int = 0
     num_pipelines: int = 1
     batches_per_step: int = 1
+    pipeline: str = TF_DATA
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,11 +82,7 @@ class SplitSource:
     @property
     def num_examples(self) -> int:
         """Examples this pipeline reads in one pass."""
-        total = sum(self.counts)
-        if not self.record_shard:
-            return total
-        index, count = self.record_shard
-        return (total - index + count - 1) // count
+        return data_order.num_records(self.counts, self.record_shard)
 
     @property
     def min_examples(self) -> int:
@@ -143,11 +146,14 @@ def _legacy_format_split(split_dir, files, tokenizer_info, max_length) -> SplitS
             f"{bad} has no record count in its name (expected *-INDEX-COUNT.tfrecord) and "
             f"{split_dir} has no {prepared_dir.MANIFEST}.")
     # No manifest to check against: look at the first record instead (cheap, one read).
-    first = next(iter(tf.data.TFRecordDataset(files[0]).take(1)), None)
+    try:
+        with fs.open_read(files[0]) as stream:
+            first = next(tfrecord.records(stream), None)
+        ids = [] if first is None else schema.example_features(first).get(schema.INPUT_IDS, [])
+    except (tfrecord.RecordError, schema.RecordSchemaError) as err:
+        raise ManifestError(f"the first record of {files[0]} is unreadable ({err}).") from None
     if first is None:
         raise ManifestError(f"{files[0]} holds no records.")
-    example = tf.train.Example.FromString(first.numpy())
-    ids = list(example.features.feature[schema.INPUT_IDS].int64_list.value)
     if max_length is not None and len(ids) != max_length:
         raise ManifestError(
             f"{split_dir} holds sequences of length {len(ids)}, but {max_length} was asked "
@@ -177,18 +183,56 @@ def digest_now(source: SplitSource) -> str | None:
 
 
 class UnparsableRecordError(DataError):
-    """A record that is not the schema's fixed-length Example (data that lies)."""
+    """A record that is not the schema's fixed-length Example, or not a whole TFRecord (a
+    checksum that does not match): data that lies."""
+
+
+class MissingShardError(DataError):
+    """A shard the split's manifest lists is gone, while the manifest is the same."""
+
+
+def _read_errors() -> tuple:
+    """What reading a split raises: the TF-free readers' errors, and TensorFlow's when the
+    tf.data pipeline may have run (TensorFlow is then imported; never imported here)."""
+    errors = (OSError, tfrecord.RecordError, schema.RecordSchemaError)
+    tf = sys.modules.get("tensorflow")
+    return errors + (tf.errors.OpError,) if tf is not None and hasattr(tf, "errors") else errors
+
+
+def _missing_shards(sources) -> list[str]:
+    """Shards the sources list that are no longer in their folders (one listing each)."""
+    gone = []
+    for source in sources:
+        present = set(fs.glob_in(source.split_dir, "*" + shards.SHARD_SUFFIX))
+        gone += [path for path in source.files if path not in present]
+    return gone
+
+
+def _unparsable_reason(err: BaseException) -> str | None:
+    """The first line of an error that says a record is not what the schema promises."""
+    message = getattr(err, "message", None) or str(err)
+    first = message.strip().splitlines()[0] if message.strip() else type(err).__name__
+    tf = sys.modules.get("tensorflow")
+    if isinstance(err, (tfrecord.RecordError, schema.RecordSchemaError)):
+        return first
+    if tf is not None and isinstance(err, tf.errors.DataLossError):
+        return first  # TensorFlow's "corrupted record" (a checksum)
+    if tf is not None and isinstance(err, tf.errors.InvalidArgumentError) \
+            and "Example" in message:
+        return first
+    return None
 
 
 @contextlib.contextmanager
 def replaced_splits_named(*sources: SplitSource):
     """Turns a read error caused by a split that changed since the run resolved it (a
     prepare rerun into the folder deleted the shards being read) into one
-    `SplitReplacedError`, and a record that does not parse (shorter than the manifest's
-    length, say) into one `UnparsableRecordError`; every other error passes unchanged."""
+    `SplitReplacedError`, a record that does not parse or fails its checksum into one
+    `UnparsableRecordError`, and a shard gone from an unchanged split into one
+    `MissingShardError`; every other error passes unchanged. Both pipelines' errors alike."""
     try:
         yield
-    except tf.errors.OpError as err:
+    except _read_errors() as err:
         for source in sources:
             if digest_now(source) != source.digest:
                 raise SplitReplacedError(
@@ -196,110 +240,62 @@ def replaced_splits_named(*sources: SplitSource):
                     "committed other shards there and deleted the ones being read). Prepare "
                     "new data into a new folder; to go on, restore the old data there (a "
                     "restart with other data is refused).") from err
-        if isinstance(err, tf.errors.InvalidArgumentError) and "Example" in err.message:
-            first = err.message.strip().splitlines()[0]
+        names = " or ".join(s.split_dir for s in sources)
+        reason = _unparsable_reason(err)
+        if reason is not None:
             raise UnparsableRecordError(
-                f"a record of {' or '.join(s.split_dir for s in sources)} is not an Example of "
-                f"{sources[0].max_length} input_ids and attention_mask ({first}); "
-                "python -m common.verify names the shard.") from None
+                f"a record of {names} is not an Example of {sources[0].max_length} input_ids "
+                f"and attention_mask ({reason}); python -m common.verify names the "
+                "shard.") from None
+        gone = _missing_shards(sources)
+        if gone:
+            raise MissingShardError(
+                f"{gone[0]} is gone although its split's manifest still lists it; restore it, "
+                "or prepare the data again into a new folder.") from None
         raise
-
-
-def _parse(serialized, max_length: int) -> dict:
-    """One vectorised parse per batch; int32 halves what goes to the accelerator."""
-    parsed = schema.parse_batch(serialized, max_length)
-    return {name: tf.cast(parsed[name], tf.int32) for name in schema.FEATURES}
-
-
-def _records(files, source: SplitSource, cycle_length: int = 8) -> tf.data.Dataset:
-    """Parallel, deterministic reads from several files at once (this pipeline's share)."""
-    records = files.interleave(
-        lambda f: tf.data.TFRecordDataset(f, buffer_size=8 << 20),
-        cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if source.record_shard:  # the file order is the same on every host: shares are disjoint
-        index, count = source.record_shard
-        records = records.shard(count, index)
-    return records
-
-
-def _one_epoch(source: SplitSource, epoch, batch_size: int, seed: int, shuffle_buffer: int,
-               batches: int):
-    epoch_seed = tf.cast(epoch, tf.int64) + seed * 1_000_003
-    files = tf.data.Dataset.from_tensor_slices(list(source.files))
-    files = files.shuffle(len(source.files), seed=epoch_seed)
-    records = _records(files, source).shuffle(
-        max(1, min(shuffle_buffer, source.num_examples)), seed=epoch_seed + 1)
-    return records.batch(batch_size, drop_remainder=True).take(batches)
 
 
 def start_position(source: SplitSource, batch_size: int, start_step: int,
                    local_replicas: int = 1, micro_batches: int = 1) -> tuple[int, int, int]:
-    """(data epoch, batches to skip in it, batches per epoch) of a pipeline at `start_step`.
-
-    A data epoch is a whole number of steps of this pipeline (`local_replicas` batches of
-    each of `micro_batches` micro-batches), so the examples of a step are the same whether
-    one replica takes a batch of 16 or two replicas take 8 each, or one replica takes two
-    micro-batches of 8: a resume may change the split of the same global batch.
-    """
+    """(data epoch, batches to skip in it, batches per epoch) of a pipeline at `start_step`
+    (`data_order.start_position`): the examples of a step are the same whether one replica
+    takes a batch of 16 or two replicas take 8 each, or one replica takes two micro-batches
+    of 8, so a resume may change the split of the same global batch."""
     per_step = local_replicas * micro_batches
-    steps_per_epoch = source.num_examples // (batch_size * per_step)
-    if steps_per_epoch < 1:
+    if data_order.steps_per_epoch(source.num_examples, batch_size, per_step) < 1:
         raise DataError(
             f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
             f"than one step of {per_step} batch(es) of {batch_size}.")
-    epoch, step_in_epoch = divmod(start_step, steps_per_epoch)
-    return epoch, step_in_epoch * per_step, steps_per_epoch * per_step
+    return data_order.start_position(source.num_examples, batch_size, start_step, per_step)
 
 
-def _with_position(batch, index, start_step: int, batch_size: int, share: PipelineShare,
-                   micro_batches: int = 1):
-    """Adds the step of the `index`-th batch since `start_step` (one per row) and its rows'
-    places in the global batch: a row's place is its record's place in the step's share of
-    the stream (pipelines own consecutive blocks, as TPU hosts do), so an example keeps its
-    place, hence its mask, however the step is split into replicas and micro-batches."""
-    local = tf.cast(index, tf.int32)
-    micro, in_micro = local // share.batches_per_step, local % share.batches_per_step
-    batches_before = (share.pipeline_id * micro_batches + micro % micro_batches) \
-        * share.batches_per_step + in_micro
-    # Per row, not a scalar: every input is split along the batch over the devices.
-    step = tf.fill([batch_size], start_step + micro // micro_batches)
-    return {**batch, STEP: step,
-            ROW: batches_before * batch_size + tf.range(batch_size, dtype=tf.int32)}
+def _module(pipeline: str):
+    """The pipeline's module, imported on demand: a JAX run never imports TensorFlow."""
+    if pipeline == GRAIN:
+        from trainer import data_grain
 
+        return data_grain
+    from trainer import data_tf
 
-def seed_shuffles(seed: int) -> None:
-    """Call after `keras.utils.set_random_seed(seed)`, which makes `seed` TensorFlow's global
-    seed. TensorFlow's op seeding (random_seed.get_seed) compares (global seed % (2**31 - 1),
-    op seed) with (0, 0) in Python: with our symbolic per-epoch shuffle seeds that reads a
-    tensor as a bool and fails when the first is 0 (seeds 0 and 2**31 - 1). Those two take
-    global seed 1 instead; their per-epoch op seeds, which hold `seed`, still differ."""
-    if seed % (2**31 - 1) == 0:
-        tf.random.set_seed(1)
+    return data_tf
 
 
 def train_dataset(source: SplitSource, batch_size: int, seed: int, start_step: int = 0,
                   shuffle_buffer: int = 2**16, share: PipelineShare = PipelineShare(),
-                  micro_batches: int = 1) -> tf.data.Dataset:
+                  micro_batches: int = 1):
     """Endless batches of `{input_ids, attention_mask}` (int32) with their `step` and `row`,
-    starting at `start_step` (`micro_batches` batches per replica per step)."""
-    first_epoch, skip, per_epoch = start_position(source, batch_size, start_step,
-                                                  share.batches_per_step, micro_batches)
-    epochs = tf.data.Dataset.range(first_epoch, 2**62)
-    batches = epochs.flat_map(
-        lambda e: _one_epoch(source, e, batch_size, seed, shuffle_buffer, per_epoch)).skip(skip)
-    return batches.enumerate().map(
-        lambda i, b: _with_position(_parse(b, source.max_length), i, start_step, batch_size,
-                                    share, micro_batches),
-        num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    starting at `start_step` (`micro_batches` batches per replica per step), from the
+    pipeline `share` names (a tf.data or a grain dataset)."""
+    position = start_position(source, batch_size, start_step, share.batches_per_step,
+                              micro_batches)
+    return _module(share.pipeline).train_dataset(source, batch_size, seed, shuffle_buffer,
+                                                 start_step, position, share, micro_batches)
 
 
-def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None = None,
-                 local_replicas: int = 1):
-    """One pass in file order (no shuffle), so every evaluation sees the same batches.
-
-    The batch count is a multiple of `local_replicas` so every replica gets a full batch
-    at every step (fixed shapes for XLA).
-    """
+def eval_batch_count(source: SplitSource, batch_size: int, max_batches: int | None = None,
+                     local_replicas: int = 1) -> int:
+    """Batches of one evaluation pass: a multiple of `local_replicas`, so every replica gets
+    a full batch at every step (fixed shapes for XLA)."""
     num_batches = source.min_examples // batch_size // local_replicas * local_replicas
     if max_batches:
         num_batches = min(num_batches, max_batches * local_replicas)
@@ -307,11 +303,14 @@ def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None =
         raise DataError(
             f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
             f"than one evaluation batch of {batch_size} per replica.")
-    files = tf.data.Dataset.from_tensor_slices(list(source.files))
-    batches = _records(files, source).batch(batch_size, drop_remainder=True).take(num_batches)
-    batches = batches.apply(tf.data.experimental.assert_cardinality(num_batches))
-    return batches.map(lambda b: _parse(b, source.max_length),
-                       num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return num_batches
+
+
+def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None = None,
+                 local_replicas: int = 1, pipeline: str = TF_DATA):
+    """One pass in file order (no shuffle), so every evaluation sees the same batches."""
+    num_batches = eval_batch_count(source, batch_size, max_batches, local_replicas)
+    return _module(pipeline).eval_dataset(source, batch_size, num_batches)
 
 
 def train_dataset_fn(source: SplitSource, per_replica_batch_size: int, seed: int,
@@ -332,5 +331,6 @@ def eval_dataset_fn(source: SplitSource, per_replica_batch_size: int,
     """Evaluation shares by records: every host then runs the same number of batches."""
     def dataset_fn(share: PipelineShare):
         mine = source.for_pipeline(share.pipeline_id, share.num_pipelines, by_records=True)
-        return eval_dataset(mine, per_replica_batch_size, max_batches, share.batches_per_step)
+        return eval_dataset(mine, per_replica_batch_size, max_batches, share.batches_per_step,
+                            share.pipeline)
     return dataset_fn

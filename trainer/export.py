@@ -201,12 +201,12 @@ def export_and_push(checkpoint: str, output_dir: str, fmt: str,
                     push_flags: publish.PushFlags) -> tuple[dict, dict]:
     """`export`, then `--push_to` (checked, credentials too, before anything is written);
     returns ({format: folder}, {format: where it was pushed})."""
-    repos = {}
-    if push_flags.push_to:
-        target = publish.parse(push_flags.push_to)
+    repos, target = {}, push_flags.push_target
+    if target:
         repos = publish.repos_for(target, formats_of(fmt))
         push.check_credentials(target)
-    card = model_card.CardOptions(push_flags.language, push_flags.license, repos)
+    card = model_card.CardOptions(push_flags.language, push_flags.license,
+                                  {f: t.uri for f, t in repos.items()})
     paths = export(checkpoint, output_dir, fmt, card)
     return paths, push.push_export(paths, repos)
 

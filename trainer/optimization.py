@@ -32,6 +32,12 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     accumulation; `micro_batches` (the accumulation steps) turns that into updates, so the
     rate of update `s` is the same whatever the accumulation.
 
+    Args:
+        peak: the rate at the end of the warmup.
+        total_steps: updates of the whole run; the rate is 0 there.
+        warmup_steps: updates of the linear warmup.
+        micro_batches: gradient accumulation steps per update.
+
     Example:
         >>> schedule = WarmupLinearDecay(1e-3, total_steps=100, warmup_steps=10)
         >>> float(schedule(5)), float(schedule(10)), float(schedule(100))

@@ -43,7 +43,7 @@ FIXED = {
 
 
 # Peak learning rates by size when --learning_rate is not given. tiny/small: the CPU sweep in
-# README "Learning rate" (benchmarks/lr_sweep.py); base/large: RoBERTa's settings (Liu et
+# docs/training.md "Learning rate" (benchmarks/lr_sweep.py); base/large: RoBERTa's settings (Liu et
 # al. 2019, 6e-4 base / 4e-4 large at 8K-sequence batches), lowered for our ~1K batches.
 DEFAULT_LEARNING_RATES = {"tiny": 2e-3, "small": 5e-4, "base": 5e-4, "large": 3e-4}
 

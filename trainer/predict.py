@@ -32,6 +32,10 @@ class InputError(UserError):
 class MaskPredictor:
     """Loads a model once and fills the masks of many texts.
 
+    Args:
+        model_dir: a run folder, a checkpoint file or a keras-hub preset
+            (`trainer.model_source`), with its tokenizer.
+
     Example:
         >>> predictor = MaskPredictor("runs/tiny")
         >>> predictor.mask_token

@@ -43,7 +43,7 @@ def check_credentials(target: publish.Target) -> None:
                         "KAGGLE_USERNAME and KAGGLE_KEY or write ~/.kaggle/kaggle.json first.")
 
 
-def push_preset(folder: str, uri: str) -> str:
+def push_preset(folder: str, target: publish.Target) -> str:
     """`keras_hub.upload_preset`; returns where the preset went.
 
     On hf://, keras-hub writes its own generic README.md over ours when the repository has
@@ -51,7 +51,6 @@ def push_preset(folder: str, uri: str) -> str:
     `preset_utils.upload_preset`). So our card is uploaded first: keras-hub then finds a
     card on the Hub and leaves the folder's card alone.
     """
-    target = publish.parse(uri)
     try:
         with local_folder(folder) as local:
             if target.hub == publish.HF and os.path.exists(os.path.join(local, README)):
@@ -60,19 +59,19 @@ def push_preset(folder: str, uri: str) -> str:
                 api.upload_file(path_or_fileobj=os.path.join(local, README),
                                 path_in_repo=README, repo_id=target.repo_id,
                                 commit_message="Model card")
-            keras_hub.upload_preset(uri, local)
+            keras_hub.upload_preset(target.uri, local)
     except _FAILURES as err:
-        raise hf_push.failed(uri, err) from None
-    return uri
+        raise hf_push.failed(target.uri, err) from None
+    return target.uri
 
 
-def push_export(paths: dict[str, str], repos: dict[str, str]) -> dict[str, str]:
+def push_export(paths: dict[str, str], repos: dict[str, publish.Target]) -> dict[str, str]:
     """Pushes each exported format folder (`paths`) to its target (`repos`, from
     `common.publish.repos_for`); returns {format: where it went}."""
     done = {}
-    for fmt, uri in repos.items():
+    for fmt, target in repos.items():
         if fmt == publish.KERAS_HUB_FORMAT:
-            done[fmt] = push_preset(paths[fmt], uri)
+            done[fmt] = push_preset(paths[fmt], target)
         else:
-            done[fmt] = hf_push.push_folder(paths[fmt], uri, "Upload the transformers export")
+            done[fmt] = hf_push.push_folder(paths[fmt], target, "Upload the transformers export")
     return done

@@ -55,7 +55,11 @@ def newest_first(paths) -> list[str]:
 
 
 class RunDir:
-    """Paths inside one run's output folder (local or gs://)."""
+    """Paths inside one run's output folder (local or gs://).
+
+    Args:
+        root: the run's `--output_dir`.
+    """
 
     def __init__(self, root: str):
         self.root = root.rstrip("/")

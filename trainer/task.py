@@ -18,7 +18,7 @@ import sys
 
 import keras
 
-from common import fs, manifest, prepared_dir, publish, schema, tokenizer_files
+from common import fs, manifest, prepared_dir, schema, tokenizer_files
 from common.errors import UserError, run_cli
 from trainer import (attempts, backends, checkpoints, data, export, folder_lock, init_from,
                      model, push, quiet, run_dir)
@@ -121,7 +121,6 @@ def _build(config, runtime, spec, backbone, plan):
         "mixed_bfloat16" if runtime.device.precision == "bf16" else "float32")
     with runtime.scope():
         keras.utils.set_random_seed(config.seed)
-        data.seed_shuffles(config.seed)
         masked_lm = model.build_masked_lm(config.family, backbone)
         trainer_model = MaskedLMTrainer(masked_lm, spec, seed=config.seed,
                                         eval_seed=config.eval_seed)
@@ -242,8 +241,8 @@ def _check_hosts_agree(runtime, run_files, saved, run_config) -> None:
 def _check_push(config) -> None:
     """With --push_to, credentials must exist (on every host: any may be the chief): fail
     now, not after training."""
-    if config.push_to:
-        push.check_credentials(publish.parse(config.push_to))
+    if config.push_target:
+        push.check_credentials(config.push_target)
 
 
 def _published(config, run_files, chief: bool, metrics: dict) -> dict:
@@ -289,7 +288,7 @@ def _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
                           validation_data=eval_batches,
                           validation_freq=plan.eval_epochs(first_step, intervals, length),
                           callbacks=callbacks, verbose=config.verbose,
-                          shuffle=False)  # tf.data shuffles; Keras would warn it cannot
+                          shuffle=False)  # data_order shuffles; Keras would warn it cannot
     return log
 
 

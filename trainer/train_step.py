@@ -27,9 +27,8 @@ from keras import ops
 
 from common import schema
 from trainer import families
+from trainer.data_order import ROW, STEP  # the keys a training batch has besides FEATURES
 from trainer.masking import MaskingSpec, content_keys, mask_tokens, train_keys
-
-STEP, ROW = "step", "row"  # the keys a training batch carries besides schema.FEATURES
 
 
 class Perplexity(keras.metrics.Mean):

@@ -43,10 +43,9 @@ from apache_beam.transforms.window import GlobalWindows
 from beam_pipelines import progress, quality, shard_writer
 from beam_pipelines.hashing import key_bytes, key_halves, position_hash
 from beam_pipelines.local import shuffle as local_shuffle
-from beam_pipelines.accounting import STATS, removal_key
+from beam_pipelines.accounting import STATS, emit_stat, removal_key
 from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, doc_position, split_of
 from beam_pipelines.dedup import BLANK, copy_removed, exact_key
-from beam_pipelines.stats import emit_stat
 
 # A document's record: its key's two halves (hi first: sorting by (hi, lo) is sorting the
 # key's bytes), its source (an index into the run's sorted list of sources), place, split

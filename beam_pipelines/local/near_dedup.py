@@ -35,12 +35,11 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import minhash
-from beam_pipelines.accounting import RUN_PREFIX, STATS, removal_key
+from beam_pipelines.accounting import RUN_PREFIX, STATS, emit_stat, emit_stats, removal_key
 from beam_pipelines.documents import REMOVED, Document, doc_position, split_of
 from beam_pipelines.hashing import position_hash
 from beam_pipelines.local.exact_dedup import load_range, range_tasks
 from beam_pipelines.near_dedup import near_removed
-from beam_pipelines.stats import emit_stat, emit_stats
 
 # A band record: its key (hi: 64 bits of the band's hash; lo: the band's index and the
 # hash's last 32 bits), the document's source (an index into the run's sources), place,

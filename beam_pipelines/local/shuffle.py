@@ -33,8 +33,7 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import shard_writer
-from beam_pipelines.accounting import STATS
-from beam_pipelines.stats import emit_stats
+from beam_pipelines.accounting import STATS, emit_stats
 
 PARTS = ("keys", "ids", "lengths")
 RUN_BYTES = 64 << 20  # ids buffered per split before a sorted run is written

@@ -94,6 +94,7 @@ def _fail_at(monkeypatch, k):
     return calls
 
 
+@pytest.mark.slow
 def test_commit_fails_at_every_step_then_a_retry_completes(staged, monkeypatch):
     _restore(staged)
     with monkeypatch.context() as m:
@@ -158,7 +159,7 @@ def test_a_run_whose_lock_was_taken_over_never_commits(staged):
     _restore(staged)
     lock = staged["out"] / "_LOCK"
     lock.write_text(json.dumps({"run_id": "r20990101000000abcdef", "host": "other"}))
-    with pytest.raises(commit.LockLostError, match="r20990101000000abcdef"):
+    with pytest.raises(run_lock.LockLostError, match="r20990101000000abcdef"):
         staged["commit"]()
     assert _run_ids(staged["out"]) == {s: staged["run_a"] for s in SPLITS}
 
@@ -305,6 +306,7 @@ def _killed_attempt(kill_at, args, env=None):
 KILLS = ["locked", "shard_write:2", "shards:3", "commit:1"]
 
 
+@pytest.mark.slow
 def test_sigkill_of_a_rerun_leaves_old_or_new_then_a_rerun_cleans_up(
         tmp_path, corpus_texts, bpe_tokenizer_dir):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:150])
@@ -408,6 +410,7 @@ def test_hf_split_names_are_checked_before_any_download(tmp_path, bpe_tokenizer_
     assert code == 2 and len(err) == 1 and "split name '../up'" in err[0], err
 
 
+@pytest.mark.slow
 def test_sigterm_mid_run_cleans_up_and_leaves_the_previous_output(
         tmp_path, corpus_texts, bpe_tokenizer_dir):
     """Issue 22 item 16: SIGTERM (kill, timeout, CI) once shards are being written, the lock

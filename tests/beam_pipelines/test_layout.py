@@ -1,18 +1,17 @@
-"""Where things live in beam_pipelines/: counts reach the STATS output only through stats.py
-(so Beam metrics and the accounting go together), and hashing helpers live in hashing.py."""
+"""Where things live in beam_pipelines/: counts reach the STATS output only through
+accounting.py's emitters (so Beam metrics and the accounting go together); the hashing helpers
+keep their values (where keyed hashes may live: tests/test_layers.py)."""
 
 import ast
 import hashlib
 import pathlib
 
 import numpy as np
-import pytest
 
 import beam_pipelines
 from beam_pipelines import hashing
 
 PACKAGE = pathlib.Path(beam_pipelines.__file__).parent
-SPLITMIX_CONSTANTS = {0xBF58476D1CE4E5B9, 0x94D049BB133111EB}
 
 
 def _modules():
@@ -40,30 +39,14 @@ def _stats_outputs(tree) -> list[int]:
     return found
 
 
-def _hash_helpers(tree) -> list[str]:
-    """Functions that are a splitmix64 finaliser, and direct uses of BLAKE2b."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and (
-                "mix64" in node.name or "splitmix" in node.name
-                or any(isinstance(c, ast.Constant) and c.value in SPLITMIX_CONSTANTS
-                       for c in ast.walk(node))):
-            found.append(f"{node.name}():{node.lineno}")
-        elif isinstance(node, ast.Attribute) and node.attr == "blake2b":
-            found.append(f"blake2b:{node.lineno}")
-    return found
-
-
-@pytest.mark.parametrize("check, home", [(_stats_outputs, "stats.py"),
-                                         (_hash_helpers, "hashing.py")])
-def test_each_helper_lives_in_one_module(check, home):
+def test_counts_reach_stats_only_through_the_accounting():
     offenders = {}
     for path in _modules():
-        found = check(ast.parse(path.read_text(), str(path)))
-        if found and path.relative_to(PACKAGE).as_posix() != home:
+        found = _stats_outputs(ast.parse(path.read_text(), str(path)))
+        if found and path.relative_to(PACKAGE).as_posix() != "accounting.py":
             offenders[path.relative_to(PACKAGE).as_posix()] = found
-    assert not offenders, f"use beam_pipelines/{home}'s helpers instead: {offenders}"
-    assert check(ast.parse((PACKAGE / home).read_text()))  # the scan sees the real one
+    assert not offenders, f"use accounting.emit_stat(s) instead: {offenders}"
+    assert _stats_outputs(ast.parse((PACKAGE / "accounting.py").read_text()))  # sees the real one
 
 
 def test_hashing_helpers_keep_their_values():

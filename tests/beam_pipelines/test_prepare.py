@@ -171,6 +171,7 @@ def test_bad_input_is_dead_lettered_and_accounted(tmp_path, corpus_texts, bpe_to
                                      + run["documents_duplicate"])
 
 
+@pytest.mark.slow
 def test_rerun_replaces_output_and_is_deterministic(tmp_path, corpus_texts, bpe_tokenizer_dir):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:120])
     out = tmp_path / "out"
@@ -198,6 +199,7 @@ def _shard_bytes(split_dir):
     return [found[i] for i in sorted(found)]
 
 
+@pytest.mark.slow
 def test_crashed_rerun_leaves_the_previous_output_readable(tmp_path, corpus_texts,
                                                            bpe_tokenizer_dir, monkeypatch):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:60])
@@ -283,6 +285,7 @@ def test_dataflow_job_graph_builds_offline(tmp_path, bpe_tokenizer_dir, corpus_t
     assert not os.path.exists(tmp_path / "out")  # a dry run writes nothing
 
 
+@pytest.mark.slow
 def test_dataflow_staging_builds_the_setup_file_without_a_fallback(tmp_path, capfd):
     """Beam stages --setup_file with `python -m build`; without it, users saw "No module
     named build" before Beam fell back to `setup.py sdist`."""
@@ -294,6 +297,7 @@ def test_dataflow_staging_builds_the_setup_file_without_a_fallback(tmp_path, cap
     assert "No module named build" not in "".join(capfd.readouterr())
 
 
+@pytest.mark.slow
 def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenizer_dir):
     """Default settings, several files and worker processes: the tail loss stays tiny."""
     from beam_pipelines import demo_corpus
@@ -366,6 +370,7 @@ def test_to_sequences_writes_every_token_once(corpus_texts, bpe_tokenizer_dir, p
         assert_that(joined, check)
 
 
+@pytest.mark.slow
 def test_the_pipeline_runs_without_tensorflow(tmp_path, corpus_texts, bpe_tokenizer_dir):
     """Dataflow workers install only setup.py's install_requires (no TensorFlow)."""
     import subprocess

@@ -47,12 +47,12 @@ def _outside(name):
 @pytest.mark.parametrize("name", sorted(BOUNDS))
 def test_a_value_outside_a_declared_bound_is_refused_naming_the_flag(name):
     opts = prepare.pipeline_options(_GIVEN).view_as(options.PrepareOptions)
-    options.check(opts)  # the defaults are within every bound
+    options.resolve(opts)  # the defaults are within every bound
     for value in _outside(name):
         opts = prepare.pipeline_options([*_GIVEN, f"--{name}", value]).view_as(
             options.PrepareOptions)
         with pytest.raises(options.FlagError, match=f"^--{name} must be (at least|in) "):
-            options.check(opts)
+            options.resolve(opts)
 
 
 def test_help_lists_every_field_of_the_dataclass_and_the_ones_it_composes():

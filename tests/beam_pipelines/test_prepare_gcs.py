@@ -6,6 +6,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
+
 UPLOAD = """
 import sys
 from common import fs

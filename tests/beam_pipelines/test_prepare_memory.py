@@ -7,8 +7,12 @@ that both sizes are past the point where those buffers stop growing."""
 import subprocess
 import sys
 
+import pytest
+
 from beam_pipelines import demo_corpus
 from common import manifest
+
+pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
 
 # Before this design (rows in a GroupByKey and a side-input wait, texts in the dedup's
 # grouping) peak memory grew by 6.9 bytes per byte of text in this test; now by 1.1-2.0

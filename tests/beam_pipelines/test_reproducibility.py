@@ -16,6 +16,8 @@ from beam_pipelines import prepare
 from common import manifest
 from tests.beam_pipelines.test_prepare import write_jsonl
 
+pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
+
 SPLITS = ("train", "validation")
 
 

@@ -205,8 +205,8 @@ def test_the_launcher_records_the_job_and_a_failed_job_frees_the_lock(tmp_path, 
     held = run_lock.acquire(out, RUN_A, "DataflowRunner")
     options = PipelineOptions(["--project", "proj", "--region", "europe-west4"])
     with pytest.raises(RuntimeError, match="job-7 failed"):
-        prepare._run_on_dataflow(options, types.SimpleNamespace(output_dir=out), None, RUN_A,
-                                 {}, [], held)
+        settings = types.SimpleNamespace(flags=types.SimpleNamespace(output_dir=out))
+        prepare._run_on_dataflow(options, settings, None, RUN_A, {}, [], held)
     assert seen[0]["job_id"] == "2026-11-24_job-7" and seen[0]["region"] == "europe-west4"
     assert run_lock.read(out) is None  # a failed job never commits: its launcher released
 

@@ -3,14 +3,13 @@
 
 import tensorflow as tf
 
-from beam_pipelines.shard_writer import tfrecord_bytes
-from common import verify
+from common import tfrecord, verify
 
 
 def test_framing_is_what_tensorflow_reads_and_verify_counts(tmp_path):
     records = [b"", b"a", b"x" * 70_000]
     path = tmp_path / "s.tfrecord"
-    path.write_bytes(tfrecord_bytes(records))
+    path.write_bytes(tfrecord.frame(records))
     assert [r.numpy() for r in tf.data.TFRecordDataset(str(path))] == records
     assert verify.count_records(path.read_bytes(), str(path)) == 3
 
@@ -35,7 +34,7 @@ def test_a_shard_streamed_in_chunks_is_the_shard_written_at_once(tmp_path):
     order = np.argsort(keys, kind="stable")
     ids = np.concatenate([p[1] for p in parts])[order]
     lengths = np.concatenate([p[2] for p in parts])[order]
-    expected = tfrecord_bytes(encode_rows(ids, lengths))
+    expected = tfrecord.frame(encode_rows(ids, lengths))
 
     chunks = list(framed_chunks(np.concatenate([p[1] for p in parts]),
                                 np.concatenate([p[2] for p in parts]), order, 300))

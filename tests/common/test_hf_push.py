@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from common import fs, hf_push
+from common import fs, hf_push, publish
 
 FILES = {"config.json": b"{}", "tokenizer/tokenizer.json": b'{"model": {}}',
          "README.md": b"---\nlibrary_name: x\n---\n"}
@@ -37,7 +37,7 @@ def test_a_gcs_folder_is_staged_whole(gcs):
 def test_push_folder_and_ignore(hub, tmp_path):
     _write(str(tmp_path))
     (tmp_path / "dead_letter.jsonl").write_bytes(b"{}\n")
-    url = hf_push.push_folder(str(tmp_path), "hf://org/tok", "Upload",
+    url = hf_push.push_folder(str(tmp_path), publish.parse("hf://org/tok"), "Upload",
                               ignore=("dead_letter.jsonl",))
     assert url == f"{hub.url}/org/tok"
     assert hub.files("org/tok") == FILES
@@ -47,5 +47,5 @@ def test_an_unreachable_hub_is_one_line(hub, tmp_path):
     _write(str(tmp_path))
     hub.close()  # nothing listens there any more
     with pytest.raises(hf_push.PushError, match=r"^push to hf://org/x failed: ") as err:
-        hf_push.push_folder(str(tmp_path), "hf://org/x", "Upload")
+        hf_push.push_folder(str(tmp_path), publish.parse("hf://org/x"), "Upload")
     assert "\n" not in str(err.value)

@@ -38,13 +38,15 @@ def test_bad_targets_are_one_line(uri, message):
 
 def test_each_format_goes_to_its_repository():
     hf = publish.parse("hf://org/m")
-    assert publish.repos_for(hf, ("keras-hub", "hf")) == {
-        "keras-hub": "hf://org/m-keras-hub", "hf": "hf://org/m"}
-    assert publish.repos_for(hf, ("hf",)) == {"hf": "hf://org/m"}
-    assert publish.repos_for(hf, ("keras-hub",)) == {"keras-hub": "hf://org/m"}
+    def uris(target, formats):
+        return {f: t.uri for f, t in publish.repos_for(target, formats).items()}
+
+    assert uris(hf, ("keras-hub", "hf")) == {"keras-hub": "hf://org/m-keras-hub",
+                                             "hf": "hf://org/m"}
+    assert uris(hf, ("hf",)) == {"hf": "hf://org/m"}
+    assert uris(hf, ("keras-hub",)) == {"keras-hub": "hf://org/m"}
     kaggle = publish.parse("kaggle://me/m/keras/v1")
-    assert publish.repos_for(kaggle, ("keras-hub", "hf")) == {
-        "keras-hub": "kaggle://me/m/keras/v1"}
+    assert uris(kaggle, ("keras-hub", "hf")) == {"keras-hub": "kaggle://me/m/keras/v1"}
     with pytest.raises(PushTargetError, match="Kaggle takes the keras-hub preset"):
         publish.repos_for(kaggle, ("hf",))
 

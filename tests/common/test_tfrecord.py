@@ -47,3 +47,15 @@ def test_verify_names_the_damaged_record():
     with pytest.raises(verify.DamagedShardError,
                        match=r"^s.tfrecord: record 3 is corrupt \(bad data checksum\)$"):
         verify.count_records(bytes(data), "s.tfrecord")
+
+
+def test_skip_passes_records_by_their_headers_and_checks_their_lengths():
+    data = tfrecord.frame([b"a", b"bc", b"def", b"g"])
+    stream = io.BytesIO(data)
+    assert tfrecord.skip(stream, 2) == 2
+    assert next(tfrecord.records(stream)) == b"def"
+    assert tfrecord.skip(stream, 5) == 1  # only one was left
+    broken = bytearray(data)
+    broken[8] ^= 0xFF  # the first length's checksum
+    with pytest.raises(tfrecord.RecordError, match="bad length checksum"):
+        tfrecord.skip(io.BytesIO(bytes(broken)), 1)

@@ -104,6 +104,7 @@ TF_GFILE_AND_TFRECORDS = """
 """
 
 
+@pytest.mark.slow
 def test_tensorflow_gfile_and_tfrecords(gcs):
     run_python(gcs, "tensorflow gfile+tfrecords", TF_GFILE_AND_TFRECORDS.format(base=gcs.url()))
 
@@ -143,6 +144,7 @@ BEAM_READ_TFRECORDS = """
 """
 
 
+@pytest.mark.slow
 def test_beam_and_tensorflow_read_each_other(gcs):
     beam_file, tf_file = gcs.url("interop", "beam.bin"), gcs.url("interop", "tf.tfrecord")
     run_python(gcs, "interop: beam writes", BEAM_WRITE.format(path=beam_file))
@@ -169,6 +171,7 @@ KERAS_SAVE_LOAD = """
 """
 
 
+@pytest.mark.slow
 def test_keras_save_and_load(gcs):
     run_python(gcs, "keras save/load", KERAS_SAVE_LOAD.format(path=gcs.url("model", "m.keras")))
 

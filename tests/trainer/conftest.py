@@ -51,7 +51,7 @@ def _two_cpu_devices():
         if "xla_force_host_platform_device_count" not in flags:
             os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count=2".strip()
         return
-    from trainer.strategy import split_cpu
+    from trainer.backends.tensorflow_strategy import split_cpu
 
     split_cpu(2)
 

@@ -11,6 +11,7 @@ def _content_counts(ids, mask):
     return np.bincount(ids[(mask > 0) & (ids >= 5)], minlength=100)  # ids < 5: specials
 
 
+@pytest.mark.slow
 def test_baseline_is_the_top_training_token_share_of_the_eval_tokens(full_run, capsys):
     train_counts = _content_counts(*repetitive_sequences(2048, seed=0))
     eval_counts = _content_counts(*repetitive_sequences(256, seed=1))

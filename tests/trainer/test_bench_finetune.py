@@ -19,6 +19,7 @@ def quick(run_dir, *extra):
     return bench_finetune.BenchFlags(model=run_dir, quick=True, **dict(extra))
 
 
+@pytest.mark.slow
 def test_keras_side_times_the_finetune_model(run_dir):
     import keras
 
@@ -28,6 +29,7 @@ def test_keras_side_times_the_finetune_model(run_dir):
     assert result["jit_compile"] == (keras.backend.backend() == "jax")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
                     reason="PyTorch only; run on the TensorFlow pass")
 def test_torch_side_times_the_hf_export_and_the_report_has_the_ratio(run_dir):

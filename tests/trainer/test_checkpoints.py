@@ -230,6 +230,7 @@ def test_a_full_disk_while_publishing_names_the_file_and_keeps_the_previous_one(
     assert os.listdir(tmp_path) == [os.path.basename(path)]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
                     reason="run_cli's mapping is backend-free; the JAX pass spent 14 s here")
 def test_a_read_only_output_stops_the_trainer_in_one_line(corpus, tmp_path, monkeypatch, capsys):

@@ -286,6 +286,7 @@ def test_a_disk_too_small_for_the_preset_is_refused_before_h5py_writes(
     assert not (tmp_path / "exp").exists() and _leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
                     reason="the gs:// swap does not depend on the backend; one pass is enough")
 def test_a_gcs_export_is_whole_or_nothing(exported, gcs, monkeypatch, tmp_path):
@@ -339,6 +340,7 @@ TORCH_SIDE_ONCE = pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
                                      reason="PyTorch only; run on the TensorFlow pass")
 
 
+@pytest.mark.slow
 @TORCH_SIDE_ONCE
 @pytest.mark.parametrize("family", FAMILIES)
 def test_hf_export_fine_tunes_in_transformers_sequence_classification(exported, family):
@@ -384,6 +386,7 @@ def documented_snippet(doc: str, heading: str) -> str:
     return after[1].split("```python\n", 1)[1].split("```", 1)[0]
 
 
+@pytest.mark.slow
 @TORCH_SIDE_ONCE
 @pytest.mark.parametrize("family", FAMILIES)
 def test_documented_transformers_fine_tuning_snippet_runs(exported, family):

@@ -64,6 +64,7 @@ def test_pair_classification_from_our_export_selects_on_dev_and_states_the_proto
     assert sorted(os.listdir(tmp_path / "out" / "logs")) == ["seed-1", "seed-2"]
 
 
+@pytest.mark.slow
 def test_single_regression_from_a_run_folder_warns_of_the_plateau(models, tmp_path, capsys):
     found = _finetune(tmp_path, models["run"], ".csv", False, True, "--seeds", "3",
                       "--epochs", "1")
@@ -77,6 +78,7 @@ def test_single_regression_from_a_run_folder_warns_of_the_plateau(models, tmp_pa
     assert "warning: masked accuracy 1.2 %" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @TENSORFLOW_ONLY
 def test_single_classification_from_jsonl_from_scratch_scores_a_seed_as_if_alone(
         models, tmp_path):
@@ -108,6 +110,7 @@ def test_pretrained_and_from_scratch_start_from_different_backbone_weights(model
                    for a, b in zip(scratch.backbone.get_weights(), saved))
 
 
+@pytest.mark.slow
 def test_a_run_killed_while_training_leaves_no_results_file_not_even_an_old_one(
         models, tmp_path, monkeypatch, capsys):
     from common.errors import Terminated

@@ -169,6 +169,7 @@ def test_scores_go_into_both_cards_of_an_export_and_read_back_with_the_hub_parse
         card_scores.readmes(str(tmp_path))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
                     reason="8 fine-tunes end to end: the TensorFlow pass runs it")
 def test_task_glue_end_to_end_on_a_tiny_fake_glue_folder_with_mnli_start_and_the_card(

@@ -47,6 +47,7 @@ def test_a_second_trainer_on_a_held_run_folder_is_refused_in_one_line(corpus, tm
     assert json.loads((out / "_LOCK").read_text()) == lock
 
 
+@pytest.mark.slow
 def test_the_chief_holds_the_lock_while_it_trains_and_releases_it(corpus, tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()

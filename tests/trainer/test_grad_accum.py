@@ -15,6 +15,8 @@ from tests.trainer.mlm_data import SEQ_LEN, TINY, Preempted, make_tokenizer, pre
 from trainer import task
 from trainer.run_dir import RunDir
 
+pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORDS = SEQ_LEN - 4  # [CLS] 28 words [SEP] [PAD] [PAD]
 # 0.25 x 28 maskable tokens = 7 exactly: every row masks 7 tokens, so each micro-batch's mean

@@ -250,6 +250,7 @@ def test_refuses_sequences_longer_than_the_checkpoint_positions(corpus, tmp_path
     assert "reserves for pad_id + 1" in err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
                     reason="one training run, on the TensorFlow pass only")
 def test_continued_run_starts_at_the_checkpoint_loss_and_restarts_as_a_run(

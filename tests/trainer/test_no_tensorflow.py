@@ -81,7 +81,8 @@ def test_no_module_a_jax_run_imports_imports_tensorflow():
     """Only modules no JAX entry point reaches may import TensorFlow when imported (today:
     the TensorFlow backend, its strategies, the tf.data pipeline)."""
     edges, tensorflow_importers = import_time_edges(test_layers._modules())
-    assert {"trainer.strategy", "trainer.backends.tensorflow_backend"} <= tensorflow_importers
+    assert {"trainer.backends.tensorflow_strategy",
+            "trainer.backends.tensorflow_backend", "trainer.data_tf"} <= tensorflow_importers
     chains = [" -> ".join(chain) for chain in
               (_chain(edges, entry, tensorflow_importers) for entry in JAX_ENTRY_POINTS)
               if chain]
@@ -118,7 +119,7 @@ def test_train_stop_resume_export_predict_finetune_without_tensorflow(tmp_path):
     print("seconds per part:", found["seconds"])
     assert not found["tensorflow_imported"]
     assert "trainer.backends.tensorflow_backend" not in found["modules"]
-    assert "trainer.strategy" not in found["modules"]
+    assert "trainer.backends.tensorflow_strategy" not in found["modules"]
     with open(f"{root}/resumed/run_config.json", encoding="utf-8") as f:
         assert [a["start_step"] for a in json.load(f)["attempts"]] == [0, 4]
     state = "backup/state-00000008.weights.h5"  # weights and optimizer state

@@ -18,8 +18,9 @@ import pytest
 
 from tests.trainer.mlm_data import task_args
 
-pytestmark = pytest.mark.skipif(keras.backend.backend() != "jax",
-                                reason="the multi-process path is JAX's")
+pytestmark = [pytest.mark.slow,  # the fast lane (make test-fast) leaves it to make test
+              pytest.mark.skipif(keras.backend.backend() != "jax",
+                                 reason="the multi-process path is JAX's")]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 POD = ["--train_steps", "40", "--eval_every", "20", "--save_every", "20",

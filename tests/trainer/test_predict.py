@@ -81,6 +81,7 @@ def test_cli(runs, capsys):
     assert out[:2] == ["[1] the [MASK] sat.", "  mask 1:"] and len(out) == 4
 
 
+@pytest.mark.slow
 def test_cli_error_is_one_line_with_exit_code_2(runs):
     """A real process: no traceback and no TensorFlow noise (the model is never loaded)."""
     result = subprocess.run(
@@ -91,6 +92,7 @@ def test_cli_error_is_one_line_with_exit_code_2(runs):
         "error: text 1 has no <mask> token: 'no mask here'"]
 
 
+@pytest.mark.slow
 def test_cli_on_a_cpu_shows_no_tensorflow_noise(runs):
     """The model's first call makes oneDNN log an `E0000 ... DT_INT64` line once per process;
     on a machine without a GPU it is hidden with TensorFlow's other known start-up lines."""

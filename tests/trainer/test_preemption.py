@@ -15,6 +15,8 @@ from tests.trainer.mlm_data import STEPS, Preempted, preempt_at, task_args
 from trainer import task
 from trainer.run_dir import RunDir
 
+pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # (kill point, the step the next attempt must resume from): see killable_run's docstring.

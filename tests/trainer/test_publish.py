@@ -99,6 +99,7 @@ def test_kaggle_without_credentials_fails_first(prepared_run, tmp_path, monkeypa
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_export_cli_pushes_with_hf_endpoint_in_a_subprocess(hub, prepared_run, tmp_path):
     """The way a user points the library elsewhere (HF_ENDPOINT, HF_TOKEN in the env)."""
     env = {**os.environ, **hub.env}
@@ -136,6 +137,7 @@ def test_tokenizer_push_target_is_checked_first(tmp_path, corpus_jsonl, capsys):
     assert "a tokenizer is pushed to a Hugging Face repository" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_trainer_pushes_the_export_at_the_end(hub, corpus, tmp_path):
     out = tmp_path / "run"
     assert task.main(task_args(corpus, out, "--train_steps", "4", "--eval_every", "2",

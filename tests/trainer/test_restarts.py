@@ -10,6 +10,8 @@ from tests.trainer.mlm_data import Preempted, preempt_at, task_args
 from tests.trainer.test_preemption import same_on_every_backend
 from trainer import task
 
+pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
+
 PEAK = 1e-2  # task_args' --learning_rate
 
 

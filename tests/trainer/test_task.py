@@ -20,6 +20,7 @@ def _history(output_dir):
     return json.loads((output_dir / "history.json").read_text())
 
 
+@pytest.mark.slow
 def test_eval_loss_falls_clearly(full_run):
     evals = [e["eval_loss"] for e in _history(full_run) if "eval_loss" in e]
     assert len(evals) == 3
@@ -33,6 +34,7 @@ def test_eval_loss_falls_clearly(full_run):
     assert 0 < metrics["eval_accuracy"] <= 1 and metrics["examples_per_second"] > 0
 
 
+@pytest.mark.slow
 def test_output_dir_follows_the_export_contract(full_run, corpus):
     from trainer.model import build_masked_lm
 
@@ -67,6 +69,7 @@ class _Iterations(keras.callbacks.Callback):
         self.value = int(self.model.optimizer.iterations.numpy())
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_where_it_stopped(full_run, corpus, tmp_path):
     args = task_args(corpus, tmp_path, *STEPS, "--keep_checkpoints", "2")
     with pytest.raises(Preempted):
@@ -93,6 +96,7 @@ def _two_replica_args(corpus, out, steps="40"):
     return args
 
 
+@pytest.mark.slow
 def test_two_replicas_over_two_cpu_devices(corpus, tmp_path):
     """MirroredStrategy over two logical CPUs (TensorFlow), DataParallel over two CPU
     devices (JAX, XLA_FLAGS=--xla_force_host_platform_device_count=2 in conftest)."""
@@ -107,6 +111,7 @@ def test_two_replicas_over_two_cpu_devices(corpus, tmp_path):
     assert metrics["steps"] == 40
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() != "jax",
                     reason="TensorFlow averages per-replica means: close, not equal")
 def test_two_devices_give_the_one_device_result_at_the_same_global_batch(corpus, tmp_path):
@@ -125,6 +130,7 @@ def test_two_devices_give_the_one_device_result_at_the_same_global_batch(corpus,
     assert worst < 1e-4, worst
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("masking", ["whole_word", "span"])
 def test_whole_word_and_span_masking_train(corpus, tmp_path, masking):
     args = task_args(corpus, tmp_path, "--train_steps", "40", "--eval_every", "20",
@@ -142,6 +148,7 @@ def _cli(*args, env=None):
                           capture_output=True, text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 def test_cli_rejects_incomplete_data_with_one_line(corpus, tmp_path):
     from tests.trainer.mlm_data import repetitive_sequences, write_split
 
@@ -190,6 +197,7 @@ def test_tokenizer_defaults_to_the_manifest_and_legacy_format_needs_it(corpus, t
     assert "pass --tokenizer" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_cpu_run_shows_no_cuda_noise(corpus, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES",
                                                              "TF_CPP_MIN_LOG_LEVEL")}
@@ -218,6 +226,7 @@ def test_a_manifest_count_that_is_a_string_is_one_line(corpus, tmp_path, capsys)
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() == "jax", reason="one backend: the JAX half of "
                     "the cause is test_train_step's NaN loss; this is the stop (~25 s)")
 def test_a_non_finite_loss_stops_the_run_with_one_line_and_saves_nothing_of_it(

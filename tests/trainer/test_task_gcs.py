@@ -14,8 +14,9 @@ from common import run_lock
 from tests.trainer.mlm_data import task_args
 
 # gs:// goes through common.fs and tf.io.gfile on both backends: one pass is enough (CI time).
-pytestmark = pytest.mark.skipif(keras.backend.backend() == "jax",
-                                reason="backend-independent; run on the TensorFlow pass")
+pytestmark = [pytest.mark.slow,  # the fast lane (make test-fast) leaves it to make test
+              pytest.mark.skipif(keras.backend.backend() == "jax",
+                                 reason="backend-independent; run on the TensorFlow pass")]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from trainer.masking import MaskingSpec
@@ -10,6 +11,7 @@ from trainer.optimization import build_optimizer
 from trainer.train_step import MaskedLMTrainer
 
 
+@pytest.mark.slow
 def test_bert_trains_from_raw_batches_with_jit_compile():
     keras.utils.set_random_seed(0)
     config = backbone_config("bert", "tiny", 100, 16, dict(num_layers=1, hidden_dim=32,

@@ -28,7 +28,7 @@ import numpy as np
 from common.errors import UserError
 from trainer import plan as plans
 from trainer.backends.runtime import Runtime, StrategyError, has_tpu
-from trainer.data import PipelineShare
+from trainer.data import GRAIN, PipelineShare
 
 _CLUSTER_ENV = "KERAS_DISTRIBUTION_JOB_ADDRESSES"
 
@@ -139,7 +139,7 @@ def setup(config) -> Runtime:
     on_tpu = platform == "tpu"
     device = plans.device_settings(config.precision, config.jit_compile,
                                    config.steps_per_execution, on_tpu, False)
-    share = PipelineShare(jax.process_index(), jax.process_count(), 1)
+    share = PipelineShare(jax.process_index(), jax.process_count(), 1, GRAIN)  # no TF
     return Runtime("jax", len(devices), jax.process_count(), jax.process_index(), 1, local,
                    jax.process_index() == 0, on_tpu, device, contextlib.nullcontext,
                    lambda dataset_fn: dataset_fn(share), _preemption_sync(),

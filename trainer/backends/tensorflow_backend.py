@@ -8,7 +8,7 @@ import functools
 import tensorflow as tf
 
 from trainer import plan as plans
-from trainer import strategy as strategies
+from trainer.backends import tensorflow_strategy as strategies
 from trainer.backends.runtime import Runtime
 from trainer.data import PipelineShare
 

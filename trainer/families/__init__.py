@@ -24,7 +24,7 @@ def _registry() -> dict[str, Family]:
     return {f.name: f for f in (roberta.FAMILY, bert.FAMILY)}
 
 
-NAMES = ("roberta", "bert")  # flag choices (kept literal so that --help imports nothing)
+NAMES = tuple(_registry())  # --family's choices
 
 
 def get(name: str) -> Family:

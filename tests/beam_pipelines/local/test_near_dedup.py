@@ -59,7 +59,7 @@ def test_local_near_dedup_removes_what_the_beam_path_removes(tmp_path, corpus_te
 
     original = prepare.build
 
-    def grouping(*a, execution=None, **kwargs):  # what Dataflow runs
+    def grouping(*a, spill_dir=None, **kwargs):  # what Dataflow runs
         return original(*a, **kwargs)
 
     monkeypatch.setattr(prepare, "build", grouping)

@@ -9,14 +9,13 @@ import json
 import os
 import shutil
 import tempfile
-import types
 
 import apache_beam as beam
 import numpy as np
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 
-from beam_pipelines import prepare, shard_writer
+from beam_pipelines import options, prepare, shard_writer
 from beam_pipelines.execution import GroupingExecution
 from beam_pipelines.local import exact_dedup as local_dedup
 from beam_pipelines.local import shuffle as local_shuffle
@@ -83,7 +82,7 @@ def _both_paths(tmp_path, monkeypatch, paths, tok, *extra):
     assert os.listdir(spill_root) == []  # the spill folder went with the run
     original = prepare.build
 
-    def beam_shuffle(*args, execution=None, **kwargs):  # what Dataflow runs
+    def beam_shuffle(*args, spill_dir=None, **kwargs):  # what Dataflow runs
         return original(*args, **kwargs)
 
     with monkeypatch.context() as patch:
@@ -158,12 +157,14 @@ def test_a_crash_while_writing_shards_removes_the_spill_folder(tmp_path, corpus_
     assert not (tmp_path / "out" / "train" / "manifest.json").exists()
 
 
-def _shuffle_files(execution, blocks, out, run_id, num_shards):
+def _shuffle_files(make_execution, blocks, out, run_id, num_shards):
     """Row blocks through one execution's shuffle: ({name: bytes}, manifest records)."""
-    opts = types.SimpleNamespace(seed=3, max_length=blocks[0][1].shape[1], output_dir=str(out))
+    flags = options.PrepareFlags(seed=3, max_length=blocks[0][1].shape[1], output_dir=str(out),
+                                 num_shards=num_shards)
+    settings = options.Settings(flags, (), ("train",), None, None, shard_size=1000)
     with BeamTestPipeline(runner="FnApiRunner") as p:
         parts = tuple(p | f"Block{i}" >> beam.Create([block]) for i, block in enumerate(blocks))
-        written, _ = execution.shuffle(parts, opts, run_id, None, 1000, num_shards)
+        written, _ = make_execution(settings, run_id).shuffle(parts)
         records = written | beam.combiners.ToList() | beam.Map(
             lambda found: sorted(found, key=lambda r: r["shard"]))
         records | beam.io.WriteToText(str(out / "records"), shard_name_template="")
@@ -188,10 +189,12 @@ def test_both_shuffles_write_the_same_shards_and_no_empty_one(tmp_path, monkeypa
     monkeypatch.setattr(local_shuffle, "RUN_BYTES", 1)  # every block its own sorted run
     run_id = shards.new_run_id()
     (tmp_path / "spill").mkdir()
-    disk = _shuffle_files(OnDiskExecution(str(tmp_path / "spill")), blocks, tmp_path / "disk",
-                          run_id, 8)
+    def on_disk(settings, run_id):  # the shuffle reads no input: no reader
+        return OnDiskExecution(settings, run_id, None, str(tmp_path / "spill"))
+
+    disk = _shuffle_files(on_disk, blocks, tmp_path / "disk", run_id, 8)
     for order in (blocks, blocks[::-1]):  # the GroupByKey's order of parts is not fixed
-        beam_path = _shuffle_files(GroupingExecution(), order, tmp_path / f"beam{len(order)}",
+        beam_path = _shuffle_files(GroupingExecution, order, tmp_path / f"beam{len(order)}",
                                    run_id, 8)
         shutil.rmtree(tmp_path / f"beam{len(order)}")
         assert beam_path == disk

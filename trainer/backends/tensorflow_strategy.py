@@ -1,4 +1,5 @@
-"""The TensorFlow backend's devices: one flag to a `tf.distribute` strategy: TPU (VM, named, pod), GPUs, or the default (CPU).
+"""The TensorFlow backend's devices: one flag to a `tf.distribute` strategy: TPU (VM, named,
+pod), GPUs, or the default (CPU). Only `tensorflow_backend.py` imports it.
 
 Example:
     >>> strategy = select_strategy("auto")          # whatever this machine has

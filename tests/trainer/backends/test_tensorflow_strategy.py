@@ -5,7 +5,8 @@ import keras
 import pytest
 import tensorflow as tf
 
-from trainer.strategy import StrategyError, runs_on_cpu_replicas, select_strategy
+from trainer.backends.tensorflow_strategy import (StrategyError, runs_on_cpu_replicas,
+                                                  select_strategy)
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                                 reason="tf.distribute strategies")
@@ -56,13 +57,14 @@ class _Strategy:
     ("evaluator", 0, {"worker": ["a:1"], "evaluator": ["c:1"]}, False),
 ])
 def test_only_the_chief_writes(task_type, task_id, cluster, chief):
-    from trainer.strategy import is_chief
+    from trainer.backends.tensorflow_strategy import is_chief
 
     assert is_chief(_Strategy(_Resolver(task_type, task_id, cluster))) is chief
     assert is_chief(select_strategy("cpu")) is True  # one process
 
 
 
+@pytest.mark.slow
 def test_cpu_replicas_from_the_command_line_trains_on_two_replicas(corpus, tmp_path):
     """Issue 31 item 5: `--cpu_replicas 2` in a fresh process (the conftest of this pass splits
     the CPU at collection time, which hid that the CLI listed GPUs first, initialising
@@ -74,7 +76,7 @@ def test_cpu_replicas_from_the_command_line_trains_on_two_replicas(corpus, tmp_p
 
     from tests.trainer.mlm_data import task_args
 
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    repo = os.path.abspath(__file__).rsplit(os.sep + "tests" + os.sep, 1)[0]
     args = task_args(corpus, tmp_path, "--train_steps", "2", "--eval_every", "2",
                      "--save_every", "2", "--max_eval_batches", "1", "--cpu_replicas", "2")
     i = args.index("--per_replica_batch_size")
