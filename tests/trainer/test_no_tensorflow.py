@@ -110,6 +110,7 @@ def _weights(path) -> dict:
     return found
 
 
+@pytest.mark.slow
 @jax_pass_only
 def test_train_stop_resume_export_predict_finetune_without_tensorflow(tmp_path):
     root = str(tmp_path)
