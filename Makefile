@@ -85,15 +85,21 @@ TPU_SMOKE := tests/trainer/backends/test_tensorflow_strategy.py tests/trainer/te
   tests/trainer/test_preemption.py::test_torn_backups_fall_back_to_older_state_then_checkpoint \
   tests/trainer/test_export.py tests/trainer/test_tpu_stack.py
 
-# The JAX TPU stack: jax[tpu] with the libtpu it pins, keras, keras-hub, TensorFlow's CPU build
-# for tf.data (docs/tpu.md). Its smoke tests run with KERAS_BACKEND=jax.
+# The JAX TPU stack: jax[tpu] with the libtpu it pins, keras, keras-hub, grain; no TensorFlow
+# (docs/tpu.md). Its smoke tests run with KERAS_BACKEND=jax.
 TPU_JAX_VENV := .venv-tpu-jax
 TPU_JAX_PY := $(TPU_JAX_VENV)/bin/python
 TPU_JAX_STAMP := $(TPU_JAX_VENV)/.installed
 TPU_JAX_SMOKE := tests/trainer/test_tpu_jax_stack.py tests/test_no_tensorflow_text.py \
   tests/trainer/test_task.py::test_eval_loss_falls_clearly \
   tests/trainer/test_task.py::test_interrupted_run_resumes_where_it_stopped \
-  tests/trainer/test_export.py
+  tests/trainer/test_export.py tests/trainer/test_no_tensorflow.py
+# keras-hub 0.32 declares tensorflow-text (hence TensorFlow) on Linux but imports it only in try
+# blocks: installed without its dependencies, which the tpu-jax extra lists instead. pip check
+# then names tensorflow-text as missing for keras-hub; any other line fails the build.
+TPU_JAX_NO_DEPS := keras-hub keras-nlp
+TPU_JAX_PIP_CHECK_OK := -e 'requires tensorflow-text, which is not installed' \
+  -e '^No broken requirements found'
 
 # `make train` installs and runs the stack of its backend.
 ifeq ($(BACKEND),jax)
@@ -129,7 +135,9 @@ $(TPU_JAX_STAMP): setup.py constraints.txt constraints-tpu-jax.txt
 	test -x $(TPU_JAX_PY) || $(call q,$(PYTHON)) -m venv $(TPU_JAX_VENV)
 	$(TPU_JAX_PY) -m pip install --quiet --upgrade pip
 	$(TPU_JAX_PY) -m pip install --quiet -c constraints-tpu-jax.txt -e ".[tpu-jax,test]"
-	$(TPU_JAX_PY) -m pip check
+	$(TPU_JAX_PY) -m pip install --quiet --no-deps -c constraints-tpu-jax.txt $(TPU_JAX_NO_DEPS)
+	! $(TPU_JAX_PY) -m pip check | grep -v $(TPU_JAX_PIP_CHECK_OK)
+	! $(TPU_JAX_PY) -c 'import tensorflow' 2>/dev/null
 	touch $(TPU_JAX_STAMP)
 
 # The trainer's tests run twice: on TensorFlow (with everything else), then on JAX.

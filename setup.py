@@ -8,17 +8,25 @@ together are pinned in constraints.txt (`pip install -c constraints.txt ...`).
 
 import setuptools
 
-# The trainer on either TensorFlow: the default stack (2.21, CPU/GPU) or the TPU stack (2.20).
-_TRAINER = [
+# The trainer on any stack, but keras-hub (below).
+_TRAINER_BASE = [
     "keras==3.15.1",
-    "keras-hub==0.32.0",
-    "keras-nlp==0.32.0",  # the name on the design card: a one-file alias of keras-hub 0.32
     "transformers==5.23.0",
     "safetensors==0.8.0",
     "matplotlib==3.11.2",
     # The JAX backend's input pipeline (Keras' JAX `fit` takes grain datasets; TensorFlow-free).
     "grain==0.2.18",
 ]
+_KERAS_HUB = [
+    "keras-hub==0.32.0",
+    "keras-nlp==0.32.0",  # the name on the design card: a one-file alias of keras-hub 0.32
+]
+_TRAINER = _TRAINER_BASE + _KERAS_HUB
+# keras-hub 0.32.0's own requirements but tensorflow-text, which it declares for Linux yet imports
+# only inside try blocks: the JAX TPU stack installs keras-hub with --no-deps (Makefile
+# venv-tpu-jax) and these instead (versions: constraints.txt).
+_KERAS_HUB_NEEDS = ["absl-py", "numpy", "packaging", "regex", "rich", "kagglehub",
+                    "kagglesdk==0.1.28", "sentencepiece", "tokenizers"]
 
 setuptools.setup(
     name="mlm-pretrain",
@@ -50,12 +58,12 @@ setuptools.setup(
             "scipy==1.17.1",
         ],
         # The JAX TPU stack (make venv-tpu-jax): JAX drives the TPU through the libtpu that
-        # jax[tpu] pins; TensorFlow's CPU build only feeds batches (tf.data). docs/tpu.md.
+        # jax[tpu] pins; grain feeds batches; no TensorFlow. keras-hub and keras-nlp come
+        # after this extra, with --no-deps (_KERAS_HUB_NEEDS). docs/tpu.md.
         "tpu-jax": [
-            *_TRAINER,
-            "tensorflow==2.21.0",
-            "tensorflow-text==2.21.1",  # keras-hub 0.32 requires it (not imported by our code)
-            "tensorboard==2.21.0",
+            *_TRAINER_BASE,
+            *_KERAS_HUB_NEEDS,
+            "tensorboard==2.21.0",  # the viewer, and the protos of trainer/summaries.py
             "jax[tpu]==0.10.2",
             "scipy==1.17.1",
         ],

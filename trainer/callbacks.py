@@ -31,7 +31,7 @@ import numpy as np
 
 from common import fs
 from common.errors import Terminated, UserError
-from trainer import checkpoints
+from trainer import checkpoints, summaries
 from trainer.optimization import micro_batches_per_update, update_count
 from trainer.run_dir import RunDir
 
@@ -236,16 +236,12 @@ class TrainingLog(keras.callbacks.Callback):
             self._summaries(entry)
 
     def _summaries(self, entry: dict) -> None:
-        import tensorflow as tf
-
         for kind in ("train", "validation"):
             if kind not in self._writers:
-                self._writers[kind] = tf.summary.create_file_writer(self.run.logs(kind))
-            with self._writers[kind].as_default(step=entry["step"]):
-                for key, value in entry.items():
-                    if key != "step" and key.startswith("eval_") == (kind == "validation"):
-                        tf.summary.scalar(key.removeprefix("eval_"), value)
-            self._writers[kind].flush()
+                self._writers[kind] = summaries.EventLog(self.run.logs(kind))
+            self._writers[kind].write(entry["step"], {
+                key.removeprefix("eval_"): value for key, value in entry.items()
+                if key != "step" and key.startswith("eval_") == (kind == "validation")})
 
 
 def read_history(path: str, up_to_step: int) -> list:

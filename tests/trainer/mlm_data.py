@@ -9,14 +9,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
 
-from common import manifest, schema, shards, tokenizer_files
+from common import fs, manifest, schema, shards, tfrecord, tokenizer_files
 
 SPECIALS = tokenizer_files.SPECIAL_TOKENS["wordpiece"]  # [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4
 NUM_WORDS = 95  # vocabulary 100: 5 special tokens + w0..w94
 SEQ_LEN = 32
 
 
-def make_tokenizer(path) -> tokenizer_files.TokenizerInfo:
+def make_tokenizer(path, special_tokens_in_text: bool = False) -> tokenizer_files.TokenizerInfo:
+    """`special_tokens_in_text`: "[MASK]" in a text is the mask token (else three pieces)."""
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     vocab = {tok: i for i, tok in enumerate(SPECIALS[r] for r in
@@ -25,6 +26,8 @@ def make_tokenizer(path) -> tokenizer_files.TokenizerInfo:
     vocab.update({f"w{i}": 5 + i for i in range(NUM_WORDS)})
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    if special_tokens_in_text:
+        tok.add_special_tokens(list(vocab)[:5])
     tokenizer_files.save(tok, str(path), SPECIALS, model_max_length=SEQ_LEN)
     return tokenizer_files.load(str(path))[1]
 
@@ -46,19 +49,14 @@ def repetitive_sequences(num: int, seed: int, length: int = SEQ_LEN):
 def write_split(split_dir: str, ids, mask, info, num_shards: int = 4, split: str = "train",
                 committed: bool = True, legacy_format: bool = False) -> list[str]:
     """Writes shards (ours + the manifest that commits them unless `committed` is False, or
-    the legacy example's names); returns their paths."""
-    import tensorflow as tf
-
-    tf.io.gfile.makedirs(split_dir)
+    the legacy example's names) without TensorFlow; returns their paths."""
     parts = np.array_split(np.arange(len(ids)), num_shards)
     paths, shard_entries = [], []
     for index, rows in enumerate(parts):
         name = (f"dataset-{index}-{len(rows)}.tfrecord" if legacy_format
                 else shards.shard_name(split, index, len(rows)))
         path = f"{split_dir.rstrip('/')}/{name}"
-        with tf.io.TFRecordWriter(path) as writer:
-            for r in rows:
-                writer.write(schema.encode_example(ids[r], mask[r]))
+        fs.write_bytes(path, tfrecord.frame(schema.encode_example(ids[r], mask[r]) for r in rows))
         paths.append(path)
         shard_entries.append(manifest.Shard(name, len(rows), int(mask[rows].sum())))
     if committed and not legacy_format:

@@ -1,6 +1,7 @@
-"""The JAX TPU stack (make venv-tpu-jax): jax[tpu] with the libtpu it pins, Keras on JAX, a
-keras-hub masked LM that trains under XLA. Run here on the CPU (no TPU), without a network, by
-`make test-tpu-jax`; skipped where libtpu is not installed (the default stack)."""
+"""The JAX TPU stack (make venv-tpu-jax): jax[tpu] with the libtpu it pins, no TensorFlow,
+Keras on JAX, a keras-hub masked LM that trains under XLA. Run here on the CPU (no TPU),
+without a network, by `make test-tpu-jax`; skipped where libtpu is not installed (the
+default stack)."""
 
 import importlib.metadata as md
 import os
@@ -31,6 +32,17 @@ def test_libtpu_is_the_one_jax_tpu_pins():
     assert pinned and "==0.0.42.*" in pinned[0].replace(" ", ""), pinned
     assert md.version("libtpu") == "0.0.42.1" and md.version("jax") == "0.10.2"
     assert md.version("jaxlib") == "0.10.2"
+
+
+@needs_libtpu
+def test_the_stack_holds_no_tensorflow_but_keras_hub_and_grain():
+    # keras-hub is installed without its dependencies (it declares tensorflow-text on Linux).
+    for name in ("tensorflow", "tensorflow-cpu", "tensorflow-text", "tf-keras"):
+        assert _installed(name) is None, name
+    assert _installed("keras-hub") == "0.32.0" and _installed("grain") == "0.2.18"
+    import keras_hub  # its optional TensorFlow imports fail quietly
+
+    assert keras_hub.models.RobertaMaskedLM
 
 
 @needs_libtpu

@@ -6,7 +6,7 @@ training, so a killed run leaves no half file, nor an old one, that a reader tru
 It states the protocol (recipe and its source, seeds, selection, what the spread is), the
 model and its pretraining facts, the data counts (skipped, truncated), every seed's record
 and the summary. TensorBoard scalars (dev scores and training loss per epoch, one folder per
-seed under `logs/`) are written as the run goes, where TensorFlow is installed.
+seed under `logs/`) are written as the run goes (trainer/summaries.py).
 
 Example:
     >>> write(output_dir, document)
@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 from common import fs
+from trainer import summaries
 
 RESULTS = "results.json"
 LOGS = "logs"
@@ -106,25 +107,19 @@ def _footer(document: dict) -> list[str]:
 
 
 class Scalars:
-    """TensorBoard scalars per seed (nothing where TensorFlow is not installed)."""
+    """TensorBoard scalars per seed (trainer/summaries.py)."""
 
     def __init__(self, output_dir: str):
         self.output_dir = output_dir
         self._writers = {}
 
     def __call__(self, seed: int, entry: dict) -> None:
-        try:
-            import tensorflow as tf
-        except ImportError:
-            return
         if seed not in self._writers:
             folder = fs.join(self.output_dir, LOGS, f"seed-{seed}")
-            self._writers[seed] = tf.summary.create_file_writer(folder)
-        with self._writers[seed].as_default(step=entry["epoch"]):
-            tf.summary.scalar("train_loss", entry["train_loss"])
-            for name, value in entry["dev"].items():
-                tf.summary.scalar(f"dev_{name}", value)
-        self._writers[seed].flush()
+            self._writers[seed] = summaries.EventLog(folder)
+        self._writers[seed].write(entry["epoch"], {
+            "train_loss": entry["train_loss"],
+            **{f"dev_{name}": value for name, value in entry["dev"].items()}})
 
 
 def glue_table(document: dict) -> str:
