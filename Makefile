@@ -112,7 +112,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(call q,$(TPU))
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax test test-fast test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune bench-masking bench-accel accel-wheels clean
+.PHONY: venv venv-tpu venv-tpu-jax lint format test test-fast test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune bench-masking bench-accel accel-wheels clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -141,14 +141,24 @@ $(TPU_JAX_STAMP): setup.py constraints.txt constraints-tpu-jax.txt
 	touch $(TPU_JAX_STAMP)
 
 # The trainer's tests run twice: on TensorFlow (with everything else), then on JAX.
-test: $(STAMP)
+# Style is the formatter's and the linter's (ruff, settings in pyproject.toml): `make format`
+# rewrites, `make lint` checks (the first step of `make test` and `make test-fast`).
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: $(STAMP)
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+test: $(STAMP) lint
 	$(PY) -m pytest tests -q -p no:cacheprovider --durations=15 $(XDIST)
 	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer -q -p no:cacheprovider --durations=15 $(XDIST)
 
 # The fast lane while editing: every module's unit tests, without the long runs marked
 # `@pytest.mark.slow` (fault loops, pods, end to end, gs://; tests/conftest.py), which `make test`
 # and CI still run. Times in docs/development.md.
-test-fast: $(STAMP)
+test-fast: $(STAMP) lint
 	$(PY) -m pytest tests -q -p no:cacheprovider --strict-markers -m 'not slow' --durations=10 $(XDIST)
 	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer/test_jax_backend.py -q -p no:cacheprovider \
 	  --strict-markers -m 'not slow'

@@ -25,16 +25,26 @@ _TRAINER = _TRAINER_BASE + _KERAS_HUB
 # keras-hub 0.32.0's own requirements but tensorflow-text, which it declares for Linux yet imports
 # only inside try blocks: the JAX TPU stack installs keras-hub with --no-deps (Makefile
 # venv-tpu-jax) and these instead (versions: constraints.txt).
-_KERAS_HUB_NEEDS = ["absl-py", "numpy", "packaging", "regex", "rich", "kagglehub",
-                    "kagglesdk==0.1.28", "sentencepiece", "tokenizers"]
+_KERAS_HUB_NEEDS = [
+    "absl-py",
+    "numpy",
+    "packaging",
+    "regex",
+    "rich",
+    "kagglehub",
+    "kagglesdk==0.1.28",
+    "sentencepiece",
+    "tokenizers",
+]
 
 setuptools.setup(
     name="mlm-pretrain",
     version="0.1.0",
     description="Masked-language-model pretraining: Beam data pipelines and a Keras/TPU trainer",
     python_requires=">=3.11",  # numpy 2.4 (constraints.txt) needs it
-    packages=setuptools.find_packages(include=["common", "common.*", "beam_pipelines",
-                                               "beam_pipelines.*", "trainer", "trainer.*"]),
+    packages=setuptools.find_packages(
+        include=["common", "common.*", "beam_pipelines", "beam_pipelines.*", "trainer", "trainer.*"]
+    ),
     install_requires=[
         "apache-beam[gcp]==2.77.0",
         "tokenizers==0.23.3",
@@ -79,6 +89,7 @@ setuptools.setup(
         "test": [
             "pytest==9.2.0",
             "pytest-xdist==3.8.0",  # make test: TEST_WORKERS processes (CI: 2 cores)
+            "ruff==0.17.6",  # make lint (run by make test): style by a tool (pyproject.toml)
             "gcp-storage-emulator==2026.7.19",
             "transformers==5.23.0",
             "torch==2.13.0",  # CPU build from the machine's disk: the HF export round-trip test

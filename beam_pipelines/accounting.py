@@ -29,11 +29,18 @@ from apache_beam.transforms.window import GlobalWindows
 
 STATS = "stats"  # the tagged output of (counter name, count) pairs that the accounting sums
 
-SPLIT_KEYS = ("documents_tokenized", "documents_empty", "tokens_in", "tokens_dropped",
-              "tokens_padded")
+SPLIT_KEYS = (
+    "documents_tokenized",
+    "documents_empty",
+    "tokens_in",
+    "tokens_dropped",
+    "tokens_padded",
+)
 # Removals, counted per kind under `removal_key(split, name, kind)`.
-REMOVED_KEYS = {"documents_filtered": "filtered_by_rule",
-                "documents_duplicate": "duplicates_by_kind"}
+REMOVED_KEYS = {
+    "documents_filtered": "filtered_by_rule",
+    "documents_duplicate": "duplicates_by_kind",
+}
 # Run-wide counters that are not documents (e.g. what near dedup skipped), under RUN_PREFIX.
 RUN_PREFIX = "run."
 
@@ -67,8 +74,9 @@ def emit_stats(stats: Counter):
 
 
 def _by_kind(stats: dict, prefix: str) -> dict:
-    return {key[len(prefix):]: int(n) for key, n in sorted(stats.items())
-            if key.startswith(prefix)}
+    return {
+        key[len(prefix) :]: int(n) for key, n in sorted(stats.items()) if key.startswith(prefix)
+    }
 
 
 def _removals(stats: dict, split: str) -> dict:
@@ -96,14 +104,23 @@ def accounting_for(stats: dict, split: str, splits: list) -> dict:
     own["documents_read"] = int(stats.get(split_key(split, "documents_read"), 0))
     run = {key: int(stats.get(key, 0)) for key in ("documents_read", "documents_rejected")}
     for s in splits:
-        _add(run, {key: int(stats.get(split_key(s, key), 0))
-                   for key in ("documents_tokenized", "documents_empty")} | _removals(stats, s))
+        _add(
+            run,
+            {
+                key: int(stats.get(split_key(s, key), 0))
+                for key in ("documents_tokenized", "documents_empty")
+            }
+            | _removals(stats, s),
+        )
     for key in ("documents_tokenized", "documents_empty", *REMOVED_KEYS):
         run.setdefault(key, 0)
     for breakdown in REMOVED_KEYS.values():
         run.setdefault(breakdown, {})
-    run |= {key[len(RUN_PREFIX):]: int(n) for key, n in sorted(stats.items())
-            if key.startswith(RUN_PREFIX)}
+    run |= {
+        key[len(RUN_PREFIX) :]: int(n)
+        for key, n in sorted(stats.items())
+        if key.startswith(RUN_PREFIX)
+    }
     return {"split": own, "run": run}
 
 
@@ -113,8 +130,10 @@ class AccountingError(RuntimeError):
 
 def check_accounting(stats: dict, written: list, splits: list) -> None:
     run = accounting_for(stats, splits[0], splits)["run"] if splits else {}
-    outcomes = sum(run.get(k, 0) for k in ("documents_tokenized", "documents_empty",
-                                           "documents_rejected", *REMOVED_KEYS))
+    outcomes = sum(
+        run.get(k, 0)
+        for k in ("documents_tokenized", "documents_empty", "documents_rejected", *REMOVED_KEYS)
+    )
     if outcomes != run.get("documents_read", 0):
         raise AccountingError(f"documents do not add up: {run}")
     unknown = {k.split("/")[0] for k in stats if "/" in k} - set(splits)
@@ -127,5 +146,7 @@ def check_accounting(stats: dict, written: list, splits: list) -> None:
             raise AccountingError(f"{split}: documents do not add up: {own}")
         on_disk = sum(w["num_tokens"] for w in written if w["split"] == split)
         if own["tokens_in"] - own["tokens_dropped"] != on_disk:
-            raise AccountingError(f"{split}: {own['tokens_in']} tokens in, "
-                                  f"{own['tokens_dropped']} dropped, but {on_disk} written")
+            raise AccountingError(
+                f"{split}: {own['tokens_in']} tokens in, "
+                f"{own['tokens_dropped']} dropped, but {on_disk} written"
+            )

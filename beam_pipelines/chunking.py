@@ -43,7 +43,7 @@ class Chunker:
         """Removes and returns as many full rows as there are, [n, max_length]."""
         n = self.size // self.max_length
         flat = np.concatenate(self._parts) if self._parts else np.zeros(0, self.dtype)
-        rows, rest = flat[: n * self.max_length], flat[n * self.max_length:]
+        rows, rest = flat[: n * self.max_length], flat[n * self.max_length :]
         self._parts, self.size = ([rest] if len(rest) else []), len(rest)
         return rows.reshape(n, self.max_length).astype(self.dtype, copy=False)
 
@@ -66,8 +66,9 @@ def chunk_tails(tails: list[np.ndarray], max_length: int, pad_tail: bool, pad_id
     on the same data gives the same rows whatever order the bundles finished in.
     """
     # The order key is the int32 bytes whatever the dtype, so rows do not depend on it.
-    tails = sorted((t for t in tails if len(t)),
-                   key=lambda t: (len(t), t.astype(np.int32).tobytes()))
+    tails = sorted(
+        (t for t in tails if len(t)), key=lambda t: (len(t), t.astype(np.int32).tobytes())
+    )
     chunker = Chunker(max_length, tails[0].dtype if tails else np.int32)
     for tail in tails:
         chunker.add(tail)

@@ -27,9 +27,15 @@ from collections import Counter
 import apache_beam as beam
 
 from beam_pipelines import jsonl_files, quality
-from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
-                                      split_of)
 from beam_pipelines.accounting import STATS, emit_stats, removal_key, split_key
+from beam_pipelines.documents import (
+    EXCERPT_CHARS,
+    REMOVED,
+    Document,
+    Removed,
+    doc_position,
+    split_of,
+)
 from common import splits
 
 
@@ -72,8 +78,10 @@ class FilterQuality(beam.DoFn):
             yield doc
             return
         self.stats[removal_key(split_of(doc), "documents_filtered", failure.rule)] += 1
-        yield beam.pvalue.TaggedOutput(REMOVED, Removed(
-            failure.rule, doc_position(doc), failure.reason(), doc.text[:EXCERPT_CHARS]))
+        yield beam.pvalue.TaggedOutput(
+            REMOVED,
+            Removed(failure.rule, doc_position(doc), failure.reason(), doc.text[:EXCERPT_CHARS]),
+        )
 
     def finish_bundle(self):
         yield from emit_stats(self.stats)
@@ -84,10 +92,14 @@ class Clean(beam.PTransform):
     (a tuple of PCollections, one per step: see `WriteRemovedSample`), and (name, count)
     pairs for the accounting."""
 
-    def __init__(self, quality_config: quality.QualityConfig | None,
-                 validation_fraction: float = 0.0, test_fraction: float = 0.0,
-                 exact_dedup: beam.PTransform | None = None,
-                 near_dedup: beam.PTransform | None = None):
+    def __init__(
+        self,
+        quality_config: quality.QualityConfig | None,
+        validation_fraction: float = 0.0,
+        test_fraction: float = 0.0,
+        exact_dedup: beam.PTransform | None = None,
+        near_dedup: beam.PTransform | None = None,
+    ):
         super().__init__()
         # The dedups come from the run's execution (beam_pipelines/execution.py): Beam's
         # groupings, or sorted files on disk on a local runner. None: that step is off.
@@ -96,13 +108,14 @@ class Clean(beam.PTransform):
         self.fractions = (validation_fraction, test_fraction)
 
     def expand(self, docs):
-        counted = docs | "CountBySplit" >> beam.ParDo(
-            CountBySplit(*self.fractions)).with_outputs(STATS, main="docs")
+        counted = docs | "CountBySplit" >> beam.ParDo(CountBySplit(*self.fractions)).with_outputs(
+            STATS, main="docs"
+        )
         docs, removed, stats = counted.docs, [], [counted[STATS]]
         if self.quality_config is not None:
             filtered = docs | "FilterQuality" >> beam.ParDo(
-                FilterQuality(self.quality_config)).with_outputs(
-                    REMOVED, STATS, main="kept")
+                FilterQuality(self.quality_config)
+            ).with_outputs(REMOVED, STATS, main="kept")
             docs = filtered.kept
             removed.append(filtered[REMOVED])
             stats.append(filtered[STATS])
@@ -138,15 +151,16 @@ class WriteRemovedSample(beam.PTransform):
 
     def expand(self, parts):
         if self.per_rule > 0:
-            firsts = [part
-                      | f"ByRule{i}" >> beam.Map(lambda r: (r.rule, (r.pos, r.to_json())))
-                      | f"FirstPerRule{i}" >> beam.combiners.Top.SmallestPerKey(self.per_rule)
-                      for i, part in enumerate(parts)]
-            groups = (firsts
-                      | "AllFirsts" >> beam.Flatten()
-                      | "AllRules" >> beam.combiners.ToList())
+            firsts = [
+                part
+                | f"ByRule{i}" >> beam.Map(lambda r: (r.rule, (r.pos, r.to_json())))
+                | f"FirstPerRule{i}" >> beam.combiners.Top.SmallestPerKey(self.per_rule)
+                for i, part in enumerate(parts)
+            ]
+            groups = firsts | "AllFirsts" >> beam.Flatten() | "AllRules" >> beam.combiners.ToList()
         else:
             groups = parts[0].pipeline | "NoSample" >> beam.Create([[]])
         # One file, empty too (as before): `groups` is one list, present in every run.
         return groups | "WriteSample" >> beam.Map(
-            lambda g: jsonl_files.write_lines(self.path_prefix, sample_lines(g, self.per_rule)))
+            lambda g: jsonl_files.write_lines(self.path_prefix, sample_lines(g, self.per_rule))
+        )

@@ -45,10 +45,12 @@ def read_run_record(output_dir: str, run_id: str) -> dict | None:
 
 def run_ended(output_dir: str):
     """For run_lock: whether a run recorded its end in this output folder."""
+
     def ended(run_id: str) -> bool:
         # Only a well-formed id names a file: a lock's content never leads outside OUT.
         record = read_run_record(output_dir, run_id) if shards.is_run_id(run_id) else None
         return bool(record and record.get("state") in ENDED)
+
     return ended
 
 
@@ -87,32 +89,44 @@ def filtered_examples(sample_files: list, limit: int = 2) -> str:
     return "; ".join(found.values()) or "(no removed sample: --removed_sample_size 0)"
 
 
-def refusal(stats: dict, written: list, splits: list, dead_letter_files: list,
-            max_rejected_fraction: float, max_filtered_fraction: float = 1.0) -> str | None:
+def refusal(
+    stats: dict,
+    written: list,
+    splits: list,
+    dead_letter_files: list,
+    max_rejected_fraction: float,
+    max_filtered_fraction: float = 1.0,
+) -> str | None:
     """Why this run's result must not replace the previous output, or None."""
     run = accounting_for(stats, splits[0], splits)["run"]
     read, rejected = run["documents_read"], run["documents_rejected"]
     dead = [path for path in dead_letter_files if not prepared_dir.is_sample_file(path)]
     if read and rejected / read > max_rejected_fraction:
-        return (f"{rejected:,} of {read:,} documents were rejected "
-                f"({100 * rejected / read:.1f} % > --max_rejected_fraction "
-                f"{max_rejected_fraction:g}); top reasons: {top_reasons(dead)}")
+        return (
+            f"{rejected:,} of {read:,} documents were rejected "
+            f"({100 * rejected / read:.1f} % > --max_rejected_fraction "
+            f"{max_rejected_fraction:g}); top reasons: {top_reasons(dead)}"
+        )
     filtered = run["documents_filtered"]
     if read and filtered / read > max_filtered_fraction:
         rules = collections.Counter(run["filtered_by_rule"]).most_common(3)
         samples = [path for path in dead_letter_files if prepared_dir.is_sample_file(path)]
-        return (f"{filtered:,} of {read:,} documents were removed by the quality filter "
-                f"({100 * filtered / read:.1f} % > --max_filtered_fraction "
-                f"{max_filtered_fraction:g}); top rules: "
-                f"{', '.join(f'{rule} x {n:,}' for rule, n in rules)}; e.g. "
-                f"{filtered_examples(samples)}. If the rules do not fit this corpus, loosen "
-                f"their flags or pass --quality_filter none (docs/languages.md)")
+        return (
+            f"{filtered:,} of {read:,} documents were removed by the quality filter "
+            f"({100 * filtered / read:.1f} % > --max_filtered_fraction "
+            f"{max_filtered_fraction:g}); top rules: "
+            f"{', '.join(f'{rule} x {n:,}' for rule, n in rules)}; e.g. "
+            f"{filtered_examples(samples)}. If the rules do not fit this corpus, loosen "
+            f"their flags or pass --quality_filter none (docs/languages.md)"
+        )
     empty = [s for s in splits if not any(w["split"] == s for w in written)]
     if empty:
-        return (f"split(s) {', '.join(empty)} would hold no sequence ({read:,} documents "
-                f"read, {rejected:,} rejected, {run['documents_empty']:,} empty, "
-                f"{run['documents_duplicate']:,} duplicate, {run['documents_filtered']:,} "
-                f"filtered by the quality rules)")
+        return (
+            f"split(s) {', '.join(empty)} would hold no sequence ({read:,} documents "
+            f"read, {rejected:,} rejected, {run['documents_empty']:,} empty, "
+            f"{run['documents_duplicate']:,} duplicate, {run['documents_filtered']:,} "
+            f"filtered by the quality rules)"
+        )
     return None
 
 
@@ -142,15 +156,25 @@ class Commit(beam.DoFn):
         max_filtered_fraction: refuse above this share removed by the quality rules.
     """
 
-    def __init__(self, output_dir, run_id, splits, max_length, tokenizer_info, pipeline_args,
-                 max_rejected_fraction: float = 0.1, max_filtered_fraction: float = 1.0):
+    def __init__(
+        self,
+        output_dir,
+        run_id,
+        splits,
+        max_length,
+        tokenizer_info,
+        pipeline_args,
+        max_rejected_fraction: float = 0.1,
+        max_filtered_fraction: float = 1.0,
+    ):
         self.output_dir, self.run_id, self.splits = output_dir, run_id, splits
         self.max_length, self.tokenizer_info = max_length, tokenizer_info
         self.pipeline_args, self.max_rejected_fraction = pipeline_args, max_rejected_fraction
         self.max_filtered_fraction = max_filtered_fraction
 
-    def process(self, written: list, stats: dict, dead_letter_files: list,
-                changed_inputs: list = ()):
+    def process(
+        self, written: list, stats: dict, dead_letter_files: list, changed_inputs: list = ()
+    ):
         record = read_run_record(self.output_dir, self.run_id)
         if record and record.get("state") in ENDED:  # a retry after the end: nothing to do
             run_lock.release(self.output_dir, self.run_id)  # but what a fault left undone
@@ -162,37 +186,66 @@ class Commit(beam.DoFn):
         reason = changed_refusal(changed_inputs)
         if not reason:
             check_accounting(stats, written, self.splits)
-            reason = refusal(stats, written, self.splits, dead_letter_files,
-                             self.max_rejected_fraction, self.max_filtered_fraction)
+            reason = refusal(
+                stats,
+                written,
+                self.splits,
+                dead_letter_files,
+                self.max_rejected_fraction,
+                self.max_filtered_fraction,
+            )
         if reason:
             logging.warning("prepare run %s refused to commit: %s", self.run_id, reason)
             # Its shards go; its dead letters stay for the user to read (no manifest lists
             # them, so the next committed run deletes them).
-            fs.delete([prepared_dir.shard_path(self.output_dir, w["split"], w["name"])
-                       for w in written if shards.is_shard_basename(w["name"], w["split"])])
-            record = {"run_id": self.run_id, "state": "refused", "reason": reason,
-                      "dead_letter_files": sorted(dead_letter_files)}
+            fs.delete(
+                [
+                    prepared_dir.shard_path(self.output_dir, w["split"], w["name"])
+                    for w in written
+                    if shards.is_shard_basename(w["name"], w["split"])
+                ]
+            )
+            record = {
+                "run_id": self.run_id,
+                "state": "refused",
+                "reason": reason,
+                "dead_letter_files": sorted(dead_letter_files),
+            }
         else:
-            committed = {split: self._commit_split(split, written, stats, dead_letter_files)
-                         for split in self.splits}
+            committed = {
+                split: self._commit_split(split, written, stats, dead_letter_files)
+                for split in self.splits
+            }
             clean_up(self.output_dir, committed)
-            record = {"run_id": self.run_id, "state": "committed",
-                      "splits": {s: m.accounting["split"] for s, m in committed.items()}}
+            record = {
+                "run_id": self.run_id,
+                "state": "committed",
+                "splits": {s: m.accounting["split"] for s, m in committed.items()},
+            }
         fs.write_json(prepared_dir.run_record_path(self.output_dir, self.run_id), record)
         run_lock.release(self.output_dir, self.run_id)
         yield record
 
     def _commit_split(self, split, written, stats, dead_letter_files) -> manifest.Manifest:
         mine = sorted((w for w in written if w["split"] == split), key=lambda w: w["shard"])
-        entries = [manifest.Shard(w["name"], w["num_examples"], w["num_tokens"],
-                                  w["num_bytes"], w["crc32c"]) for w in mine]
+        entries = [
+            manifest.Shard(
+                w["name"], w["num_examples"], w["num_tokens"], w["num_bytes"], w["crc32c"]
+            )
+            for w in mine
+        ]
         committed = manifest.Manifest(
-            split=split, max_length=self.max_length,
+            split=split,
+            max_length=self.max_length,
             num_examples=sum(s.num_examples for s in entries),
-            num_tokens=sum(s.num_tokens for s in entries), shards=entries,
-            tokenizer=self.tokenizer_info, pipeline_args=self.pipeline_args,
-            accounting=accounting_for(stats, split, self.splits), run_id=self.run_id,
-            dead_letter_files=sorted(dead_letter_files))
+            num_tokens=sum(s.num_tokens for s in entries),
+            shards=entries,
+            tokenizer=self.tokenizer_info,
+            pipeline_args=self.pipeline_args,
+            accounting=accounting_for(stats, split, self.splits),
+            run_id=self.run_id,
+            dead_letter_files=sorted(dead_letter_files),
+        )
         manifest.write_manifest(prepared_dir.split_dir(self.output_dir, split), committed)
         return committed
 
@@ -203,10 +256,15 @@ def clean_up(output_dir: str, committed: dict) -> None:
     for split, current in committed.items():
         split_dir = prepared_dir.split_dir(output_dir, split)
         listed = {s.name for s in current.shards}
-        fs.delete([p for p in fs.glob_in(split_dir, "*" + shards.SHARD_SUFFIX)
-                   if fs.basename(p) not in listed and shards.parse_shard_name(p)]
-                  + fs.glob_in(split_dir, prepared_dir.TEMP_GLOB)
-                  + [prepared_dir.marker_path(split_dir)])
+        fs.delete(
+            [
+                p
+                for p in fs.glob_in(split_dir, "*" + shards.SHARD_SUFFIX)
+                if fs.basename(p) not in listed and shards.parse_shard_name(p)
+            ]
+            + fs.glob_in(split_dir, prepared_dir.TEMP_GLOB)
+            + [prepared_dir.marker_path(split_dir)]
+        )
     for split_dir in prepared_dir.committed_split_dirs(output_dir):
         path, stale = prepared_dir.manifest_path(split_dir), manifest.try_read(split_dir)
         if fs.basename(split_dir) in committed or stale is None:
@@ -218,8 +276,9 @@ def clean_up(output_dir: str, committed: dict) -> None:
         fs.delete(stale.shard_paths(split_dir) + [path, prepared_dir.marker_path(split_dir)])
         fs.remove_empty_folder(split_dir)
     keep = {p for m in committed.values() for p in m.dead_letter_files}
-    dead_letters = fs.glob_in(prepared_dir.dead_letter_dir(output_dir),
-                              "*" + prepared_dir.JSONL_SUFFIX)
+    dead_letters = fs.glob_in(
+        prepared_dir.dead_letter_dir(output_dir), "*" + prepared_dir.JSONL_SUFFIX
+    )
     fs.delete([p for p in dead_letters if p not in keep])
     fs.delete_trees_in(output_dir, prepared_dir.TEMP_GLOB)  # temp folders of earlier versions
     sweep_dead_runs(output_dir)
@@ -240,17 +299,23 @@ def sweep_dead_runs(output_dir: str) -> None:
     for name in _beam_temp_folders(dead_letter):
         if over(name):
             fs.delete_tree(fs.join(dead_letter, name))
-    fs.delete([path for path in fs.glob_in(prepared_dir.runs_dir(output_dir),
-                                           prepared_dir.TEMP_GLOB)
-               if over(fs.basename(path))])
+    fs.delete(
+        [
+            path
+            for path in fs.glob_in(prepared_dir.runs_dir(output_dir), prepared_dir.TEMP_GLOB)
+            if over(fs.basename(path))
+        ]
+    )
 
 
 def _beam_temp_folders(dead_letter: str) -> list[str]:
     """The names of Beam's temporary folders in `dead_letter`, empty local ones too (object
     stores have no empty folders)."""
     prefix = prepared_dir.BEAM_TEMP_PREFIX
-    names = {path[len(dead_letter) + 1:].split("/", 1)[0]
-             for path in fs.glob_in(dead_letter, prefix + "*/**")}
+    names = {
+        path[len(dead_letter) + 1 :].split("/", 1)[0]
+        for path in fs.glob_in(dead_letter, prefix + "*/**")
+    }
     if not fs.is_remote(dead_letter) and os.path.isdir(dead_letter):
         names.update(n for n in os.listdir(dead_letter) if n.startswith(prefix))
     return sorted(names)
@@ -259,5 +324,8 @@ def _beam_temp_folders(dead_letter: str) -> list[str]:
 def is_ours(folder_name: str, found: manifest.Manifest) -> bool:
     """A manifest this pipeline wrote for the split folder it lies in: a valid split name,
     and every shard a bare name of that split's shards (never a path, never `..`)."""
-    return (prepared_dir.split_name_problem(folder_name) is None and found.split == folder_name
-            and all(shards.is_shard_basename(s.name, folder_name) for s in found.shards))
+    return (
+        prepared_dir.split_name_problem(folder_name) is None
+        and found.split == folder_name
+        and all(shards.is_shard_basename(s.name, folder_name) for s in found.shards)
+    )

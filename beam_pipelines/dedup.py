@@ -7,8 +7,9 @@ Normalisation: the invisible format characters U+200B (zero-width space), U+00AD
 hyphen), U+FEFF (zero-width no-break space / byte-order mark, anywhere in the text) and
 U+2060 (word joiner) removed, then Unicode NFKC (compatibility forms folded: full-width
 letters, ligatures), then `str.casefold`, then every run of whitespace collapsed to one
-space and the ends stripped. (Joiners that change how a text renders, U+200C/U+200D, stay.) Two documents are copies when the 128-bit BLAKE2b hashes of their normalised
-texts are equal (the chance of any collision among a billion documents is ~1e-21).
+space and the ends stripped. (Joiners that change how a text renders, U+200C/U+200D,
+stay.) Two documents are copies when the 128-bit BLAKE2b hashes of their normalised texts
+are equal (the chance of any collision among a billion documents is ~1e-21).
 
 Which copy survives: the one first in the input, by `documents.position` (source path, then
 byte offset or line), whatever split it carries; so a rerun keeps the same copies. The
@@ -30,8 +31,15 @@ import apache_beam as beam
 
 from beam_pipelines import hashing
 from beam_pipelines.accounting import STATS, emit_stats, removal_key
-from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
-                                      ref, split_of)
+from beam_pipelines.documents import (
+    EXCERPT_CHARS,
+    REMOVED,
+    Document,
+    Removed,
+    doc_position,
+    ref,
+    split_of,
+)
 
 MODES = ("none", "exact", "near")  # the values of --dedup
 
@@ -120,10 +128,14 @@ class KeepFirst(beam.CombineFn):
 
 def copy_removed(position: tuple, excerpt: str, kept: tuple, kind: str = "exact") -> Removed:
     place = ref(kept)
-    return Removed(f"duplicate_{kind}", position,
-                   f"same normalised text as {place['source']}:{place['line']}"
-                   + ("" if place["offset"] is None else f" (byte {place['offset']})"),
-                   excerpt, kept=kept)
+    return Removed(
+        f"duplicate_{kind}",
+        position,
+        f"same normalised text as {place['source']}:{place['line']}"
+        + ("" if place["offset"] is None else f" (byte {place['offset']})"),
+        excerpt,
+        kept=kept,
+    )
 
 
 class EmitFirstCopies(beam.DoFn):
@@ -142,8 +154,9 @@ class EmitFirstCopies(beam.DoFn):
         for split, n in counts.items():
             self.stats[removal_key(split, "documents_duplicate", self.kind)] += n
         for position, _, excerpt in sample:
-            yield beam.pvalue.TaggedOutput(REMOVED, copy_removed(position, excerpt, best[0],
-                                                                 self.kind))
+            yield beam.pvalue.TaggedOutput(
+                REMOVED, copy_removed(position, excerpt, best[0], self.kind)
+            )
 
     def finish_bundle(self):
         yield from emit_stats(self.stats)
@@ -162,11 +175,12 @@ class ExactDedup(beam.PTransform):
         self.sample_size = sample_size
 
     def expand(self, docs):
-        keyed = docs | "KeyByText" >> beam.ParDo(KeyByText()).with_outputs(
-            BLANK, main="keyed")
-        firsts = (keyed.keyed
-                  | "KeepFirstCopy" >> beam.CombinePerKey(KeepFirst(self.sample_size))
-                  | "EmitFirstCopies" >> beam.ParDo(EmitFirstCopies("exact")).with_outputs(
-                      REMOVED, STATS, main="docs"))
+        keyed = docs | "KeyByText" >> beam.ParDo(KeyByText()).with_outputs(BLANK, main="keyed")
+        firsts = (
+            keyed.keyed
+            | "KeepFirstCopy" >> beam.CombinePerKey(KeepFirst(self.sample_size))
+            | "EmitFirstCopies"
+            >> beam.ParDo(EmitFirstCopies("exact")).with_outputs(REMOVED, STATS, main="docs")
+        )
         kept = (keyed[BLANK], firsts.docs) | "WithBlank" >> beam.Flatten()
         return kept, firsts[REMOVED], firsts[STATS]

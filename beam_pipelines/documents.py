@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Union
 
 DEFAULT_MAX_DOCUMENT_BYTES = 10_000_000  # larger documents are dead-lettered, not tokenized
 REMOVED = "removed"  # the tagged output of `Removed` records
@@ -35,7 +34,7 @@ class DeadLetter:
         return json.dumps(dataclasses.asdict(self), ensure_ascii=False)
 
 
-Record = Union[Document, DeadLetter]
+Record = Document | DeadLetter
 
 
 def excerpt(raw: bytes | str, size: int = 120) -> str:
@@ -72,8 +71,10 @@ def split_of(doc: Document) -> str:
     a local reread). None there is a bug in the graph, not bad input: hashing the text again
     here would hide it and cost a pass over every text."""
     if doc.split is None:
-        raise RuntimeError(f"internal error: {doc.source}:{doc.line} reached a step without a "
-                           "split (cleaning.CountBySplit assigns it when the input names none)")
+        raise RuntimeError(
+            f"internal error: {doc.source}:{doc.line} reached a step without a "
+            "split (cleaning.CountBySplit assigns it when the input names none)"
+        )
     return doc.split
 
 
@@ -92,8 +93,7 @@ class Removed:
     kept: tuple | None = None  # duplicates: `position` of the copy that was kept
 
     def to_json(self) -> str:
-        record = ref(self.pos) | {"rule": self.rule, "reason": self.reason,
-                                  "excerpt": self.excerpt}
+        record = ref(self.pos) | {"rule": self.rule, "reason": self.reason, "excerpt": self.excerpt}
         if self.kept is not None:
             record["kept"] = ref(self.kept)
         return json.dumps(record, ensure_ascii=False)

@@ -44,15 +44,21 @@ class GroupingExecution:
         records, shuffle stats), rows grouped by shard."""
         flags = self.settings.flags
         blocks = blocks | "AllBlocks" >> beam.Flatten()
-        counts = (blocks
-                  | "RowsPerBlock" >> beam.Map(lambda block: (block[0], len(block[1])))
-                  | "RowsPerSplit" >> beam.CombinePerKey(sum))
+        counts = (
+            blocks
+            | "RowsPerBlock" >> beam.Map(lambda block: (block[0], len(block[1])))
+            | "RowsPerSplit" >> beam.CombinePerKey(sum)
+        )
         assigned = blocks | "AssignShards" >> beam.ParDo(
-            shard_writer.AssignShards(flags.seed, flags.max_length, self.settings.shard_size,
-                                      self.settings.fixed_shards),
-            counts=beam.pvalue.AsDict(counts)).with_outputs(STATS, main="rows")
-        written = (assigned.rows
-                   | "GroupShards" >> beam.GroupByKey()
-                   | "WriteShards" >> beam.ParDo(
-                       shard_writer.WriteShard(flags.output_dir, self.run_id, self.progress_dir)))
+            shard_writer.AssignShards(
+                flags.seed, flags.max_length, self.settings.shard_size, self.settings.fixed_shards
+            ),
+            counts=beam.pvalue.AsDict(counts),
+        ).with_outputs(STATS, main="rows")
+        written = (
+            assigned.rows
+            | "GroupShards" >> beam.GroupByKey()
+            | "WriteShards"
+            >> beam.ParDo(shard_writer.WriteShard(flags.output_dir, self.run_id, self.progress_dir))
+        )
         return written, assigned[STATS]

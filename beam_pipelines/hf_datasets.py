@@ -4,10 +4,16 @@ read as independent shards so that workers read in parallel; bad rows become Dea
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from beam_pipelines.documents import (DEFAULT_MAX_DOCUMENT_BYTES, DeadLetter, Document, Record,
-                                      excerpt, text_of)
+from beam_pipelines.documents import (
+    DEFAULT_MAX_DOCUMENT_BYTES,
+    DeadLetter,
+    Document,
+    Record,
+    excerpt,
+    text_of,
+)
 from common import fs
 
 
@@ -28,9 +34,15 @@ def hf_num_shards(name: str, config: str | None, split: str) -> int:
     return getattr(ds, "n_shards", None) or max(1, min(64, len(ds) // 10_000))
 
 
-def read_hf_shard(name, config, split, text_field, index, num_shards,
-                  max_document_bytes=DEFAULT_MAX_DOCUMENT_BYTES
-                  ) -> Iterator[Record]:
+def read_hf_shard(
+    name,
+    config,
+    split,
+    text_field,
+    index,
+    num_shards,
+    max_document_bytes=DEFAULT_MAX_DOCUMENT_BYTES,
+) -> Iterator[Record]:
     """Documents of one shard of a dataset split; rows keep their index within the shard."""
     source = f"hf:{name}/{config or ''}/{split}#{index}"
     ds = _load_hf(name, config, split, streaming=True).shard(num_shards, index)
@@ -39,7 +51,11 @@ def read_hf_shard(name, config, split, text_field, index, num_shards,
         if reason:
             yield DeadLetter(source, row, reason, excerpt(str(obj)))
         elif len(text) > max_document_bytes and len(text.encode()) > max_document_bytes:
-            yield DeadLetter(source, row, f"document of {len(text.encode())} bytes is over "
-                             f"the limit of {max_document_bytes} bytes (--max_document_bytes)")
+            yield DeadLetter(
+                source,
+                row,
+                f"document of {len(text.encode())} bytes is over "
+                f"the limit of {max_document_bytes} bytes (--max_document_bytes)",
+            )
         else:
             yield Document(source, row, text, split)

@@ -20,17 +20,24 @@ from common.flags import flag
 
 @dataclasses.dataclass
 class InputSpec:
-    input: str = flag("comma-separated paths or globs (local or gs://) of "
-                      ".txt/.jsonl/.parquet, optionally compressed")
+    input: str = flag(
+        "comma-separated paths or globs (local or gs://) of "
+        ".txt/.jsonl/.parquet, optionally compressed"
+    )
     text_field: str = flag("JSONL field / parquet column with the text", "text")
-    txt_unit: str = flag(".txt documents: one per line (as the HF example) or per blank-line "
-                         "paragraph", "line", choices=("line", "paragraph"))
+    txt_unit: str = flag(
+        ".txt documents: one per line (as the HF example) or per blank-line paragraph",
+        "line",
+        choices=("line", "paragraph"),
+    )
     hf_dataset: str = flag("Hugging Face dataset name, or a folder written by save_to_disk")
     hf_config: str = flag("configuration of --hf_dataset")
-    hf_splits: str = flag("comma-separated dataset splits, e.g. 'train,validation'", "train",
-                          aliases=["--hf_split"])
-    max_document_bytes: int = flag("longer documents are dead-lettered",
-                                   sources.DEFAULT_MAX_DOCUMENT_BYTES, minimum=1)
+    hf_splits: str = flag(
+        "comma-separated dataset splits, e.g. 'train,validation'", "train", aliases=["--hf_split"]
+    )
+    max_document_bytes: int = flag(
+        "longer documents are dead-lettered", sources.DEFAULT_MAX_DOCUMENT_BYTES, minimum=1
+    )
 
     @property
     def hf_split_list(self) -> list[str]:
@@ -50,14 +57,16 @@ def hf_split_list(hf_splits: str) -> list[str]:
     return names
 
 
-def byte_ranges(path: str, size: int, txt_unit: str = "line",
-                range_bytes: int = sources.DEFAULT_RANGE_BYTES) -> list[tuple[int, int | None]]:
+def byte_ranges(
+    path: str, size: int, txt_unit: str = "line", range_bytes: int = sources.DEFAULT_RANGE_BYTES
+) -> list[tuple[int, int | None]]:
     """How to read one file in parallel: uncompressed line-per-document files larger than
     `range_bytes` are cut into byte ranges (each worker reads the lines starting in its
     range); everything else is read whole, `[(0, None)]`."""
     fmt = sources.file_format(path)
-    splittable = (fmt == "jsonl" or (fmt == "txt" and txt_unit == "line")) and \
-        not path.lower().endswith(sources.COMPRESSED_SUFFIXES)
+    splittable = (
+        fmt == "jsonl" or (fmt == "txt" and txt_unit == "line")
+    ) and not path.lower().endswith(sources.COMPRESSED_SUFFIXES)
     if not splittable or size <= range_bytes:
         return [(0, None)]
     cuts = list(range(0, size, range_bytes))
@@ -77,10 +86,13 @@ def check_not_folder(pattern: str, flag: str = "--input") -> None:
     the objects under it (`gs://b/dir/`), and the run would refuse it only at its end: it
     is refused here, with the glob to give instead."""
     folder = not fs.has_glob(pattern) and (
-        pattern.endswith("/") or (not fs.is_remote(pattern) and os.path.isdir(pattern)))
+        pattern.endswith("/") or (not fs.is_remote(pattern) and os.path.isdir(pattern))
+    )
     if folder:
-        raise FolderInputError(f"{flag} {pattern!r} is a folder; name its files with a glob, "
-                               f"e.g. '{pattern.rstrip('/')}/*.jsonl'")
+        raise FolderInputError(
+            f"{flag} {pattern!r} is a folder; name its files with a glob, "
+            f"e.g. '{pattern.rstrip('/')}/*.jsonl'"
+        )
 
 
 def expand_inputs(patterns: str | list[str], flag: str = "--input") -> dict[str, fs.Stamp]:

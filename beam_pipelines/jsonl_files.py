@@ -39,13 +39,16 @@ class WriteJsonl(beam.PTransform):
         self.prefix = prefix
 
     def expand(self, lines):
-        written = (lines
-                   | "OneKey" >> beam.Map(lambda line: (0, line))
-                   | "Together" >> beam.GroupByKey()
-                   | "WriteFile" >> beam.MapTuple(lambda _, group: write_lines(self.prefix,
-                                                                                group)))
-        empty = (lines
-                 | "Count" >> beam.combiners.Count.Globally()
-                 | "EmptyFile" >> beam.FlatMap(
-                     lambda n: [write_lines(self.prefix, [])] if n == 0 else []))
+        written = (
+            lines
+            | "OneKey" >> beam.Map(lambda line: (0, line))
+            | "Together" >> beam.GroupByKey()
+            | "WriteFile" >> beam.MapTuple(lambda _, group: write_lines(self.prefix, group))
+        )
+        empty = (
+            lines
+            | "Count" >> beam.combiners.Count.Globally()
+            | "EmptyFile"
+            >> beam.FlatMap(lambda n: [write_lines(self.prefix, [])] if n == 0 else [])
+        )
         return (written, empty) | "Paths" >> beam.Flatten()

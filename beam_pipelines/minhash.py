@@ -52,17 +52,27 @@ _CHUNK = 4096  # shingles per step: bounds memory to num_perm * _CHUNK * 8 bytes
 class MinHashConfig:
     """The settings of `--dedup near` (each one a prepare flag)."""
 
-    near_ngram: int = flag("near dedup: word units per shingle (a word, or one character of "
-                           "Chinese, Japanese, Thai...: common/word_units.py)", 5, minimum=1)
-    near_bands: int = flag("near dedup: LSH bands (permutations = bands x rows)", 14,
-                           minimum=1)
+    near_ngram: int = flag(
+        "near dedup: word units per shingle (a word, or one character of "
+        "Chinese, Japanese, Thai...: common/word_units.py)",
+        5,
+        minimum=1,
+    )
+    near_bands: int = flag("near dedup: LSH bands (permutations = bands x rows)", 14, minimum=1)
     near_rows: int = flag("near dedup: signature values per band", 8, minimum=1)
-    near_threshold: float = flag("near dedup: estimated Jaccard at which a later document is "
-                                 "a near duplicate of an earlier one", 0.8,
-                                 minimum=0, maximum=1)
-    near_max_bucket: int = flag("near dedup: documents compared per LSH bucket (the first "
-                                "ones in input order); larger buckets are counted", 100,
-                                minimum=2)
+    near_threshold: float = flag(
+        "near dedup: estimated Jaccard at which a later document is "
+        "a near duplicate of an earlier one",
+        0.8,
+        minimum=0,
+        maximum=1,
+    )
+    near_max_bucket: int = flag(
+        "near dedup: documents compared per LSH bucket (the first "
+        "ones in input order); larger buckets are counted",
+        100,
+        minimum=2,
+    )
 
     @property
     def num_perm(self) -> int:
@@ -76,14 +86,17 @@ def units_of(text: str) -> list[str]:
 
 def shingle_hashes(words: list[str], ngram: int) -> np.ndarray:
     """32-bit hashes (in uint64) of the word n-grams, one per position."""
-    w = np.fromiter((zlib.crc32(word.encode("utf-8", "surrogatepass")) for word in words),
-                    dtype=np.uint64, count=len(words))
+    w = np.fromiter(
+        (zlib.crc32(word.encode("utf-8", "surrogatepass")) for word in words),
+        dtype=np.uint64,
+        count=len(words),
+    )
     n = min(ngram, len(w))
     k = len(w) - n + 1
     h = np.zeros(k, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in range(n):  # a polynomial hash of n consecutive word hashes
-            h = h * np.uint64(0x100000001B3) + w[j:j + k]
+            h = h * np.uint64(0x100000001B3) + w[j : j + k]
     return hashing.mix64(h) >> np.uint64(32)
 
 
@@ -107,7 +120,7 @@ def signature(words: list[str], config: MinHashConfig) -> np.ndarray:
     out = np.full(config.num_perm, np.iinfo(np.uint32).max, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for start in range(0, len(x), _CHUNK):
-            values = (a * x[None, start:start + _CHUNK] + b) >> np.uint64(32)
+            values = (a * x[None, start : start + _CHUNK] + b) >> np.uint64(32)
             out = np.minimum(out, values.min(axis=1))
     return out.astype(np.uint32)
 
@@ -115,9 +128,10 @@ def signature(words: list[str], config: MinHashConfig) -> np.ndarray:
 def band_keys(sig: np.ndarray, config: MinHashConfig) -> list[bytes]:
     """One key per band: the band's index and a 96-bit hash of its rows."""
     rows = config.near_rows
-    return [band.to_bytes(2, "big")
-            + hashing.digest(sig[band * rows:(band + 1) * rows].tobytes(), 12)
-            for band in range(config.near_bands)]
+    return [
+        band.to_bytes(2, "big") + hashing.digest(sig[band * rows : (band + 1) * rows].tobytes(), 12)
+        for band in range(config.near_bands)
+    ]
 
 
 def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> float:

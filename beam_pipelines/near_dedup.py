@@ -30,9 +30,16 @@ import apache_beam as beam
 
 from beam_pipelines import minhash
 from beam_pipelines.accounting import RUN_PREFIX, STATS, emit_stats, removal_key
-from beam_pipelines.documents import (EXCERPT_CHARS, REMOVED, Document, Removed, doc_position,
-                                      ref, split_of)
 from beam_pipelines.dedup import BLANK, to_tuple
+from beam_pipelines.documents import (
+    EXCERPT_CHARS,
+    REMOVED,
+    Document,
+    Removed,
+    doc_position,
+    ref,
+    split_of,
+)
 
 BY_POSITION = "by_position"
 
@@ -98,10 +105,12 @@ class MatchInBuckets(beam.DoFn):
         if count > self.config.near_max_bucket:
             self.stats[RUN_PREFIX + "near_buckets_capped"] += 1
             self.stats[RUN_PREFIX + "near_bucket_members_unchecked"] += (
-                count - self.config.near_max_bucket)
+                count - self.config.near_max_bucket
+            )
         if len(members) > 1:
             for position, earlier, jaccard in minhash.earlier_matches(
-                    members, self.config.near_threshold):
+                members, self.config.near_threshold
+            ):
                 yield position, (earlier, jaccard)
 
     def finish_bundle(self):
@@ -111,10 +120,13 @@ class MatchInBuckets(beam.DoFn):
 def near_removed(position: tuple, earlier: tuple, jaccard: float, text: str) -> Removed:
     place = ref(earlier)
     return Removed(
-        "duplicate_near", position,
+        "duplicate_near",
+        position,
         f"estimated Jaccard {jaccard:.2f} with the earlier {place['source']}:{place['line']}"
         + ("" if place["offset"] is None else f" (byte {place['offset']})"),
-        text[:EXCERPT_CHARS], kept=earlier)
+        text[:EXCERPT_CHARS],
+        kept=earlier,
+    )
 
 
 class DropMatched(beam.DoFn):
@@ -133,8 +145,7 @@ class DropMatched(beam.DoFn):
             return
         earlier, jaccard = min(matches)
         self.stats[removal_key(split_of(doc), "documents_duplicate", "near")] += 1
-        yield beam.pvalue.TaggedOutput(REMOVED, near_removed(position, earlier, jaccard,
-                                                             doc.text))
+        yield beam.pvalue.TaggedOutput(REMOVED, near_removed(position, earlier, jaccard, doc.text))
 
     def finish_bundle(self):
         yield from emit_stats(self.stats)
@@ -154,17 +165,21 @@ class NearDedup(beam.PTransform):
 
     def expand(self, docs):
         banded = docs | "MinHashBands" >> beam.ParDo(MinHashBands(self.config)).with_outputs(
-            BLANK, BY_POSITION, main="bands")
+            BLANK, BY_POSITION, main="bands"
+        )
         cap = self.config.near_max_bucket
-        matched = (banded.bands
-                   | "FirstMembers" >> beam.CombinePerKey(FirstMembers(cap))
-                   | "MatchInBuckets" >> beam.ParDo(MatchInBuckets(self.config)).with_outputs(
-                       STATS, main="matches"))
+        matched = (
+            banded.bands
+            | "FirstMembers" >> beam.CombinePerKey(FirstMembers(cap))
+            | "MatchInBuckets"
+            >> beam.ParDo(MatchInBuckets(self.config)).with_outputs(STATS, main="matches")
+        )
         earliest = matched.matches | "EarliestMatch" >> beam.CombinePerKey(min)
-        kept = ({"doc": banded[BY_POSITION], "match": earliest}
-                | "JoinMatches" >> beam.CoGroupByKey()
-                | "DropMatched" >> beam.ParDo(DropMatched()).with_outputs(
-                    REMOVED, STATS, main="docs"))
+        kept = (
+            {"doc": banded[BY_POSITION], "match": earliest}
+            | "JoinMatches" >> beam.CoGroupByKey()
+            | "DropMatched" >> beam.ParDo(DropMatched()).with_outputs(REMOVED, STATS, main="docs")
+        )
         docs = (banded[BLANK], kept.docs) | "WithBlankNear" >> beam.Flatten()
         stats = (matched[STATS], kept[STATS]) | "NearStats" >> beam.Flatten()
         return docs, kept[REMOVED], stats

@@ -12,8 +12,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_pipelines import dedup, input_spec, minhash, quality, sources
 from beam_pipelines.input_spec import InputSpec
-from common.errors import UserError
 from common import flags, fs, prepared_dir
+from common.errors import UserError
 from common.flags import flag
 
 DEFAULT_TARGET_SHARD_BYTES = 150_000_000
@@ -32,57 +32,90 @@ class PrepareFlags:
     source: InputSpec = flags.group(InputSpec)  # --input, --text_field, --hf_dataset, ...
     splits: str = flag("inputs that already form splits: 'train=GLOB;validation=GLOB;test=GLOB'")
     # Their bounds are one rule across both (`check`): the sum in [0, 1).
-    validation_fraction: float = flag("share of --input documents hashed into 'validation' "
-                                      "(deterministic)", 0.0)
-    test_fraction: float = flag("share of --input documents hashed into 'test' (deterministic)",
-                                0.0)
+    validation_fraction: float = flag(
+        "share of --input documents hashed into 'validation' (deterministic)", 0.0
+    )
+    test_fraction: float = flag(
+        "share of --input documents hashed into 'test' (deterministic)", 0.0
+    )
     tokenizer: str = flag("folder (local or gs://) with tokenizer.json from train_tokenizer")
     output_dir: str = flag("where split folders go (local or gs://)")
     max_length: int = flag("tokens per sequence", 128, minimum=8)
     shard_size: int = flag("records per shard; 0 = sized for ~150 MB shards", 0, minimum=0)
-    num_shards: int | None = flag("number of shards per split (overrides --shard_size); fewer "
-                                  "when some shards' key ranges hold no row: no empty shard is "
-                                  "written", minimum=1)
-    pad_tail: bool = flag("pad the last partial sequence of each split instead of dropping it",
-                          False)
-    read_range_bytes: int = flag("uncompressed .jsonl / line .txt files larger than this are "
-                                 "read in parallel byte ranges", sources.DEFAULT_RANGE_BYTES,
-                                 minimum=1)
-    tokenize_batch_chars: int = flag("characters handed to the fast tokenizer per "
-                                     "encode_batch call", 1_000_000, minimum=1)
+    num_shards: int | None = flag(
+        "number of shards per split (overrides --shard_size); fewer "
+        "when some shards' key ranges hold no row: no empty shard is "
+        "written",
+        minimum=1,
+    )
+    pad_tail: bool = flag(
+        "pad the last partial sequence of each split instead of dropping it", False
+    )
+    read_range_bytes: int = flag(
+        "uncompressed .jsonl / line .txt files larger than this are read in parallel byte ranges",
+        sources.DEFAULT_RANGE_BYTES,
+        minimum=1,
+    )
+    tokenize_batch_chars: int = flag(
+        "characters handed to the fast tokenizer per encode_batch call", 1_000_000, minimum=1
+    )
     seed: int = flag("seed of the deterministic shuffle", 0, minimum=0)
     max_rejected_fraction: float = flag(
         "refuse to commit when more than this share of the documents is rejected (1.0 turns "
-        "the check off)", 0.1, minimum=0, maximum=1)
+        "the check off)",
+        0.1,
+        minimum=0,
+        maximum=1,
+    )
     max_filtered_fraction: float = flag(
         "refuse to commit when the quality filter removes more than this share of the "
-        "documents: rules that do not fit a corpus's language (1.0 turns the check off)", 0.1,
-        minimum=0, maximum=1)
-    takeover_lock: bool = flag("take the output folder over from a run that holds its lock "
-                               "(only when that run is dead)", False)
+        "documents: rules that do not fit a corpus's language (1.0 turns the check off)",
+        0.1,
+        minimum=0,
+        maximum=1,
+    )
+    takeover_lock: bool = flag(
+        "take the output folder over from a run that holds its lock (only when that run is dead)",
+        False,
+    )
     lock_timeout_hours: float = flag(
         "a lock whose heartbeat (refreshed every minute while its run lives) is older than "
         "this is taken over without --takeover_lock; a lock whose Dataflow job still runs is "
-        "kept, whatever its age", 1.0, minimum=0.05)
-    progress_seconds: float = flag("seconds between progress lines on the local runner (0 = "
-                                   "none; on Dataflow the job's console shows progress)", 10.0,
-                                   minimum=0)
+        "kept, whatever its age",
+        1.0,
+        minimum=0.05,
+    )
+    progress_seconds: float = flag(
+        "seconds between progress lines on the local runner (0 = "
+        "none; on Dataflow the job's console shows progress)",
+        10.0,
+        minimum=0,
+    )
     dedup: str = flag(
         "exact: keep one copy of documents with the same normalised text (zero-width "
         "characters and soft hyphens removed, NFKC, casefolded, whitespace collapsed), the "
         "first in input order, across all inputs and splits; near: also drop documents whose "
         "MinHash estimate of word 5-gram Jaccard with an earlier one is >= --near_threshold "
-        "(beam_pipelines/dedup.py, minhash.py)", "exact", choices=dedup.MODES)
+        "(beam_pipelines/dedup.py, minhash.py)",
+        "exact",
+        choices=dedup.MODES,
+    )
     near: minhash.MinHashConfig = flags.group(minhash.MinHashConfig)
-    quality_filter: str = flag("drop degenerate documents by the rules of "
-                               "beam_pipelines/quality.py (thresholds: the --min_words ... "
-                               "--max_top_4gram_fraction flags)", "basic",
-                               choices=quality.FILTERS)
+    quality_filter: str = flag(
+        "drop degenerate documents by the rules of "
+        "beam_pipelines/quality.py (thresholds: the --min_words ... "
+        "--max_top_4gram_fraction flags)",
+        "basic",
+        choices=quality.FILTERS,
+    )
     rules: quality.QualityConfig = flags.group(quality.QualityConfig)
     removed_sample_size: int = flag(
         "removed documents written per rule (and duplicate kind) to "
         f"OUT/{prepared_dir.DEAD_LETTER_DIR}/*-{prepared_dir.SAMPLE_KIND} (the first ones in "
-        "input order; 0 = none)", 20, minimum=0)
+        "input order; 0 = none)",
+        20,
+        minimum=0,
+    )
 
 
 class PrepareOptions(PipelineOptions):
@@ -145,14 +178,22 @@ def resolve(opts: PrepareOptions) -> Settings:
     if not 0 <= fractions < 1 or opts.validation_fraction < 0 or opts.test_fraction < 0:
         raise FlagError("--validation_fraction + --test_fraction must be in [0, 1)")
     if fractions and not opts.input:
-        raise FlagError("--validation_fraction/--test_fraction split --input documents; "
-                        "--splits and --hf_dataset already name their splits")
+        raise FlagError(
+            "--validation_fraction/--test_fraction split --input documents; "
+            "--splits and --hf_dataset already name their splits"
+        )
     if opts.min_mean_word_length > opts.max_mean_word_length:
         raise FlagError("--min_mean_word_length must not exceed --max_mean_word_length")
     for split in splits:  # each one a folder directly inside OUT
         prepared_dir.check_split_name(split)
-    return Settings(flags.from_values(PrepareFlags, opts), inputs, splits, quality_config(opts),
-                    near_config(opts) if opts.dedup == "near" else None, _shard_size(opts))
+    return Settings(
+        flags.from_values(PrepareFlags, opts),
+        inputs,
+        splits,
+        quality_config(opts),
+        near_config(opts) if opts.dedup == "near" else None,
+        _shard_size(opts),
+    )
 
 
 def _inputs_and_splits(opts: PrepareOptions) -> tuple[tuple, tuple[str, ...]]:
@@ -196,8 +237,9 @@ def help_text() -> str:
         prog=PROG,
         description="Tokenize a corpus into shuffled, sharded TFRecords plus a manifest.",
         epilog="Every Apache Beam pipeline option is accepted as well (--runner, --project, "
-               "--region, --temp_location, --max_num_workers, --setup_file, "
-               "--direct_num_workers, ...); any other argument stops the run.")
+        "--region, --temp_location, --max_num_workers, --setup_file, "
+        "--direct_num_workers, ...); any other argument stops the run.",
+    )
     flags.add_flags(parser, PrepareFlags)
     return parser.format_help()
 
@@ -214,20 +256,26 @@ def check_inputs(output_dir: str, files_by_split: dict[str, list[str]]) -> None:
             if same in seen and seen[same][0] != split:
                 first, spelled = seen[same]
                 also = f" (there as {spelled})" if spelled != path else ""
-                raise FlagError(f"{path} matches the --splits globs of both {first!r}{also} "
-                                f"and {split!r}; make the globs disjoint")
+                raise FlagError(
+                    f"{path} matches the --splits globs of both {first!r}{also} "
+                    f"and {split!r}; make the globs disjoint"
+                )
             seen.setdefault(same, (split, path))
             if same.startswith(out):
-                raise FlagError(f"input {path} lies inside --output_dir {output_dir}; "
-                                "write the output somewhere else")
+                raise FlagError(
+                    f"input {path} lies inside --output_dir {output_dir}; "
+                    "write the output somewhere else"
+                )
 
 
 def check_tokenizer(tokenizer, max_length: int) -> None:
     """The sequence length must leave room for content after the special tokens."""
     specials = tokenizer.num_special_tokens_to_add(is_pair=False)
     if max_length <= specials:
-        raise FlagError(f"--max_length {max_length} leaves no room for text: the tokenizer "
-                        f"adds {specials} special tokens to every sequence")
+        raise FlagError(
+            f"--max_length {max_length} leaves no room for text: the tokenizer "
+            f"adds {specials} special tokens to every sequence"
+        )
 
 
 def _shard_size(opts: PrepareOptions) -> int:
@@ -244,7 +292,9 @@ def parse_splits(spec: str) -> dict[str, str]:
         if not sep or not name or not pattern:
             raise FlagError(f"--splits entry {part!r} is not NAME=GLOB")
         if name.strip() in out:
-            raise FlagError(f"--splits names the split {name.strip()!r} twice; join its "
-                            "globs with commas: NAME=GLOB1,GLOB2")
+            raise FlagError(
+                f"--splits names the split {name.strip()!r} twice; join its "
+                "globs with commas: NAME=GLOB1,GLOB2"
+            )
         out[name.strip()] = pattern.strip()
     return out

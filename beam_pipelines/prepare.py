@@ -23,16 +23,27 @@ import tempfile
 import time
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
-                                                  StandardOptions)
+from apache_beam.options.pipeline_options import (
+    GoogleCloudOptions,
+    PipelineOptions,
+    StandardOptions,
+)
 
-from beam_pipelines import (cleaning, commit, hf_datasets, input_spec, jsonl_files, progress,
-                            sources, tokenization)
+from beam_pipelines import (
+    cleaning,
+    commit,
+    hf_datasets,
+    input_spec,
+    jsonl_files,
+    progress,
+    sources,
+    tokenization,
+)
+from beam_pipelines import options as opts_lib
+from beam_pipelines.accounting import STATS
 from beam_pipelines.execution import GroupingExecution
 from beam_pipelines.local import memory_check
 from beam_pipelines.local.execution import OnDiskExecution
-from beam_pipelines import options as opts_lib
-from beam_pipelines.accounting import STATS
 from common import manifest, prepared_dir, run_lock, shards, tokenizer_files
 from common.errors import UserError, no_room_logged_once, run_cli
 
@@ -41,21 +52,27 @@ def read_tasks(settings: opts_lib.Settings) -> list[tuple]:
     """What workers read: one task per file (or per dataset shard), listed on the launcher."""
     source = settings.flags.source
     if source.hf_dataset:
-        return [("hf", split, index, n)
-                for split in settings.splits
-                for n in [hf_datasets.hf_num_shards(source.hf_dataset, source.hf_config, split)]
-                for index in range(n)]
-    files = {split: input_spec.expand_inputs(
-                 pattern, f"--splits ({split})" if split else "--input")
-             for split, pattern in settings.inputs}
+        return [
+            ("hf", split, index, n)
+            for split in settings.splits
+            for n in [hf_datasets.hf_num_shards(source.hf_dataset, source.hf_config, split)]
+            for index in range(n)
+        ]
+    files = {
+        split: input_spec.expand_inputs(pattern, f"--splits ({split})" if split else "--input")
+        for split, pattern in settings.inputs
+    }
     opts_lib.check_inputs(settings.flags.output_dir, {s: list(f) for s, f in files.items()})
     # Each task carries its file's listed stamp: a reader that finds another file (rewritten
     # since, or between the two reads of a local exact dedup) has the run refused.
-    return [("file", path, split, start, end, tuple(stamp))
-            for split, found in files.items()
-            for path, stamp in found.items()
-            for start, end in input_spec.byte_ranges(path, stamp.size, source.txt_unit,
-                                                  settings.flags.read_range_bytes)]
+    return [
+        ("file", path, split, start, end, tuple(stamp))
+        for split, found in files.items()
+        for path, stamp in found.items()
+        for start, end in input_spec.byte_ranges(
+            path, stamp.size, source.txt_unit, settings.flags.read_range_bytes
+        )
+    ]
 
 
 class Reader:
@@ -71,17 +88,21 @@ class Reader:
 
     def __init__(self, p: beam.Pipeline, tasks: list, source: input_spec.InputSpec):
         self.source, self._changed, self._closed = source, [], False
-        self._spread = (p
-                        | "ListInputs" >> beam.Create(tasks)
-                        | "SpreadInputs" >> beam.Reshuffle())
+        self._spread = p | "ListInputs" >> beam.Create(tasks) | "SpreadInputs" >> beam.Reshuffle()
 
     def _read(self, label: str, todo):
         if self._closed:  # its changed inputs would escape the commit's check
             raise RuntimeError(f"read {label!r} added after Reader.changed()")
         source = self.source
-        read = todo | label >> beam.ParDo(sources.ReadDocuments(
-            source.text_field, source.max_document_bytes, source.txt_unit, source.hf_dataset,
-            source.hf_config)).with_outputs("dead", STATS, sources.CHANGED, main="docs")
+        read = todo | label >> beam.ParDo(
+            sources.ReadDocuments(
+                source.text_field,
+                source.max_document_bytes,
+                source.txt_unit,
+                source.hf_dataset,
+                source.hf_config,
+            )
+        ).with_outputs("dead", STATS, sources.CHANGED, main="docs")
         self._changed.append(read[sources.CHANGED])
         return read
 
@@ -92,8 +113,9 @@ class Reader:
     def again(self, after, label: str = "Reread"):
         """The documents once more, from a read that starts only once the PCollection
         `after` is complete (a side input: not one task is read before)."""
-        todo = self._spread | f"{label}Wait" >> beam.Map(lambda task, _: task,
-                                                        beam.pvalue.AsList(after))
+        todo = self._spread | f"{label}Wait" >> beam.Map(
+            lambda task, _: task, beam.pvalue.AsList(after)
+        )
         return self._read(label, todo).docs
 
     def changed(self):
@@ -105,47 +127,78 @@ class Reader:
 def _side_files(dead, removed, flags, run_id: str):
     """Writes the dead letters (a shard per writer) and the removed sample; their paths.
     The sample goes with the dead letters: committed manifests list both, so both stay."""
-    dead_files = (dead
-                  | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
-                  | "WriteDeadLetters" >> jsonl_files.WriteJsonl(
-                      prepared_dir.dead_letter_prefix(flags.output_dir, run_id)))
+    dead_files = (
+        dead
+        | "DeadLetterJson" >> beam.Map(sources.DeadLetter.to_json)
+        | "WriteDeadLetters"
+        >> jsonl_files.WriteJsonl(prepared_dir.dead_letter_prefix(flags.output_dir, run_id))
+    )
     sample_files = removed | "SampleRemoved" >> cleaning.WriteRemovedSample(
-        prepared_dir.sample_prefix(flags.output_dir, run_id), flags.removed_sample_size)
+        prepared_dir.sample_prefix(flags.output_dir, run_id), flags.removed_sample_size
+    )
     return (dead_files, sample_files) | "SideFiles" >> beam.Flatten()
 
 
-def build(p: beam.Pipeline, settings: opts_lib.Settings, tokenizer_info, run_id: str,
-          pipeline_args: dict, tasks: list, progress_dir: str | None = None,
-          spill_dir: str | None = None):
+def build(
+    p: beam.Pipeline,
+    settings: opts_lib.Settings,
+    tokenizer_info,
+    run_id: str,
+    pipeline_args: dict,
+    tasks: list,
+    progress_dir: str | None = None,
+    spill_dir: str | None = None,
+):
     """Adds the whole pipeline to `p`; returns the PCollection of the commit's run record.
     DoFns write running totals to `progress_dir` (local runs) for the progress lines.
     The dedups and the shuffle run through sorted files in `spill_dir` on a local runner
     (beam_pipelines/local/), else through Beam's groupings (beam_pipelines/execution.py)."""
     flags = settings.flags
     reader = Reader(p, tasks, flags.source)
-    execution = (OnDiskExecution(settings, run_id, reader, spill_dir, progress_dir) if spill_dir
-                 else GroupingExecution(settings, run_id, progress_dir))
+    execution = (
+        OnDiskExecution(settings, run_id, reader, spill_dir, progress_dir)
+        if spill_dir
+        else GroupingExecution(settings, run_id, progress_dir)
+    )
     read = reader.first()
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
-        settings.quality, flags.validation_fraction, flags.test_fraction, *execution.dedups())
+        settings.quality, flags.validation_fraction, flags.test_fraction, *execution.dedups()
+    )
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
-        flags.tokenizer, flags.max_length, flags.pad_tail, tokenizer_info.pad_id,
-        flags.tokenize_batch_chars, progress_dir)
+        flags.tokenizer,
+        flags.max_length,
+        flags.pad_tail,
+        tokenizer_info.pad_id,
+        flags.tokenize_batch_chars,
+        progress_dir,
+    )
     written, shuffle_stats = execution.shuffle(blocks)
-    stats = ((read[STATS], removal_stats, sequence_stats, shuffle_stats)
-             | "AllStats" >> beam.Flatten()
-             | "SumStats" >> beam.CombinePerKey(sum))
+    stats = (
+        (read[STATS], removal_stats, sequence_stats, shuffle_stats)
+        | "AllStats" >> beam.Flatten()
+        | "SumStats" >> beam.CombinePerKey(sum)
+    )
     side_files = _side_files(read.dead, removed, flags, run_id)
-    return (written
-            | "CollectShards" >> beam.combiners.ToList()
-            | "Commit" >> beam.ParDo(
-                commit.Commit(flags.output_dir, run_id, list(settings.splits), flags.max_length,
-                              tokenizer_info.to_dict() | {"path": flags.tokenizer},
-                              pipeline_args, flags.max_rejected_fraction,
-                              flags.max_filtered_fraction),
-                stats=beam.pvalue.AsDict(stats),
-                dead_letter_files=beam.pvalue.AsList(side_files),
-                changed_inputs=beam.pvalue.AsList(reader.changed())))
+    return (
+        written
+        | "CollectShards" >> beam.combiners.ToList()
+        | "Commit"
+        >> beam.ParDo(
+            commit.Commit(
+                flags.output_dir,
+                run_id,
+                list(settings.splits),
+                flags.max_length,
+                tokenizer_info.to_dict() | {"path": flags.tokenizer},
+                pipeline_args,
+                flags.max_rejected_fraction,
+                flags.max_filtered_fraction,
+            ),
+            stats=beam.pvalue.AsDict(stats),
+            dead_letter_files=beam.pvalue.AsList(side_files),
+            changed_inputs=beam.pvalue.AsList(reader.changed()),
+        )
+    )
 
 
 def pipeline_options(argv) -> PipelineOptions:
@@ -168,20 +221,25 @@ def summarize(output_dir: str, splits: list[str]) -> str:
             f"shard(s); {acc['documents_tokenized']:,} documents, {acc['documents_empty']:,} "
             f"empty; tokens in {acc['tokens_in']:,}, written {acc['tokens_written']:,}, "
             f"dropped {acc['tokens_dropped']:,} ({100 * acc['dropped_fraction']:.4f} %), "
-            f"padding {acc['tokens_padded']:,}")
+            f"padding {acc['tokens_padded']:,}"
+        )
         run = m.accounting["run"]
-    lines.append(f"documents read {run['documents_read']:,} = tokenized "
-                 f"{run['documents_tokenized']:,} + empty {run['documents_empty']:,} + "
-                 f"rejected {run['documents_rejected']:,} + duplicate "
-                 f"{run['documents_duplicate']:,} + filtered {run['documents_filtered']:,} "
-                 f"(see {output_dir}/{prepared_dir.DEAD_LETTER_DIR}/)")
+    lines.append(
+        f"documents read {run['documents_read']:,} = tokenized "
+        f"{run['documents_tokenized']:,} + empty {run['documents_empty']:,} + "
+        f"rejected {run['documents_rejected']:,} + duplicate "
+        f"{run['documents_duplicate']:,} + filtered {run['documents_filtered']:,} "
+        f"(see {output_dir}/{prepared_dir.DEAD_LETTER_DIR}/)"
+    )
     for title, key in (("duplicates", "duplicates_by_kind"), ("filtered", "filtered_by_rule")):
         if run[key]:
             lines.append(f"{title}: " + ", ".join(f"{k} {n:,}" for k, n in run[key].items()))
     if run.get("near_buckets_capped"):
-        lines.append(f"near dedup: {run['near_buckets_capped']:,} LSH buckets over "
-                     f"--near_max_bucket, {run['near_bucket_members_unchecked']:,} of their "
-                     "members not compared there")
+        lines.append(
+            f"near dedup: {run['near_buckets_capped']:,} LSH buckets over "
+            f"--near_max_bucket, {run['near_bucket_members_unchecked']:,} of their "
+            "members not compared there"
+        )
     return "\n".join(lines)
 
 
@@ -196,18 +254,29 @@ def _prepare(options: PipelineOptions) -> tuple:
 
 # Options whose values are secrets, never written to a manifest (names, not patterns: a
 # pattern like "token" also dropped --tokenizer).
-SECRET_OPTIONS = ("hf_token", "token", "access_token", "auth_token", "password",
-                  "service_account_key", "credentials")
+SECRET_OPTIONS = (
+    "hf_token",
+    "token",
+    "access_token",
+    "auth_token",
+    "password",
+    "service_account_key",
+    "credentials",
+)
 
 
 def recorded_args(options: PipelineOptions) -> dict:
     """The run's settings for the manifest: every prepare flag (with its default when not
     set), every Beam flag the user set, the package version and git commit; no secret."""
     everything = options.get_all_options()
-    args = {**options.get_all_options(drop_default=True),
-            **{k: everything.get(k) for k in opts_lib.PrepareOptions.flag_names()}}
+    args = {
+        **options.get_all_options(drop_default=True),
+        **{k: everything.get(k) for k in opts_lib.PrepareOptions.flag_names()},
+    }
     return {k: v for k, v in sorted(args.items()) if k not in SECRET_OPTIONS} | {
-        "_version": package_version(), "_git_commit": git_commit()}
+        "_version": package_version(),
+        "_git_commit": git_commit(),
+    }
 
 
 def package_version() -> str:
@@ -224,9 +293,14 @@ def git_commit() -> str | None:
     import subprocess
 
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=5, cwd=os.path.dirname(os.path.abspath(__file__)),
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -235,25 +309,41 @@ def _launch(options: PipelineOptions, settings, tokenizer_info, tasks, args) -> 
     """Takes the output's lock, runs the pipeline, returns the run record."""
     flags, run_id = settings.flags, shards.new_run_id()
     runner = str(options.view_as(StandardOptions).runner)
-    held = run_lock.acquire(flags.output_dir, run_id, runner, takeover=flags.takeover_lock,
-                            timeout_hours=flags.lock_timeout_hours,
-                            ended=commit.run_ended(flags.output_dir))
+    held = run_lock.acquire(
+        flags.output_dir,
+        run_id,
+        runner,
+        takeover=flags.takeover_lock,
+        timeout_hours=flags.lock_timeout_hours,
+        ended=commit.run_ended(flags.output_dir),
+    )
     try:
         if "Dataflow" in runner:
             with held.heartbeat():
                 _run_on_dataflow(options, settings, tokenizer_info, run_id, args, tasks, held)
         else:
-            notice = memory_check.warning(tasks, flags.max_length, tokenizer_info.vocab_size,
-                                          near=settings.near is not None)
+            notice = memory_check.warning(
+                tasks, flags.max_length, tokenizer_info.vocab_size, near=settings.near is not None
+            )
             if notice:
                 print(notice, file=sys.stderr, flush=True)
-            with held.heartbeat(), \
-                    tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder, \
-                    tempfile.TemporaryDirectory(prefix="prepare-shuffle-") as spill_dir, \
-                    progress.Reporter(folder, flags.progress_seconds), \
-                    beam.Pipeline(options=options) as p:
-                build(p, settings, tokenizer_info, run_id, args, tasks, progress_dir=folder,
-                      spill_dir=spill_dir)
+            with (
+                held.heartbeat(),
+                tempfile.TemporaryDirectory(prefix="prepare-progress-") as folder,
+                tempfile.TemporaryDirectory(prefix="prepare-shuffle-") as spill_dir,
+                progress.Reporter(folder, flags.progress_seconds),
+                beam.Pipeline(options=options) as p,
+            ):
+                build(
+                    p,
+                    settings,
+                    tokenizer_info,
+                    run_id,
+                    args,
+                    tasks,
+                    progress_dir=folder,
+                    spill_dir=spill_dir,
+                )
     except BaseException:
         if "Dataflow" not in runner:  # a local run is dead; a Dataflow job may go on
             run_lock.release(flags.output_dir, run_id)
@@ -283,8 +373,11 @@ def _run_on_dataflow(options, settings, tokenizer_info, run_id, args, tasks, hel
     result = p.run()
     cloud = options.view_as(GoogleCloudOptions)
     held.note_job(result.job_id(), cloud.project, cloud.region)
-    print(f"Dataflow job {result.job_id()}: https://console.cloud.google.com/dataflow/jobs/"
-          f"{cloud.region}/{result.job_id()}?project={cloud.project}", flush=True)
+    print(
+        f"Dataflow job {result.job_id()}: https://console.cloud.google.com/dataflow/jobs/"
+        f"{cloud.region}/{result.job_id()}?project={cloud.project}",
+        flush=True,
+    )
     try:
         result.wait_until_finish()
     finally:  # a failed or cancelled job never reaches its commit, which releases the lock
@@ -315,17 +408,18 @@ def run(argv=None) -> int:
             record = _launch(options, settings, tokenizer_info, tasks, args)
         if record["state"] != "committed":
             dead = ", ".join(record.get("dead_letter_files", [])) or "none"
-            raise RefusedError(f"nothing committed, {output_dir} is unchanged: "
-                               f"{record['reason']} (dead letters: {dead})")
-        print(f"prepared {output_dir} in {time.monotonic() - start:.1f} s "
-              f"(run {record['run_id']})")
+            raise RefusedError(
+                f"nothing committed, {output_dir} is unchanged: "
+                f"{record['reason']} (dead letters: {dead})"
+            )
+        print(f"prepared {output_dir} in {time.monotonic() - start:.1f} s (run {record['run_id']})")
         print(summarize(output_dir, settings.splits))
+
     return run_cli(body, argv)
 
 
 # Where Beam's local runners log a worker's error, traceback included, before raising it.
-BEAM_ERROR_LOGGERS = ("apache_beam.runners.common",
-                      "apache_beam.runners.worker.bundle_processor")
+BEAM_ERROR_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.worker.bundle_processor")
 
 
 class RefusedError(UserError):

@@ -79,8 +79,10 @@ def line(counts: dict, elapsed: float, what: str = "prepare", unit: str = "token
     parts = [f"{what}: {elapsed:.0f} s"]
     if counts.get("checked"):
         parts.append(f"{counts['checked']:,} documents checked for copies")
-    parts += [f"{counts.get('documents', 0):,} documents",
-             f"{amount / 1e6:.1f} M {unit} ({amount / max(elapsed, 1e-9):,.0f} {unit}/s)"]
+    parts += [
+        f"{counts.get('documents', 0):,} documents",
+        f"{amount / 1e6:.1f} M {unit} ({amount / max(elapsed, 1e-9):,.0f} {unit}/s)",
+    ]
     if counts.get("shards"):
         parts.append(f"{counts['shards']:,} shards written")
     return ", ".join(parts)
@@ -108,5 +110,6 @@ class Reporter:
 
     def _loop(self):
         while not self.stop.wait(self.interval):
-            print(line(totals(self.folder), time.monotonic() - self.start), file=self.out,
-                  flush=True)
+            print(
+                line(totals(self.folder), time.monotonic() - self.start), file=self.out, flush=True
+            )

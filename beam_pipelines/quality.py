@@ -56,37 +56,61 @@ JUDGED_CHARS = 1 << 18
 WINDOWS = 16
 
 FILTERS = ("none", "basic")  # the values of --quality_filter; basic: the RULES below
-RULES = ("min_words", "mean_word_length", "non_alnum_fraction", "duplicate_line_chars",
-         "top_2gram", "top_3gram", "top_4gram")
+RULES = (
+    "min_words",
+    "mean_word_length",
+    "non_alnum_fraction",
+    "duplicate_line_chars",
+    "top_2gram",
+    "top_3gram",
+    "top_4gram",
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class QualityConfig:
     """The thresholds of `--quality_filter basic` (each one a prepare flag)."""
 
-    min_words: int = flag("quality filter: fewer words drop a document (Gopher: 50)", 5,
-                          minimum=0)
-    min_mean_word_length: float = flag("quality filter: lower bound of the mean word length "
-                                       "(Gopher: 3)", 3.0, minimum=0)
-    max_mean_word_length: float = flag("quality filter: upper bound of the mean word length "
-                                       "(Gopher: 10)", 20.0)
-    max_non_alnum_fraction: float = flag("quality filter: largest share of non-whitespace "
-                                         "characters that are not letters or digits", 0.6,
-                                         minimum=0, maximum=1)
-    max_duplicate_line_chars: float = flag("quality filter: largest share of characters in "
-                                           "lines that repeat an earlier line (Gopher: 0.2)",
-                                           0.4, minimum=0, maximum=1)
-    max_top_2gram_fraction: float = flag("quality filter: largest share of characters in the "
-                                         "most frequent word 2-gram (Gopher: 0.20)", 0.40,
-                                         minimum=0, maximum=1)
-    max_top_3gram_fraction: float = flag("quality filter: the same for 3-grams (Gopher: 0.18)",
-                                         0.38, minimum=0, maximum=1)
-    max_top_4gram_fraction: float = flag("quality filter: the same for 4-grams (Gopher: 0.16)",
-                                         0.36, minimum=0, maximum=1)
+    min_words: int = flag("quality filter: fewer words drop a document (Gopher: 50)", 5, minimum=0)
+    min_mean_word_length: float = flag(
+        "quality filter: lower bound of the mean word length (Gopher: 3)", 3.0, minimum=0
+    )
+    max_mean_word_length: float = flag(
+        "quality filter: upper bound of the mean word length (Gopher: 10)", 20.0
+    )
+    max_non_alnum_fraction: float = flag(
+        "quality filter: largest share of non-whitespace characters that are not letters or digits",
+        0.6,
+        minimum=0,
+        maximum=1,
+    )
+    max_duplicate_line_chars: float = flag(
+        "quality filter: largest share of characters in "
+        "lines that repeat an earlier line (Gopher: 0.2)",
+        0.4,
+        minimum=0,
+        maximum=1,
+    )
+    max_top_2gram_fraction: float = flag(
+        "quality filter: largest share of characters in the "
+        "most frequent word 2-gram (Gopher: 0.20)",
+        0.40,
+        minimum=0,
+        maximum=1,
+    )
+    max_top_3gram_fraction: float = flag(
+        "quality filter: the same for 3-grams (Gopher: 0.18)", 0.38, minimum=0, maximum=1
+    )
+    max_top_4gram_fraction: float = flag(
+        "quality filter: the same for 4-grams (Gopher: 0.16)", 0.36, minimum=0, maximum=1
+    )
 
     def top_ngram_limits(self) -> tuple:
-        return ((2, self.max_top_2gram_fraction), (3, self.max_top_3gram_fraction),
-                (4, self.max_top_4gram_fraction))
+        return (
+            (2, self.max_top_2gram_fraction),
+            (3, self.max_top_3gram_fraction),
+            (4, self.max_top_4gram_fraction),
+        )
 
 
 class Failure(NamedTuple):
@@ -159,7 +183,7 @@ def _trimmed(text: str, start: int, width: int) -> tuple[str, str]:
     inside one long line, to whole words, joined by a space (windows of one line are not
     separate lines: they would look like repeats of it); inside one word, untrimmed and
     unjoined."""
-    window = text[start:start + width]
+    window = text[start : start + width]
     for end in ("\n", " "):
         first, last = window.find(end), window.rfind(end)
         head = first + 1 if start > 0 else 0  # inside a line (a word): from the next one
@@ -195,15 +219,17 @@ def first_failure(text: str, cfg: QualityConfig) -> Failure | None:
             letters = chars if spaced is words else sum(map(len, spaced))
         mean = letters / len(spaced)
         if not cfg.min_mean_word_length <= mean <= cfg.max_mean_word_length:
-            return Failure("mean_word_length", mean, f"outside [{cfg.min_mean_word_length:g}, "
-                                                     f"{cfg.max_mean_word_length:g}]")
+            return Failure(
+                "mean_word_length",
+                mean,
+                f"outside [{cfg.min_mean_word_length:g}, {cfg.max_mean_word_length:g}]",
+            )
     symbols = 1 - sum(map(str.isalnum, text)) / chars
     if symbols > cfg.max_non_alnum_fraction:
         return Failure("non_alnum_fraction", symbols, f"> {cfg.max_non_alnum_fraction:g}")
     duplicated = duplicate_line_chars(text)
     if duplicated > cfg.max_duplicate_line_chars:
-        return Failure("duplicate_line_chars", duplicated,
-                       f"> {cfg.max_duplicate_line_chars:g}")
+        return Failure("duplicate_line_chars", duplicated, f"> {cfg.max_duplicate_line_chars:g}")
     for n, limit in cfg.top_ngram_limits():
         top = top_ngram_fraction(words, n, chars)
         if top > limit:

@@ -59,6 +59,7 @@ def shard_of(keys: np.ndarray, n: int) -> np.ndarray:
 
 def key_range(shard: int, n: int) -> tuple[int, int]:
     """[low, high) of the keys `shard_of` puts in `shard` of `n` (high may be 2**64)."""
+
     def bound(s):
         return -(-s * 2**32 // n) << 32  # ceil(s * 2**32 / n) in the top 32 bits
 
@@ -124,8 +125,15 @@ def row_order(keys: np.ndarray, ids: np.ndarray, lengths: np.ndarray) -> np.ndar
     return order
 
 
-def write_shard(output_dir: str, run_id: str, split: str, shard: int, keys: np.ndarray,
-                ids: np.ndarray, lengths: np.ndarray) -> dict:
+def write_shard(
+    output_dir: str,
+    run_id: str,
+    split: str,
+    shard: int,
+    keys: np.ndarray,
+    ids: np.ndarray,
+    lengths: np.ndarray,
+) -> dict:
     """Writes one shard's rows, in key order, straight to its final, run-unique name in the
     split folder (one atomic write; a retried bundle writes the same bytes to the same
     name); returns its entry for the manifest. No manifest lists it until the commit step."""
@@ -140,11 +148,19 @@ def write_shard(output_dir: str, run_id: str, split: str, shard: int, keys: np.n
             size += len(chunk)
             yield chunk
 
-    fs.upload_stream(prepared_dir.shard_path(output_dir, split, name),
-                     counted(framed_chunks(ids, lengths, order)))
-    return {"split": split, "shard": shard, "name": name, "num_examples": len(ids),
-            "num_tokens": int(lengths.sum()), "num_bytes": size,
-            "crc32c": checksum.digest().hex()}
+    fs.upload_stream(
+        prepared_dir.shard_path(output_dir, split, name),
+        counted(framed_chunks(ids, lengths, order)),
+    )
+    return {
+        "split": split,
+        "shard": shard,
+        "name": name,
+        "num_examples": len(ids),
+        "num_tokens": int(lengths.sum()),
+        "num_bytes": size,
+        "crc32c": checksum.digest().hex(),
+    }
 
 
 def concat_rows(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -182,10 +198,11 @@ class WriteShard(beam.DoFn):
         self.tally.flush()
 
 
-def framed_chunks(ids: np.ndarray, lengths: np.ndarray, order: np.ndarray,
-                  rows_per_chunk: int = 4096):
+def framed_chunks(
+    ids: np.ndarray, lengths: np.ndarray, order: np.ndarray, rows_per_chunk: int = 4096
+):
     """The shard's TFRecord bytes, rows in `order`, a few MB at a time: encoding a whole
     150 MB shard at once held ~7 copies of it (int64 mask, records, framing, joins)."""
     for start in range(0, len(order), rows_per_chunk):
-        take = order[start:start + rows_per_chunk]
+        take = order[start : start + rows_per_chunk]
         yield tfrecord.frame(encode_rows(ids[take], lengths[take]))

@@ -14,21 +14,25 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import gzip
-import json
 import lzma
 import zlib
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
 
 import apache_beam as beam
-
 import orjson
 
-from common import fs
 from beam_pipelines import hf_datasets
-from beam_pipelines.documents import (DEFAULT_MAX_DOCUMENT_BYTES, DeadLetter, Document, Record,
-                                      excerpt, text_of)
 from beam_pipelines.accounting import emit_stats
+from beam_pipelines.documents import (
+    DEFAULT_MAX_DOCUMENT_BYTES,
+    DeadLetter,
+    Document,
+    Record,
+    excerpt,
+    text_of,
+)
+from common import fs
 
 DEFAULT_RANGE_BYTES = 64 << 20  # larger uncompressed text/JSONL files are read in ranges
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst", ".deflate")
@@ -107,16 +111,22 @@ def _decoded_lines(path, f, limit, start=0, end=None):
     for line_no, offset, raw, nbytes in _lines(f, limit, start, end):
         where = dict(offset=offset if ranged else None)
         if raw is None:
-            yield DeadLetter(path, line_no, f"document of {nbytes} bytes is over the "
-                             f"limit of {limit} bytes (--max_document_bytes)", **where)
+            yield DeadLetter(
+                path,
+                line_no,
+                f"document of {nbytes} bytes is over the "
+                f"limit of {limit} bytes (--max_document_bytes)",
+                **where,
+            )
             continue
         try:
             text = raw.decode("utf-8")
             # A byte-order mark opens some files: part of no document.
             yield line_no, where["offset"], text[1:] if offset == 0 and text[:1] == BOM else text
         except UnicodeDecodeError as err:
-            yield DeadLetter(path, line_no, f"invalid UTF-8 at byte {err.start}",
-                             excerpt(raw), **where)
+            yield DeadLetter(
+                path, line_no, f"invalid UTF-8 at byte {err.start}", excerpt(raw), **where
+            )
 
 
 def _read_txt(path, f, limit, unit, start=0, end=None) -> Iterator[Record]:
@@ -149,12 +159,14 @@ def _read_jsonl(path, f, limit, text_field, start=0, end=None) -> Iterator[Recor
         try:
             obj = orjson.loads(line)  # ~4x json.loads; JSONL parsing is on the hot path
         except orjson.JSONDecodeError as err:
-            yield DeadLetter(path, line_no, f"malformed JSON: {err}", excerpt(line),
-                             offset=offset)
+            yield DeadLetter(path, line_no, f"malformed JSON: {err}", excerpt(line), offset=offset)
             continue
         text, reason = text_of(obj, text_field)
-        yield Document(path, line_no, text, offset=offset) if reason == "" else DeadLetter(
-            path, line_no, reason, excerpt(line), offset=offset)
+        yield (
+            Document(path, line_no, text, offset=offset)
+            if reason == ""
+            else DeadLetter(path, line_no, reason, excerpt(line), offset=offset)
+        )
 
 
 def _read_parquet(path, f, limit, text_field) -> Iterator[Record]:
@@ -163,19 +175,28 @@ def _read_parquet(path, f, limit, text_field) -> Iterator[Record]:
     parquet = pq.ParquetFile(f)
     rows = parquet.metadata.num_rows
     if text_field not in parquet.schema_arrow.names:
-        yield DeadLetter(path, 0, f"no column {text_field!r} (columns: "
-                         f"{parquet.schema_arrow.names}); all {rows} rows rejected",
-                         documents=rows)
+        yield DeadLetter(
+            path,
+            0,
+            f"no column {text_field!r} (columns: "
+            f"{parquet.schema_arrow.names}); all {rows} rows rejected",
+            documents=rows,
+        )
         return
     row = 0
     for batch in parquet.iter_batches(columns=[text_field], batch_size=1024):
         for value in batch.column(0).to_pylist():
             if not isinstance(value, str):
-                yield DeadLetter(path, row, f"column {text_field!r} holds "
-                                 f"{type(value).__name__}, not a string")
+                yield DeadLetter(
+                    path, row, f"column {text_field!r} holds {type(value).__name__}, not a string"
+                )
             elif len(value) > limit and len(value.encode("utf-8")) > limit:
-                yield DeadLetter(path, row, f"document of {len(value.encode())} bytes is "
-                                 f"over the limit of {limit} bytes (--max_document_bytes)")
+                yield DeadLetter(
+                    path,
+                    row,
+                    f"document of {len(value.encode())} bytes is "
+                    f"over the limit of {limit} bytes (--max_document_bytes)",
+                )
             else:
                 yield Document(path, row, value)
             row += 1
@@ -193,8 +214,11 @@ def read_file(
     [start, end), see `byte_ranges`), or a DeadLetter saying why it could not be read."""
     fmt = file_format(path)
     if fmt is None:
-        yield DeadLetter(path, 0, "unsupported file type (expected .txt, .jsonl or .parquet, "
-                         "optionally compressed)")
+        yield DeadLetter(
+            path,
+            0,
+            "unsupported file type (expected .txt, .jsonl or .parquet, optionally compressed)",
+        )
         return
     produced = 0
     try:
@@ -211,8 +235,12 @@ def read_file(
     except Exception as err:
         if not is_format_error(err):
             raise  # a failed read (reset, timeout, 5xx, permission): the runner retries
-        yield DeadLetter(path, produced, f"unreadable after {produced} records: "
-                         f"{type(err).__name__}: {err}", offset=start or None)
+        yield DeadLetter(
+            path,
+            produced,
+            f"unreadable after {produced} records: {type(err).__name__}: {err}",
+            offset=start or None,
+        )
 
 
 def is_format_error(err: BaseException) -> bool:
@@ -237,13 +265,16 @@ def changed_input(path: str, listed, now) -> str | None:
     if now == listed:
         return None
     what = "is gone" if now is None else f"is now {now.size:,} bytes, {_when(now.updated)}"
-    return (f"{path} changed while the run read it (listed: {listed.size:,} bytes, "
-            f"{_when(listed.updated)}; {what})")
+    return (
+        f"{path} changed while the run read it (listed: {listed.size:,} bytes, "
+        f"{_when(listed.updated)}; {what})"
+    )
 
 
 def _when(seconds: float) -> str:
-    return "written " + datetime.datetime.fromtimestamp(
-        seconds, datetime.timezone.utc).isoformat(timespec="microseconds")
+    return "written " + datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(
+        timespec="microseconds"
+    )
 
 
 class ReadDocuments(beam.DoFn):
@@ -265,8 +296,9 @@ class ReadDocuments(beam.DoFn):
         hf_config: that dataset's configuration, or None.
     """
 
-    def __init__(self, text_field, max_document_bytes, txt_unit="line", hf_name=None,
-                 hf_config=None):
+    def __init__(
+        self, text_field, max_document_bytes, txt_unit="line", hf_name=None, hf_config=None
+    ):
         self.text_field, self.max_document_bytes = text_field, max_document_bytes
         self.txt_unit, self.hf_name, self.hf_config = txt_unit, hf_name, hf_config
 
@@ -277,8 +309,9 @@ class ReadDocuments(beam.DoFn):
         if task[0] == "file":
             _, path, split, start, end, listed = task
             try:
-                for record in read_file(path, self.text_field, self.max_document_bytes,
-                                        self.txt_unit, start, end):
+                for record in read_file(
+                    path, self.text_field, self.max_document_bytes, self.txt_unit, start, end
+                ):
                     if isinstance(record, Document) and split:
                         record = dataclasses.replace(record, split=split)
                     yield record
@@ -295,9 +328,15 @@ class ReadDocuments(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(CHANGED, (path, change))
         else:
             _, split, index, num_shards = task
-            yield from hf_datasets.read_hf_shard(self.hf_name, self.hf_config, split,
-                                             self.text_field, index, num_shards,
-                                             self.max_document_bytes)
+            yield from hf_datasets.read_hf_shard(
+                self.hf_name,
+                self.hf_config,
+                split,
+                self.text_field,
+                index,
+                num_shards,
+                self.max_document_bytes,
+            )
 
     def process(self, task):
         for record in self._records(task):

@@ -27,14 +27,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 PIECE_CHARS = 1 << 16  # measured: pieces of 50-65 k characters add nothing to peak RSS
 
 # Normalizers that map each character on its own (or drop it), so text on one side of a
 # cut never changes what the other side becomes.
-_PER_CHARACTER = {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "StripAccents", "BertNormalizer",
-                  "Nmt"}
+_PER_CHARACTER = {
+    "NFC",
+    "NFD",
+    "NFKC",
+    "NFKD",
+    "Lowercase",
+    "StripAccents",
+    "BertNormalizer",
+    "Nmt",
+}
 # Replace patterns that only rewrite whole whitespace runs, which a cut never splits.
 _WHITESPACE_RUNS = {r"\s+", " {2,}"}
 # Pre-tokenizers that split at whitespace, and ones that only split further.
@@ -166,10 +174,13 @@ def _specials_around(tokenizer) -> tuple[tuple, tuple] | None:
     for probe in _PROBES:
         whole = tokenizer.encode(probe, add_special_tokens=True).ids
         body = tokenizer.encode(probe, add_special_tokens=False).ids
-        starts = [k for k in range(len(whole) - len(body) + 1)
-                  if body and whole[k:k + len(body)] == body]
+        starts = [
+            k
+            for k in range(len(whole) - len(body) + 1)
+            if body and whole[k : k + len(body)] == body
+        ]
         if not starts:
             return None
         k = starts[0]
-        found.add((tuple(whole[:k]), tuple(whole[k + len(body):])))
+        found.add((tuple(whole[:k]), tuple(whole[k + len(body) :])))
     return found.pop() if len(found) == 1 else None

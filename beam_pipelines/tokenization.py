@@ -35,8 +35,14 @@ class TokenizeAndChunk(beam.DoFn):
     working memory bounded by the batch, not by the longest document.
     """
 
-    def __init__(self, tokenizer_dir, max_length, batch_chars=1_000_000, progress_dir=None,
-                 piece_chars=text_pieces.PIECE_CHARS):
+    def __init__(
+        self,
+        tokenizer_dir,
+        max_length,
+        batch_chars=1_000_000,
+        progress_dir=None,
+        piece_chars=text_pieces.PIECE_CHARS,
+    ):
         self.tokenizer_dir = tokenizer_dir
         self.progress_dir = progress_dir
         self.max_length = max_length
@@ -69,7 +75,7 @@ class TokenizeAndChunk(beam.DoFn):
         if not doc.text.strip():
             self.stats[split_key(split, "documents_empty")] += 1
             return
-        pieces = (self.cutter.pieces(doc.text, self.piece_chars) if self.cutter else None)
+        pieces = self.cutter.pieces(doc.text, self.piece_chars) if self.cutter else None
         if pieces is None:
             yield from self._add(split, doc.text, WHOLE)
             return
@@ -91,8 +97,12 @@ class TokenizeAndChunk(beam.DoFn):
         if self.pending:
             kinds = [(split, kind) for split, _, kind in self.pending]
             texts = [text for _, text, _ in self.pending]
-            self.in_flight = (kinds, self.executor.submit(
-                self.tokenizer.encode_batch_fast, texts, add_special_tokens=True))
+            self.in_flight = (
+                kinds,
+                self.executor.submit(
+                    self.tokenizer.encode_batch_fast, texts, add_special_tokens=True
+                ),
+            )
         self.pending, self.pending_chars = [], 0
         return previous
 
@@ -112,20 +122,24 @@ class TokenizeAndChunk(beam.DoFn):
             kept.setdefault(split, []).append(ids)
             documents[split] += kind != PIECE
         for split, id_lists in kept.items():  # one numpy conversion per split and batch
-            flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=self.ids_dtype,
-                               count=sum(map(len, id_lists)))
+            flat = np.fromiter(
+                itertools.chain.from_iterable(id_lists),
+                dtype=self.ids_dtype,
+                count=sum(map(len, id_lists)),
+            )
             self.stats[split_key(split, "documents_tokenized")] += documents[split]
             self.stats[split_key(split, "tokens_in")] += len(flat)
             self.tally.add(documents=documents[split], tokens=len(flat))
-            self.chunkers.setdefault(
-                split, chunking.Chunker(self.max_length, self.ids_dtype)).add(flat)
+            self.chunkers.setdefault(split, chunking.Chunker(self.max_length, self.ids_dtype)).add(
+                flat
+            )
 
     def _piece_ids(self, ids, last: bool) -> list | None:
         """A piece's ids without the special tokens the tokenizer put around it; the whole
         document's prefix goes before its first token, its suffix after its last piece.
         None for the last piece of a document with no token (counted as empty)."""
         prefix, suffix = self.cutter.prefix, self.cutter.suffix
-        body = ids[len(prefix):len(ids) - len(suffix)]
+        body = ids[len(prefix) : len(ids) - len(suffix)]
         if body and not self.open_document:
             body, self.open_document = [*prefix, *body], True
         if last:
@@ -164,8 +178,9 @@ class ChunkTails(beam.DoFn):
 
     def process(self, element):
         split, tails = element
-        rows, lengths, dropped = chunking.chunk_tails(list(tails), self.max_length,
-                                                      self.pad_tail, self.pad_id)
+        rows, lengths, dropped = chunking.chunk_tails(
+            list(tails), self.max_length, self.pad_tail, self.pad_id
+        )
         if len(rows):
             yield (split, rows, lengths)
         padded = int(len(rows) * self.max_length - lengths.sum())
@@ -195,19 +210,30 @@ class ToSequences(beam.PTransform):
         >>> blocks, stats = docs | ToSequences("gs://b/tokenizer", 128, pad_tail=False, pad_id=1)
     """
 
-    def __init__(self, tokenizer_dir, max_length, pad_tail, pad_id, batch_chars=1_000_000,
-                 progress_dir=None, piece_chars=text_pieces.PIECE_CHARS):
+    def __init__(
+        self,
+        tokenizer_dir,
+        max_length,
+        pad_tail,
+        pad_id,
+        batch_chars=1_000_000,
+        progress_dir=None,
+        piece_chars=text_pieces.PIECE_CHARS,
+    ):
         super().__init__()
-        self.tokenize = TokenizeAndChunk(tokenizer_dir, max_length, batch_chars, progress_dir,
-                                         piece_chars)
+        self.tokenize = TokenizeAndChunk(
+            tokenizer_dir, max_length, batch_chars, progress_dir, piece_chars
+        )
         self.chunk_tails = ChunkTails(max_length, pad_tail, pad_id)
 
     def expand(self, docs):
         tokenized = docs | "TokenizeAndChunk" >> beam.ParDo(self.tokenize).with_outputs(
-            TAIL, STATS, main="blocks")
-        tails = (tokenized[TAIL]
-                 | "GroupTails" >> beam.GroupByKey()
-                 | "ChunkTails" >> beam.ParDo(self.chunk_tails).with_outputs(STATS,
-                                                                            main="blocks"))
+            TAIL, STATS, main="blocks"
+        )
+        tails = (
+            tokenized[TAIL]
+            | "GroupTails" >> beam.GroupByKey()
+            | "ChunkTails" >> beam.ParDo(self.chunk_tails).with_outputs(STATS, main="blocks")
+        )
         stats = (tokenized[STATS], tails[STATS]) | "SequenceStats" >> beam.Flatten()
         return (tokenized.blocks, tails.blocks), stats

@@ -20,10 +20,19 @@ import json
 import random
 import sys
 import time
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
-from tokenizers import pre_tokenizers, processors, trainers
+from tokenizers import (
+    AddedToken,
+    Regex,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
 
 from beam_pipelines import hf_datasets, input_spec, progress, sources, tokenizer_card
 from beam_pipelines.input_spec import InputSpec
@@ -39,23 +48,29 @@ DEAD_LETTER = "dead_letter.jsonl"
 class TokenizerConfig(InputSpec):
     """Where the tokenizer goes and how it is trained; what to read is `InputSpec`."""
 
-    output_dir: str = flag("folder (local or gs://) for tokenizer.json and its configs",
-                           required=True)
+    output_dir: str = flag(
+        "folder (local or gs://) for tokenizer.json and its configs", required=True
+    )
     vocab_size: int = flag("vocabulary size", 25000)
     model: str = flag("tokenizer model", "unigram", choices=MODELS)
     # The time budget: unigram at 25k trains at ~200 documents (~200 KB) a second on one
     # core (24,368 docstrings, 24 MB: 118 s), so 100k documents take ~8 minutes.
-    max_documents: int = flag("train on a uniform sample of this many documents "
-                              "(0 = every document)", 100_000, minimum=0)
-    max_read_documents: int = flag("stop reading after this many documents (default 10x "
-                                   "--max_documents; 0 = no limit)", minimum=0)
+    max_documents: int = flag(
+        "train on a uniform sample of this many documents (0 = every document)", 100_000, minimum=0
+    )
+    max_read_documents: int = flag(
+        "stop reading after this many documents (default 10x --max_documents; 0 = no limit)",
+        minimum=0,
+    )
     min_frequency: int = flag("minimum pair frequency (bpe, wordpiece)", 2, minimum=1)
     model_max_length: int = flag("model_max_length written to tokenizer_config.json", 512)
     seed: int = flag("seed of the sample and of the reading order", 0, minimum=0)
-    progress_seconds: float = flag("seconds between progress lines while reading (0 = none)",
-                                   10.0, minimum=0)
-    push_to: str = flag("publish the tokenizer folder to hf://ORG/NAME (credentials: HF_TOKEN "
-                        "or `hf auth login`)")
+    progress_seconds: float = flag(
+        "seconds between progress lines while reading (0 = none)", 10.0, minimum=0
+    )
+    push_to: str = flag(
+        "publish the tokenizer folder to hf://ORG/NAME (credentials: HF_TOKEN or `hf auth login`)"
+    )
 
     def __post_init__(self):
         if self.max_documents == 0:
@@ -73,8 +88,12 @@ def build(model: str, vocab_size: int, min_frequency: int = 2):
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tokenizer.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=tokens,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=True)
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=tokens,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=True,
+        )
         return tokenizer, trainer
     tokens = [special[r] for r in ("pad_token", "unk_token", "cls_token", "sep_token")]
     # The mask eats the space before it: in training a masked word's first piece ('▁the')
@@ -90,28 +109,36 @@ def build(model: str, vocab_size: int, min_frequency: int = 2):
         tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
         tokenizer.decoder = decoders.Metaspace()
         trainer = trainers.UnigramTrainer(
-            vocab_size=vocab_size, special_tokens=tokens, unk_token=special["unk_token"],
-            show_progress=True)
+            vocab_size=vocab_size,
+            special_tokens=tokens,
+            unk_token=special["unk_token"],
+            show_progress=True,
+        )
     elif model == "wordpiece":
         tokenizer = Tokenizer(models.WordPiece(unk_token=special["unk_token"]))
         # BERT's rule for Han: every character a word of its own (BertPreTokenizer splits
         # only at spaces and punctuation, so a Chinese clause would be one word, and
         # WordPiece makes a whole word the unknown token for one character it lacks).
-        han = normalizers.BertNormalizer(clean_text=False, handle_chinese_chars=True,
-                                         strip_accents=False, lowercase=False)
+        han = normalizers.BertNormalizer(
+            clean_text=False, handle_chinese_chars=True, strip_accents=False, lowercase=False
+        )
         tokenizer.normalizer = normalizers.Sequence([normalizers.NFKC(), han, whitespace])
         tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tokenizer.decoder = decoders.WordPiece()
         trainer = trainers.WordPieceTrainer(
-            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=tokens,
-            show_progress=True)
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=tokens,
+            show_progress=True,
+        )
     else:
         raise UserError(f"--model {model!r} is not one of {MODELS}")
     return tokenizer, trainer
 
 
-def keep_common_characters(texts: list[str], tokenizer: Tokenizer,
-                           limit: int) -> tuple[list[str], int]:
+def keep_common_characters(
+    texts: list[str], tokenizer: Tokenizer, limit: int
+) -> tuple[list[str], int]:
     """The texts, normalized, with all but the `limit` most frequent characters replaced by
     a space, and how many were left out.
 
@@ -144,12 +171,15 @@ def add_post_processor(tokenizer: Tokenizer, model: str) -> None:
     cls, sep = special["cls_token"], special["sep_token"]
     cls_id, sep_id = tokenizer.token_to_id(cls), tokenizer.token_to_id(sep)
     if model == "bpe":
-        tokenizer.post_processor = processors.RobertaProcessing((sep, sep_id), (cls, cls_id),
-                                                                add_prefix_space=False)
+        tokenizer.post_processor = processors.RobertaProcessing(
+            (sep, sep_id), (cls, cls_id), add_prefix_space=False
+        )
     else:
         tokenizer.post_processor = processors.TemplateProcessing(
-            single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B:1 {sep}:1",
-            special_tokens=[(cls, cls_id), (sep, sep_id)])
+            single=f"{cls} $A {sep}",
+            pair=f"{cls} $A {sep} $B:1 {sep}:1",
+            special_tokens=[(cls, cls_id), (sep, sep_id)],
+        )
 
 
 class InputReport:
@@ -167,16 +197,24 @@ class InputReport:
                 self.rejected += record.documents
                 self.dead_letters.append(record)
                 if len(self.dead_letters) <= 20:
-                    print(f"skipped {record.source}:{record.line}: {record.reason}",
-                          file=sys.stderr)
+                    print(
+                        f"skipped {record.source}:{record.line}: {record.reason}", file=sys.stderr
+                    )
                 continue
             self.documents += 1
             self.chars += len(record.text)
             now = time.monotonic()
             if self.progress_seconds and now - self._last_print >= self.progress_seconds:
                 self._last_print = now
-                print(progress.line({"documents": self.documents, "chars": self.chars},
-                                    now - self._start, "reading", "chars"), flush=True)
+                print(
+                    progress.line(
+                        {"documents": self.documents, "chars": self.chars},
+                        now - self._start,
+                        "reading",
+                        "chars",
+                    ),
+                    flush=True,
+                )
             if record.text.strip():
                 yield record.text
 
@@ -187,23 +225,35 @@ def read_corpus(config: TokenizerConfig) -> Iterator[sources.Record]:
     documents still samples the whole corpus."""
     shuffle = random.Random(config.seed).shuffle if config.max_documents else (lambda x: x)
     if config.hf_dataset:
-        shards = [(split, index, n) for split in config.hf_split_list
-                  for n in [hf_datasets.hf_num_shards(config.hf_dataset, config.hf_config, split)]
-                  for index in range(n)]
+        shards = [
+            (split, index, n)
+            for split in config.hf_split_list
+            for n in [hf_datasets.hf_num_shards(config.hf_dataset, config.hf_config, split)]
+            for index in range(n)
+        ]
         shuffle(shards)
         for split, index, num_shards in shards:
             yield from hf_datasets.read_hf_shard(
-                config.hf_dataset, config.hf_config, split, config.text_field,
-                index, num_shards, config.max_document_bytes)
+                config.hf_dataset,
+                config.hf_config,
+                split,
+                config.text_field,
+                index,
+                num_shards,
+                config.max_document_bytes,
+            )
         return
     # Large uncompressed files come as 64 MB byte ranges, so sampling reaches all of them.
-    pieces = [(path, start, end)
-              for path, stamp in input_spec.expand_inputs(config.input).items()
-              for start, end in input_spec.byte_ranges(path, stamp.size, config.txt_unit)]
+    pieces = [
+        (path, start, end)
+        for path, stamp in input_spec.expand_inputs(config.input).items()
+        for start, end in input_spec.byte_ranges(path, stamp.size, config.txt_unit)
+    ]
     shuffle(pieces)
     for path, start, end in pieces:
-        yield from sources.read_file(path, config.text_field, config.max_document_bytes,
-                                     config.txt_unit, start, end)
+        yield from sources.read_file(
+            path, config.text_field, config.max_document_bytes, config.txt_unit, start, end
+        )
 
 
 def read_budget(config: TokenizerConfig) -> int | None:
@@ -238,8 +288,9 @@ def check(config: TokenizerConfig) -> None:
     specials = len(set(tokenizer_files.SPECIAL_TOKENS[config.model].values()))
     for name in ("vocab_size", "model_max_length"):  # room beyond the special tokens
         if getattr(config, name) <= specials:
-            raise UserError(f"--{name} must be at least {specials + 1} "
-                            f"(got {getattr(config, name)})")
+            raise UserError(
+                f"--{name} must be at least {specials + 1} (got {getattr(config, name)})"
+            )
 
 
 def train(config: TokenizerConfig) -> dict:
@@ -262,45 +313,70 @@ def _train_into(config: TokenizerConfig, folder: str) -> dict:
     budget = read_budget(config)
     if budget:
         texts = itertools.islice(texts, budget)
-    left_out = 0
-    if config.max_documents:
-        texts = reservoir_sample(texts, config.max_documents, config.seed)
-        print(f"sampled {len(texts):,} of {report.documents:,} documents; training "
-              f"{config.model} (vocab {config.vocab_size})", flush=True)
-        if limit := alphabet_limit(config.model, config.vocab_size):
-            texts, left_out = keep_common_characters(texts, tokenizer, limit)
-        if left_out:
-            print(f"{left_out:,} rare characters left out of the vocabulary (it keeps the "
-                  f"{limit:,} most frequent); they encode as the unknown token", flush=True)
-    try:
-        tokenizer.train_from_iterator(texts, trainer=trainer)
-    except Exception as err:  # tokenizers raises a bare Exception
-        if "contain all chars" not in str(err):
-            raise
-        raise UserError(f"--vocab_size {config.vocab_size} cannot hold every character of the "
-                        "corpus; sample it (--max_documents, which leaves out the rarest "
-                        "characters) or raise --vocab_size") from None
+    texts, left_out = _sampled(texts, config, tokenizer, report)
+    _train_on(tokenizer, trainer, texts, config)
     if tokenizer.get_vocab_size() == 0 or report.documents == 0:
         raise UserError("no usable document was read: nothing to train on")
     add_post_processor(tokenizer, config.model)
     special = tokenizer_files.SPECIAL_TOKENS[config.model]
-    fingerprint = tokenizer_files.save(tokenizer, folder, special,
-                                       config.model_max_length)
+    fingerprint = tokenizer_files.save(tokenizer, folder, special, config.model_max_length)
     info = {
-        "config": dataclasses.asdict(config), "fingerprint": fingerprint,
-        "vocab_size": tokenizer.get_vocab_size(), "documents_read": report.documents,
+        "config": dataclasses.asdict(config),
+        "fingerprint": fingerprint,
+        "vocab_size": tokenizer.get_vocab_size(),
+        "documents_read": report.documents,
         "documents_used": len(texts) if config.max_documents else report.documents,
-        "chars_read": report.chars, "documents_rejected": report.rejected,
-        "read_budget": read_budget(config), "characters_left_out": left_out,
+        "chars_read": report.chars,
+        "documents_rejected": report.rejected,
+        "read_budget": read_budget(config),
+        "characters_left_out": left_out,
         "seconds": round(time.monotonic() - start, 1),
     }
     fs.write_json(fs.join(folder, "training_info.json"), info)
     repo_id = config.push_to and publish.tokenizer_target(config.push_to).repo_id
     tokenizer_card.write(tokenizer_card.build(info, repo_id), folder)
     if report.dead_letters:
-        fs.write_bytes(fs.join(folder, DEAD_LETTER),
-                       "".join(d.to_json() + "\n" for d in report.dead_letters).encode())
+        fs.write_bytes(
+            fs.join(folder, DEAD_LETTER),
+            "".join(d.to_json() + "\n" for d in report.dead_letters).encode(),
+        )
     return info
+
+
+def _sampled(texts, config: TokenizerConfig, tokenizer, report) -> tuple:
+    """(texts, characters left out): with --max_documents, a reservoir sample whose rarest
+    characters are left out where the vocabulary could not hold them all."""
+    left_out = 0
+    if not config.max_documents:
+        return texts, left_out
+    texts = reservoir_sample(texts, config.max_documents, config.seed)
+    print(
+        f"sampled {len(texts):,} of {report.documents:,} documents; training "
+        f"{config.model} (vocab {config.vocab_size})",
+        flush=True,
+    )
+    if limit := alphabet_limit(config.model, config.vocab_size):
+        texts, left_out = keep_common_characters(texts, tokenizer, limit)
+    if left_out:
+        print(
+            f"{left_out:,} rare characters left out of the vocabulary (it keeps the "
+            f"{limit:,} most frequent); they encode as the unknown token",
+            flush=True,
+        )
+    return texts, left_out
+
+
+def _train_on(tokenizer, trainer, texts, config: TokenizerConfig) -> None:
+    try:
+        tokenizer.train_from_iterator(texts, trainer=trainer)
+    except Exception as err:  # tokenizers raises a bare Exception
+        if "contain all chars" not in str(err):
+            raise
+        raise UserError(
+            f"--vocab_size {config.vocab_size} cannot hold every character of the "
+            "corpus; sample it (--max_documents, which leaves out the rarest "
+            "characters) or raise --vocab_size"
+        ) from None
 
 
 def parse_args(argv=None) -> TokenizerConfig:
@@ -317,9 +393,14 @@ def main(argv=None) -> int:
         print(f"tokenizer written to {config.output_dir}")
         if config.push_to:
             # Dead letters quote the corpus's bad records: they stay with the user.
-            url = hf_push.push_folder(config.output_dir, publish.tokenizer_target(config.push_to),
-                                      "Upload tokenizer", ignore=(DEAD_LETTER,))
+            url = hf_push.push_folder(
+                config.output_dir,
+                publish.tokenizer_target(config.push_to),
+                "Upload tokenizer",
+                ignore=(DEAD_LETTER,),
+            )
             print(f"tokenizer pushed to {url}")
+
     return run_cli(body, argv)
 
 

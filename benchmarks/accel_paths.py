@@ -14,44 +14,61 @@ import argparse
 import statistics
 import time
 
-import trainer  # noqa: F401  (chooses KERAS_BACKEND before keras is imported)
-
 import keras
 import numpy as np
 
+import trainer  # noqa: F401  (chooses KERAS_BACKEND before keras is imported)
 from common import schema
 from trainer import model
 from trainer.masking import MaskingSpec
 from trainer.optimization import build_optimizer
 from trainer.train_step import ROW, STEP, MaskedLMTrainer
 
-VARIANTS = {"fp32": ("float32", False), "bf16": ("mixed_bfloat16", False),
-            "fp32 + fused attention": ("float32", True)}
+VARIANTS = {
+    "fp32": ("float32", False),
+    "bf16": ("mixed_bfloat16", False),
+    "fp32 + fused attention": ("float32", True),
+}
 
 
-def compiled_step(size: str, length: int, batch: int, vocab: int, policy: str, fused: bool,
-                  overrides: dict | None = None):
+def compiled_step(
+    size: str,
+    length: int,
+    batch: int,
+    vocab: int,
+    policy: str,
+    fused: bool,
+    overrides: dict | None = None,
+):
     """(Keras' jitted train step, its state, a batch) of a fresh model."""
     keras.mixed_precision.set_dtype_policy(policy)
     keras.utils.set_random_seed(0)
-    masked_lm = model.build_masked_lm("roberta", model.backbone_config(
-        "roberta", size, vocab, length, overrides))
+    masked_lm = model.build_masked_lm(
+        "roberta", model.backbone_config("roberta", size, vocab, length, overrides)
+    )
     model.bf16_lm_head(masked_lm)
     if fused:
         model.fuse_attention(masked_lm)
     trainer_model = MaskedLMTrainer(masked_lm, MaskingSpec(vocab, 4, (0, 1, 2, 3, 4)))
     ids = np.random.default_rng(0).integers(5, vocab, (batch, length)).astype("int32")
-    data = {schema.INPUT_IDS: ids, schema.ATTENTION_MASK: np.ones_like(ids),
-            STEP: np.zeros(batch, "int32"), ROW: np.arange(batch, dtype="int32")}
+    data = {
+        schema.INPUT_IDS: ids,
+        schema.ATTENTION_MASK: np.ones_like(ids),
+        STEP: np.zeros(batch, "int32"),
+        ROW: np.arange(batch, dtype="int32"),
+    }
     trainer_model(data)
     trainer_model.compile(optimizer=build_optimizer(1e-4, 1000, 10), jit_compile=True)
     trainer_model.optimizer.build(trainer_model.trainable_variables)
     trainer_model.make_train_function()
     cells = [c.cell_contents for c in trainer_model.train_function.__closure__ or ()]
     step = next(c for c in cells if hasattr(c, "lower"))  # jax.jit(train_step)
-    state = trainer_model._get_jax_state(trainable_variables=True,
-                                         non_trainable_variables=True,
-                                         optimizer_variables=True, metrics_variables=True)
+    state = trainer_model._get_jax_state(
+        trainable_variables=True,
+        non_trainable_variables=True,
+        optimizer_variables=True,
+        metrics_variables=True,
+    )
     keras.mixed_precision.set_dtype_policy("float32")
     return step, state, data
 
@@ -60,11 +77,15 @@ def attention_kernel(length: int = 128) -> str:
     """Which attention XLA compiled into a one-layer `base`-shaped step (head size 64) in
     bf16 with fused attention: cuDNN's fused kernel (a `__cudnn$fmha` custom call) or not.
     Keras picks cuDNN when it can and falls back to XLA without a word otherwise."""
-    step, state, data = compiled_step("base", length, 2, 1000, "mixed_bfloat16", True,
-                                      {"num_layers": 1})
+    step, state, data = compiled_step(
+        "base", length, 2, 1000, "mixed_bfloat16", True, {"num_layers": 1}
+    )
     text = step.lower(state, data).compile().as_text()
-    return "cuDNN fused attention" if "cudnn$fmha" in text.lower() else \
-        "XLA attention (no cuDNN fused-attention call in the compiled step)"
+    return (
+        "cuDNN fused attention"
+        if "cudnn$fmha" in text.lower()
+        else "XLA attention (no cuDNN fused-attention call in the compiled step)"
+    )
 
 
 def time_steps(step, state, data, steps: int):
@@ -86,8 +107,10 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
-    built = {name: list(compiled_step(args.size, args.length, args.batch, args.vocab, *how))
-             for name, how in VARIANTS.items()}
+    built = {
+        name: list(compiled_step(args.size, args.length, args.batch, args.vocab, *how))
+        for name, how in VARIANTS.items()
+    }
     seconds = {name: [] for name in VARIANTS}
     for name, (step, state, data) in built.items():  # compiles
         built[name][1] = time_steps(step, state, data, 1)[1]
@@ -96,8 +119,10 @@ def main(argv=None) -> None:
             spent, built[name][1] = time_steps(step, state, data, args.steps)
             seconds[name].append(spent)
     base = statistics.median(seconds["fp32"])
-    print(f"{args.size}, length {args.length}, batch {args.batch}, vocab {args.vocab}: "
-          f"median ms per step of {args.rounds} rounds x {args.steps} steps")
+    print(
+        f"{args.size}, length {args.length}, batch {args.batch}, vocab {args.vocab}: "
+        f"median ms per step of {args.rounds} rounds x {args.steps} steps"
+    )
     for name, values in seconds.items():
         median = statistics.median(values)
         print(f"  {name:24s}{1000 * median:9.1f} ms  {base / median:5.2f}x float32's speed")

@@ -31,7 +31,8 @@ LIMIT_MIB = 50  # the carried total must leave room for the repository within 64
 # The distributions of the GPU machine's image ('cuda'), as read there on 2026-11-17
 # (the device tool's KINDS.md): what need not be carried. Versions there may differ from
 # constraints.txt (jax 0.11.2, torch 2.11.0, transformers 5.17.0, huggingface-hub 1.33.0).
-IMAGE = frozenset("""
+IMAGE = frozenset(
+    """
 absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs
 botorch build certifi charset-normalizer chex click cloudpickle cmake colorama contourpy
 coverage cuda-bindings cuda-core cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython
@@ -56,31 +57,59 @@ threadpoolctl tifffile tiktoken timm tokenizers toolz torch torchaudio torchdiff
 torch-geometric torchmetrics torchvision tqdm transformers treescope triton typer
 typing-extensions typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray
 xxhash yarl zipp
-""".split())
+""".split()
+)
 
 # What our trainer (JAX backend) and the benchmark import beyond IMAGE, and why.
 CARRIED = (
-    "keras", "namex", "optree",  # Keras 3
-    "keras-hub", "kagglehub", "kagglesdk",  # the models (kaggle*: imported by keras-hub)
-    "grain", "array-record", "portpicker",  # the JAX backend's input pipeline
+    "keras",
+    "namex",
+    "optree",  # Keras 3
+    "keras-hub",
+    "kagglehub",
+    "kagglesdk",  # the models (kaggle*: imported by keras-hub)
+    "grain",
+    "array-record",
+    "portpicker",  # the JAX backend's input pipeline
     # TFRecord checksums (common/tfrecord.py) and the decompressing reader common/fs.py
     # imports (common/decompress.py); Apache Beam is not needed: fs.py falls back to
     # common/local_files.py for local paths where Beam is not installed.
-    "google-crc32c", "zstandard",
+    "google-crc32c",
+    "zstandard",
     # huggingface_hub 2.x (common/publish.py, hf_push.py; the image has 1.33) and its client;
     # put on the path of our trainer only (bench_accel --site), not of transformers.
-    "huggingface-hub", "httpx2", "httpcore2", "truststore",
+    "huggingface-hub",
+    "httpx2",
+    "httpcore2",
+    "truststore",
 )
 # Declared requirements that are never imported on our path, so they are not carried.
-NOT_NEEDED = {("keras-hub", "tensorflow-text"): "keras-hub 0.32 imports it only inside try "
-              "blocks, for its tokenizer layers, which our trainer does not use"}
-PLATFORMS = ("manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_24_x86_64",
-             "manylinux_2_27_x86_64", "manylinux_2_28_x86_64", "manylinux_2_31_x86_64",
-             "manylinux_2_34_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64")
-MACHINE = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
-           "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
-           "implementation_name": "cpython", "platform_python_implementation": "CPython",
-           "extra": ""}
+NOT_NEEDED = {
+    ("keras-hub", "tensorflow-text"): "keras-hub 0.32 imports it only inside try "
+    "blocks, for its tokenizer layers, which our trainer does not use"
+}
+PLATFORMS = (
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux_2_24_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_28_x86_64",
+    "manylinux_2_31_x86_64",
+    "manylinux_2_34_x86_64",
+    "manylinux_2_5_x86_64",
+    "manylinux1_x86_64",
+)
+MACHINE = {
+    "python_version": "3.12",
+    "python_full_version": "3.12.3",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "extra": "",
+}
 
 
 def normal(name: str) -> str:
@@ -105,10 +134,23 @@ def normal_pin(line: str) -> tuple[str, str]:
 def download(folder: str) -> int:
     """Downloads the pinned cp312 wheels (no dependencies) into `folder`; returns bytes."""
     os.makedirs(folder, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-               "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
-               "--dest", folder, *[f"--platform={p}" for p in PLATFORMS],
-               *[f"{name}=={version}" for name, version in pins().items()]]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.12",
+        "--implementation",
+        "cp",
+        "--dest",
+        folder,
+        *[f"--platform={p}" for p in PLATFORMS],
+        *[f"{name}=={version}" for name, version in pins().items()],
+    ]
     subprocess.run(command, check=True)
     return sum(os.path.getsize(p) for p in wheels(folder))
 
@@ -120,13 +162,31 @@ def dry_run(folder: str) -> str:
 
     with tempfile.TemporaryDirectory() as target:
         done = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--no-deps",
-             "--target", target, "--python-version", "3.12", "--implementation", "cp",
-             "--only-binary=:all:", *[f"--platform={p}" for p in PLATFORMS],
-             *wheels(folder)], capture_output=True, text=True)
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--dry-run",
+                "--no-index",
+                "--no-deps",
+                "--target",
+                target,
+                "--python-version",
+                "3.12",
+                "--implementation",
+                "cp",
+                "--only-binary=:all:",
+                *[f"--platform={p}" for p in PLATFORMS],
+                *wheels(folder),
+            ],
+            capture_output=True,
+            text=True,
+        )
     if done.returncode != 0:
-        raise SystemExit(f"error: pip cannot install {folder} there: "
-                         f"{done.stderr.strip().splitlines()[-1:]}")
+        raise SystemExit(
+            f"error: pip cannot install {folder} there: {done.stderr.strip().splitlines()[-1:]}"
+        )
     return next((line for line in done.stdout.splitlines() if line.startswith("Would")), "")
 
 
@@ -145,16 +205,17 @@ def unmet(folder: str) -> list[str]:
     from packaging.requirements import Requirement
 
     found = [wheel_name(p) for p in wheels(folder)]
-    problems = [f"{name} is carried twice" for name in sorted(set(found))
-                if found.count(name) > 1]
+    problems = [f"{name} is carried twice" for name in sorted(set(found)) if found.count(name) > 1]
     have = IMAGE | set(found)
     for path in wheels(folder):
         for line in _requires(path):
             requirement = Requirement(line)
             if requirement.marker and not requirement.marker.evaluate(MACHINE):
                 continue
-            if normal(requirement.name) not in have and \
-                    (wheel_name(path), normal(requirement.name)) not in NOT_NEEDED:
+            if (
+                normal(requirement.name) not in have
+                and (wheel_name(path), normal(requirement.name)) not in NOT_NEEDED
+            ):
                 problems.append(f"{wheel_name(path)} needs {requirement}")
     return problems
 
@@ -163,17 +224,22 @@ def _requires(path: str) -> list[str]:
     with zipfile.ZipFile(path) as whl:
         meta = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
         text = whl.read(meta).decode("utf-8", "replace")
-    return [line.split(":", 1)[1].strip() for line in text.splitlines()
-            if line.startswith("Requires-Dist:")]
+    return [
+        line.split(":", 1)[1].strip()
+        for line in text.splitlines()
+        if line.startswith("Requires-Dist:")
+    ]
 
 
 def command() -> str:
     """The one command line for the device's `run` (carry: [FOLDER]): install the wheels
     into SITE, then the quick benchmark, its table in the output and its JSON in $OUT."""
-    return (f"python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "
-            f"--target {SITE} {FOLDER}/*.whl && PYTHONUNBUFFERED=1 timeout 560 "
-            f"python3 -m benchmarks.bench_accel --quick --torch yes --site {SITE} "
-            f"--json $OUT/bench_accel.json")
+    return (
+        f"python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "
+        f"--target {SITE} {FOLDER}/*.whl && PYTHONUNBUFFERED=1 timeout 560 "
+        f"python3 -m benchmarks.bench_accel --quick --torch yes --site {SITE} "
+        f"--json $OUT/bench_accel.json"
+    )
 
 
 def main(argv=None) -> int:
@@ -186,8 +252,10 @@ def main(argv=None) -> int:
         return 0
     if args.action == "download":
         total = download(args.folder)
-        print(f"{len(wheels(args.folder))} wheels in {args.folder}: {total / 2**20:.1f} MiB "
-              f"(limit {LIMIT_MIB} MiB)")
+        print(
+            f"{len(wheels(args.folder))} wheels in {args.folder}: {total / 2**20:.1f} MiB "
+            f"(limit {LIMIT_MIB} MiB)"
+        )
         if total > LIMIT_MIB * 2**20:
             print(f"error: more than {LIMIT_MIB} MiB to carry", file=sys.stderr)
             return 2
@@ -195,9 +263,12 @@ def main(argv=None) -> int:
     problems = unmet(args.folder)
     for problem in problems:
         print(f"unmet: {problem}")
-    print("every requirement is met by the image or a carried wheel" if not problems
-          else f"error: {len(problems)} unmet requirement(s)", file=sys.stderr if problems
-          else sys.stdout)
+    print(
+        "every requirement is met by the image or a carried wheel"
+        if not problems
+        else f"error: {len(problems)} unmet requirement(s)",
+        file=sys.stderr if problems else sys.stdout,
+    )
     return 2 if problems else 0
 
 

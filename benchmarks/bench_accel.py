@@ -51,8 +51,11 @@ def dense_weights(size: str) -> int:
 
 def flops_per_token(size: str, length: int, vocab: int) -> float:
     s = SIZES[size]
-    return (6 * dense_weights(size) + 6 * s["hidden_dim"] * vocab * MASK_RATE
-            + 12 * s["num_layers"] * s["hidden_dim"] * length)
+    return (
+        6 * dense_weights(size)
+        + 6 * s["hidden_dim"] * vocab * MASK_RATE
+        + 12 * s["num_layers"] * s["hidden_dim"] * length
+    )
 
 
 # --- The chip's peak --------------------------------------------------------------------
@@ -76,9 +79,10 @@ def jax_peak(accelerator: bool) -> float:
     a = jax.random.normal(jax.random.key(0), (n, n), dtype)
     b = jax.random.normal(jax.random.key(1), (n, n), dtype)
     product = jax.jit(jnp.matmul)
-    seconds = _timed(lambda: product(a, b), lambda x: x.block_until_ready(),
-                     20 if accelerator else 5)
-    return 2 * n ** 3 / seconds
+    seconds = _timed(
+        lambda: product(a, b), lambda x: x.block_until_ready(), 20 if accelerator else 5
+    )
+    return 2 * n**3 / seconds
 
 
 def torch_peak(device: str) -> float:
@@ -90,7 +94,8 @@ def torch_peak(device: str) -> float:
     def sync(_):
         if device == "cuda":
             torch.cuda.synchronize()
-    return 2 * n ** 3 / _timed(lambda: a @ b, sync, 20 if device == "cuda" else 5)
+
+    return 2 * n**3 / _timed(lambda: a @ b, sync, 20 if device == "cuda" else 5)
 
 
 # --- Our trainer (JAX) ------------------------------------------------------------------
@@ -111,8 +116,12 @@ def write_prepared(root: str, length: int, vocab: int, rows: int, eval_rows: int
     words = {specials[r]: i for i, r in enumerate(roles)}
     words.update({f"w{i}": i for i in range(5, vocab)})
     tokenizer_dir = os.path.join(root, "tokenizer")
-    tokenizer_files.save(Tokenizer(models.WordLevel(words, unk_token="[UNK]")), tokenizer_dir,
-                         specials, model_max_length=length)
+    tokenizer_files.save(
+        Tokenizer(models.WordLevel(words, unk_token="[UNK]")),
+        tokenizer_dir,
+        specials,
+        model_max_length=length,
+    )
     info = tokenizer_files.load(tokenizer_dir)[1]
     out = {"tokenizer": tokenizer_dir}
     for split, count, seed in (("train", rows, 0), ("validation", eval_rows, 1)):
@@ -126,12 +135,28 @@ def write_prepared(root: str, length: int, vocab: int, rows: int, eval_rows: int
             name = shards.shard_name(split, index, len(part))
             with open(os.path.join(folder, name), "wb") as f:
                 f.write(data)
-            entries.append(manifest.Shard(name, len(part), len(part) * length, len(data),
-                                          f"{google_crc32c.value(data):08x}"))
-        manifest.write_manifest(folder, manifest.Manifest(
-            split=split, max_length=length, num_examples=count, num_tokens=count * length,
-            shards=entries, tokenizer={**info.to_dict(), "path": tokenizer_dir},
-            pipeline_args={}, accounting={}))
+            entries.append(
+                manifest.Shard(
+                    name,
+                    len(part),
+                    len(part) * length,
+                    len(data),
+                    f"{google_crc32c.value(data):08x}",
+                )
+            )
+        manifest.write_manifest(
+            folder,
+            manifest.Manifest(
+                split=split,
+                max_length=length,
+                num_examples=count,
+                num_tokens=count * length,
+                shards=entries,
+                tokenizer={**info.to_dict(), "path": tokenizer_dir},
+                pipeline_args={},
+                accounting={},
+            ),
+        )
     return out
 
 
@@ -142,20 +167,49 @@ def train_ours(args, size: str, length: int, accelerator: bool) -> dict:
 
     batch, total = _batch(args, length), args.interval * args.intervals
     with tempfile.TemporaryDirectory() as root:
-        data = write_prepared(root, length, args.vocab, min(batch * total, args.max_rows),
-                              batch)
-        config = parse_args([
-            "--train_data", data["train"], "--eval_data", data["validation"],
-            "--output_dir", os.path.join(root, "run"), "--model", size, "--backend", "jax",
-            "--strategy", "auto" if accelerator else "cpu", "--per_replica_batch_size",
-            str(batch), "--train_steps", str(total), "--eval_every", str(args.interval),
-            "--save_every", str(total), "--max_eval_batches", "1", "--learning_rate", "1e-4",
-            "--shuffle_buffer_size", "1024", "--verbose", "0", *shlex.split(args.trainer_args)])
+        data = write_prepared(root, length, args.vocab, min(batch * total, args.max_rows), batch)
+        config = parse_args(
+            [
+                "--train_data",
+                data["train"],
+                "--eval_data",
+                data["validation"],
+                "--output_dir",
+                os.path.join(root, "run"),
+                "--model",
+                size,
+                "--backend",
+                "jax",
+                "--strategy",
+                "auto" if accelerator else "cpu",
+                "--per_replica_batch_size",
+                str(batch),
+                "--train_steps",
+                str(total),
+                "--eval_every",
+                str(args.interval),
+                "--save_every",
+                str(total),
+                "--max_eval_batches",
+                "1",
+                "--learning_rate",
+                "1e-4",
+                "--shuffle_buffer_size",
+                "1024",
+                "--verbose",
+                "0",
+                *shlex.split(args.trainer_args),
+            ]
+        )
         metrics = task.run(config)
         with open(os.path.join(root, "run", "run_config.json")) as f:
             run = json.load(f)
-    return {"examples_per_second": metrics["examples_per_second"], "batch": batch,
-            "precision": run["precision"], "fused_attention": run.get("fused_attention")}
+    return {
+        "examples_per_second": metrics["examples_per_second"],
+        "batch": batch,
+        "precision": run["precision"],
+        "fused_attention": run.get("fused_attention"),
+    }
 
 
 def _batch(args, length: int) -> int:
@@ -170,20 +224,28 @@ def jax_child(args) -> None:
     from benchmarks import accel_paths
 
     accelerator = jax.default_backend() != "cpu"
-    kernel = _guarded(lambda: {"attention": accel_paths.attention_kernel()}) \
-        if accelerator else {"attention": "n/a on a CPU"}
-    _emit({"device": jax.devices()[0].device_kind, "accelerator": accelerator,
-           "peak": jax_peak(accelerator), "attention": kernel.get("attention") or
-           kernel["error"]})
+    kernel = (
+        _guarded(lambda: {"attention": accel_paths.attention_kernel()})
+        if accelerator
+        else {"attention": "n/a on a CPU"}
+    )
+    _emit(
+        {
+            "device": jax.devices()[0].device_kind,
+            "accelerator": accelerator,
+            "peak": jax_peak(accelerator),
+            "attention": kernel.get("attention") or kernel["error"],
+        }
+    )
     unfused = None  # why fused attention was switched off, once it was
     for size, length in _configs(args, accelerator):
-        result = _guarded(lambda: train_ours(args, size, length, accelerator))
+        result = _guarded(lambda s=size, n=length: train_ours(args, s, n, accelerator))
         if "error" in result and accelerator and "--fused_attention" not in args.trainer_args:
             # cuDNN's kernel is chosen when XLA compiles: if it refuses, measure the rest
             # of the step without it rather than nothing, and say so on every row after.
             args.trainer_args += " --fused_attention false"
             unfused = f"without fused attention, which failed ({result['error'][:200]})"
-            result = _guarded(lambda: train_ours(args, size, length, accelerator))
+            result = _guarded(lambda s=size, n=length: train_ours(args, s, n, accelerator))
         _emit({"run": f"{size}/{length}", **result, **({"note": unfused} if unfused else {})})
 
 
@@ -210,14 +272,30 @@ def train_torch(args, size: str, length: int, device: str, fused: bool) -> dict:
 
     s, batch = SIZES[size], _batch(args, length)
     config = transformers.RobertaConfig(
-        vocab_size=args.vocab, hidden_size=s["hidden_dim"], num_hidden_layers=s["num_layers"],
-        num_attention_heads=s["num_heads"], intermediate_size=s["intermediate_dim"],
-        max_position_embeddings=length + 2, type_vocab_size=1, layer_norm_eps=1e-5,
-        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.0 if fused else 0.1)
-    model = transformers.RobertaForMaskedLM._from_config(
-        config, attn_implementation="sdpa").to(device).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-6,
-                                  weight_decay=1e-3, fused=device == "cuda")
+        vocab_size=args.vocab,
+        hidden_size=s["hidden_dim"],
+        num_hidden_layers=s["num_layers"],
+        num_attention_heads=s["num_heads"],
+        intermediate_size=s["intermediate_dim"],
+        max_position_embeddings=length + 2,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.0 if fused else 0.1,
+    )
+    model = (
+        transformers.RobertaForMaskedLM._from_config(config, attn_implementation="sdpa")
+        .to(device)
+        .train()
+    )
+    optimizer = torch.optim.AdamW(
+        model.parameters(),
+        lr=1e-4,
+        betas=(0.9, 0.98),
+        eps=1e-6,
+        weight_decay=1e-3,
+        fused=device == "cuda",
+    )
     forward = torch.compile(model) if args.torch_compile else model
     ones = torch.ones(batch, length, dtype=torch.long, device=device)
 
@@ -226,8 +304,9 @@ def train_torch(args, size: str, length: int, device: str, fused: bool) -> dict:
         chosen = torch.rand(ids.shape, device=device) < MASK_RATE
         inputs = torch.where(chosen & (torch.rand(ids.shape, device=device) < 0.8), 4, ids)
         with torch.autocast(device, torch.bfloat16, enabled=device == "cuda"):
-            loss = forward(input_ids=inputs, attention_mask=ones,
-                           labels=torch.where(chosen, ids, -100)).loss
+            loss = forward(
+                input_ids=inputs, attention_mask=ones, labels=torch.where(chosen, ids, -100)
+            ).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -236,11 +315,16 @@ def train_torch(args, size: str, length: int, device: str, fused: bool) -> dict:
 
     def sync(loss):
         return float(loss.detach())  # waits for the device
+
     steps = args.interval * (args.intervals - 1)
     sync(step())  # compiles
     seconds = _timed(step, sync, steps)
-    return {"examples_per_second": batch / seconds, "batch": batch,
-            "precision": "bf16" if device == "cuda" else "fp32", "fused_attention": fused}
+    return {
+        "examples_per_second": batch / seconds,
+        "batch": batch,
+        "precision": "bf16" if device == "cuda" else "fp32",
+        "fused_attention": fused,
+    }
 
 
 def torch_child(args) -> None:
@@ -248,11 +332,20 @@ def torch_child(args) -> None:
 
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     fused = device == "cuda"  # as our trainer's default there (plan.device_settings)
-    _emit({"device": torch.cuda.get_device_name() if device == "cuda" else "CPU",
-           "accelerator": device == "cuda", "peak": torch_peak(device)})
+    _emit(
+        {
+            "device": torch.cuda.get_device_name() if device == "cuda" else "CPU",
+            "accelerator": device == "cuda",
+            "peak": torch_peak(device),
+        }
+    )
     for size, length in _configs(args, device == "cuda"):
-        _emit({"run": f"{size}/{length}",
-               **_guarded(lambda: train_torch(args, size, length, device, fused))})
+        _emit(
+            {
+                "run": f"{size}/{length}",
+                **_guarded(lambda s=size, n=length: train_torch(args, s, n, device, fused)),
+            }
+        )
 
 
 # --- The parent: children in turn, one table ------------------------------------------
@@ -274,15 +367,18 @@ def _run_child(kind: str, args, argv: list[str], seconds: float) -> dict | None:
         env["JAX_PLATFORMS"] = "cpu"
     if args.site and kind == "jax":  # the carried wheels, for our trainer only: PyTorch
         env["PYTHONPATH"] = os.pathsep.join(  # keeps the machine's own packages
-            [os.path.abspath(args.site)] + [p for p in [env.get("PYTHONPATH")] if p])
+            [os.path.abspath(args.site)] + [p for p in [env.get("PYTHONPATH")] if p]
+        )
     command = [sys.executable, "-m", "benchmarks.bench_accel", "--child", kind, *argv]
     try:
-        proc = subprocess.run(command, env=env, capture_output=True, text=True,
-                              timeout=seconds)
+        proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds)
         out, err, code = proc.stdout, proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as stopped:
-        out, err, code = (_text(stopped.stdout), _text(stopped.stderr),
-                          f"stopped after {seconds:.0f} s")
+        out, err, code = (
+            _text(stopped.stdout),
+            _text(stopped.stderr),
+            f"stopped after {seconds:.0f} s",
+        )
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     if code != 0:
         print(f"{kind}: exit {code}\n{err[-3000:]}", file=sys.stderr)
@@ -295,8 +391,9 @@ def _text(data) -> str:
     return data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
 
 
-def _cells(result: dict | None, key: str, size: str, length: int, vocab: int,
-           peak: float, scale: float) -> tuple[str, float | None]:
+def _cells(
+    result: dict | None, key: str, size: str, length: int, vocab: int, peak: float, scale: float
+) -> tuple[str, float | None]:
     run = (result or {}).get("runs", {}).get(key)
     if not run:
         return f"{'-':>10s}{'-':>9s}{'-':>7s}", None
@@ -314,22 +411,28 @@ def report(args, ours: dict | None, torch_result: dict | None) -> list[str]:
     peaks = [r["peak"] for r in (ours, torch_result) if r]
     peak = max(peaks) if peaks else float("nan")
     kind = "bf16" if accelerator else "float32"
-    lines = [f"device: {first.get('device', '?')}; measured {kind} matrix-product peak "
-             + ", ".join(f"{name} {r['peak'] / scale:,.1f} {unit}" for name, r in
-                         (("JAX", ours), ("PyTorch", torch_result)) if r)
-             + f"; MFU over {peak / scale:,.1f}",
-             f"{'size':6s}{'len':>5s}{'batch':>6s} | {'ours tok/s':>10s}{unit:>9s}{'MFU':>7s}"
-             f" | {'torch tok/s':>10s}{unit:>9s}{'MFU':>7s} | ours/torch"]
-    notes = [f"{key} ours: {run['note']}" for key, run in ((ours or {}).get("runs") or {}).items()
-             if "note" in run] + [f"our attention on this device: {(ours or {}).get('attention')}"]
+    lines = [
+        f"device: {first.get('device', '?')}; measured {kind} matrix-product peak "
+        + ", ".join(
+            f"{name} {r['peak'] / scale:,.1f} {unit}"
+            for name, r in (("JAX", ours), ("PyTorch", torch_result))
+            if r
+        )
+        + f"; MFU over {peak / scale:,.1f}",
+        f"{'size':6s}{'len':>5s}{'batch':>6s} | {'ours tok/s':>10s}{unit:>9s}{'MFU':>7s}"
+        f" | {'torch tok/s':>10s}{unit:>9s}{'MFU':>7s} | ours/torch",
+    ]
+    notes = [
+        f"{key} ours: {run['note']}"
+        for key, run in ((ours or {}).get("runs") or {}).items()
+        if "note" in run
+    ] + [f"our attention on this device: {(ours or {}).get('attention')}"]
     for size, length in _configs(args, accelerator):
         key = f"{size}/{length}"
         mine, our_tokens = _cells(ours, key, size, length, args.vocab, peak, scale)
-        theirs, their_tokens = _cells(torch_result, key, size, length, args.vocab, peak,
-                                      scale)
+        theirs, their_tokens = _cells(torch_result, key, size, length, args.vocab, peak, scale)
         ratio = f"{our_tokens / their_tokens:.2f}x" if our_tokens and their_tokens else "-"
-        lines.append(f"{size:6s}{length:5d}{_batch(args, length):6d} | {mine} | {theirs} | "
-                     f"{ratio}")
+        lines.append(f"{size:6s}{length:5d}{_batch(args, length):6d} | {mine} | {theirs} | {ratio}")
     return lines + notes
 
 
@@ -338,19 +441,31 @@ def parse(argv=None):
     parser.add_argument("--quick", action="store_true", help="base 128+512, large 128")
     parser.add_argument("--cpu", action="store_true", help="on the CPU even with a GPU")
     parser.add_argument("--configs", help="SIZE/LENGTH,... instead of the default set")
-    parser.add_argument("--batch_tokens", type=int, help="tokens per batch (default 16384 "
-                        "on an accelerator: batch 128 at 128, 32 at 512; 2048 on a CPU)")
+    parser.add_argument(
+        "--batch_tokens",
+        type=int,
+        help="tokens per batch (default 16384 "
+        "on an accelerator: batch 128 at 128, 32 at 512; 2048 on a CPU)",
+    )
     parser.add_argument("--vocab", type=int, help="default 50265 (RoBERTa's); 8000 on a CPU")
     parser.add_argument("--interval", type=int, help="steps per timed interval")
     parser.add_argument("--intervals", type=int, default=3, help="the first one compiles")
     parser.add_argument("--max_rows", type=int, default=16384, help="rows of synthetic data")
-    parser.add_argument("--torch", choices=("auto", "yes", "no"), default="auto",
-                        help="auto: on an accelerator only")
+    parser.add_argument(
+        "--torch",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="auto: on an accelerator only",
+    )
     parser.add_argument("--no_torch_compile", dest="torch_compile", action="store_false")
     parser.add_argument("--trainer_args", default="", help="more trainer.task flags")
     parser.add_argument("--site", help="folder of the carried wheels' packages (JAX only)")
-    parser.add_argument("--budget", type=float, default=3000, help="seconds for both "
-                        "frameworks: ours gets 60 %%, PyTorch the rest (--quick: 480)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=3000,
+        help="seconds for both frameworks: ours gets 60 %%, PyTorch the rest (--quick: 480)",
+    )
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--child", choices=("jax", "torch"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -369,7 +484,8 @@ def main(argv=None) -> int:
         args.budget = 480
     if args.child:
         accelerator = (args.child == "jax" and not args.cpu and _jax_accelerator()) or (
-            args.child == "torch" and not args.cpu and _torch_accelerator())
+            args.child == "torch" and not args.cpu and _torch_accelerator()
+        )
         (jax_child if args.child == "jax" else torch_child)(_defaults(args, accelerator))
         return 0
     forwarded = list(argv if argv is not None else sys.argv[1:])

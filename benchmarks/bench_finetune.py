@@ -40,18 +40,25 @@ SIDES = ("tensorflow", "jax", "torch", "torch1")
 
 @dataclasses.dataclass
 class BenchFlags:
-    model: str = flag("The pretrained model (a run folder or our keras-hub export), as "
-                      "trainer.finetune's --model.", "runs/demo/train")
+    model: str = flag(
+        "The pretrained model (a run folder or our keras-hub export), as "
+        "trainer.finetune's --model.",
+        "runs/demo/train",
+    )
     batch: int = flag("Examples per step.", 32, minimum=1)
     seq: int = flag("Tokens per example; default the model's positions.", minimum=8)
     steps: int = flag("Timed steps per side.", 40, minimum=1)
-    warmup: int = flag("Untimed steps first (tracing, compiling; JAX was still 25 % slower "
-                       "after 3 than after 20 here).", 10, minimum=1)
-    backends: str = flag("Keras backends to time, comma-separated (torch is always timed).",
-                         "tensorflow,jax")
+    warmup: int = flag(
+        "Untimed steps first (tracing, compiling; JAX was still 25 % slower "
+        "after 3 than after 20 here).",
+        10,
+        minimum=1,
+    )
+    backends: str = flag(
+        "Keras backends to time, comma-separated (torch is always timed).", "tensorflow,jax"
+    )
     quick: bool = flag("A smoke run: 2 timed steps after 1 warm-up, batch 4.", False)
-    side: str = flag("Internal: time one side in this process and print JSON.",
-                     choices=SIDES)
+    side: str = flag("Internal: time one side in this process and print JSON.", choices=SIDES)
 
     def __post_init__(self):
         if self.quick:
@@ -93,16 +100,26 @@ def time_keras(config: BenchFlags) -> dict:
 
     def fit(steps):
         repeat = {k: np.tile(v, (steps, 1)) for k, v in features.items()}
-        model.fit(repeat, np.tile(labels, steps), batch_size=config.batch, epochs=1,
-                  shuffle=False, verbose=0)
+        model.fit(
+            repeat,
+            np.tile(labels, steps),
+            batch_size=config.batch,
+            epochs=1,
+            shuffle=False,
+            verbose=0,
+        )
 
     fit(config.warmup)
     start = time.perf_counter()
     fit(config.steps)
     seconds = time.perf_counter() - start
-    return {"side": keras.backend.backend(), "jit_compile": jit, "seq": seq,
-            "examples_per_second": config.steps * config.batch / seconds,
-            "parameters": int(model.count_params())}
+    return {
+        "side": keras.backend.backend(),
+        "jit_compile": jit,
+        "seq": seq,
+        "examples_per_second": config.steps * config.batch / seconds,
+        "parameters": int(model.count_params()),
+    }
 
 
 def time_torch(config: BenchFlags) -> dict:
@@ -119,13 +136,16 @@ def time_torch(config: BenchFlags) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         path = export.export(config.model, os.path.join(folder, "hf"), "hf")["hf"]
         model = transformers.AutoModelForSequenceClassification.from_pretrained(
-            path, num_labels=NUM_LABELS)
+            path, num_labels=NUM_LABELS
+        )
     seq = config.seq or source.max_sequence_length
     vocab = int(source.run_config["backbone_config"]["vocabulary_size"])
     ids, labels = random_batch(vocab, config.batch, seq)
-    inputs = {"input_ids": torch.tensor(ids, dtype=torch.long),
-              "attention_mask": torch.ones(ids.shape, dtype=torch.long),
-              "labels": torch.tensor(labels, dtype=torch.long)}
+    inputs = {
+        "input_ids": torch.tensor(ids, dtype=torch.long),
+        "attention_mask": torch.ones(ids.shape, dtype=torch.long),
+        "labels": torch.tensor(labels, dtype=torch.long),
+    }
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     model.train()
 
@@ -141,9 +161,13 @@ def time_torch(config: BenchFlags) -> dict:
     for _ in range(config.steps):
         step()
     seconds = time.perf_counter() - start
-    return {"side": config.side or "torch", "threads": torch.get_num_threads(), "seq": seq,
-            "examples_per_second": config.steps * config.batch / seconds,
-            "parameters": int(sum(p.numel() for p in model.parameters()))}
+    return {
+        "side": config.side or "torch",
+        "threads": torch.get_num_threads(),
+        "seq": seq,
+        "examples_per_second": config.steps * config.batch / seconds,
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+    }
 
 
 def run_side(side: str, argv: list[str]) -> dict:
@@ -151,8 +175,12 @@ def run_side(side: str, argv: list[str]) -> dict:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     if not side.startswith("torch"):
         env["KERAS_BACKEND"] = side
-    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_finetune", *argv,
-                           "--side", side], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_finetune", *argv, "--side", side],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
         raise UserError(f"the {side} side failed (exit {done.returncode}): {tail[0]}")
@@ -160,18 +188,25 @@ def run_side(side: str, argv: list[str]) -> dict:
 
 
 def report(config: BenchFlags, results: dict) -> list[str]:
-    torch_rate = max(r["examples_per_second"] for r in results.values()
-                     if r["side"].startswith("torch"))
+    torch_rate = max(
+        r["examples_per_second"] for r in results.values() if r["side"].startswith("torch")
+    )
     seq = results["torch"]["seq"]
-    lines = [f"fine-tuning {config.model}: batch {config.batch}, seq {seq}, {NUM_LABELS} labels, "
-             f"{config.steps} timed steps after {config.warmup}, this machine's CPU"]
+    lines = [
+        f"fine-tuning {config.model}: batch {config.batch}, seq {seq}, {NUM_LABELS} labels, "
+        f"{config.steps} timed steps after {config.warmup}, this machine's CPU"
+    ]
     for side, result in results.items():
-        what = ("PyTorch, our HF export (AutoModelForSequenceClassification, "
-                f"{result.get('threads')} thread(s))" if side.startswith("torch") else
-                f"Keras {side}, trainer.finetune's model (jit_compile {result['jit_compile']})")
+        what = (
+            "PyTorch, our HF export (AutoModelForSequenceClassification, "
+            f"{result.get('threads')} thread(s))"
+            if side.startswith("torch")
+            else f"Keras {side}, trainer.finetune's model (jit_compile {result['jit_compile']})"
+        )
         ratio = result["examples_per_second"] / torch_rate
-        lines.append(f"  {what:78s} {result['examples_per_second']:8.1f} examples/s  "
-                     f"{ratio:5.2f}x PyTorch")
+        lines.append(
+            f"  {what:78s} {result['examples_per_second']:8.1f} examples/s  {ratio:5.2f}x PyTorch"
+        )
     return lines + ["  (the ratio is to the faster PyTorch line)"]
 
 
@@ -182,20 +217,22 @@ def main(argv=None) -> int:
 
     def body():
         if config.side:  # a child: one side, JSON on the last line
-            timed = time_torch(config) if config.side.startswith("torch") else \
-                time_keras(config)
+            timed = time_torch(config) if config.side.startswith("torch") else time_keras(config)
             print(json.dumps(timed))
             return 0
         from trainer import model_source
 
         source = model_source.resolve(config.model)  # a missing model: one line, no child
         if config.seq and config.seq > source.max_sequence_length:
-            raise UserError(f"--seq {config.seq} is more than the model's "
-                            f"{source.max_sequence_length} positions")
+            raise UserError(
+                f"--seq {config.seq} is more than the model's "
+                f"{source.max_sequence_length} positions"
+            )
         sides = (*config.backend_list(), "torch", "torch1")
         results = {side: run_side(side, argv) for side in sides}
         print("\n".join(report(config, results)))
         return 0
+
     return run_cli(body, argv)
 
 

@@ -56,8 +56,7 @@ def unit_lengths(encodings, texts, tables) -> tuple[np.ndarray, np.ndarray]:
     for encoding, text in zip(encodings, texts):
         units = []  # [start offset, end offset, tokens]
         starts = tokenizer_files.starts_in(encoding.ids, *tables)
-        for start, special, (a, b) in zip(starts, encoding.special_tokens_mask,
-                                          encoding.offsets):
+        for start, special, (a, b) in zip(starts, encoding.special_tokens_mask, encoding.offsets):
             if special:
                 continue
             if start or not units:
@@ -73,8 +72,10 @@ def unit_stats(lengths: np.ndarray) -> str:
     if not lengths.any():
         return f"{'-':^21}"  # no such unit in this text
     long_share = lengths[lengths > 10].sum() / max(lengths.sum(), 1)
-    return (f"{lengths.mean():5.2f} {np.percentile(lengths, 99):4.0f} {lengths.max():4d} "
-            f"{100 * long_share:5.1f}%")
+    return (
+        f"{lengths.mean():5.2f} {np.percentile(lengths, 99):4.0f} {lengths.max():4d} "
+        f"{100 * long_share:5.1f}%"
+    )
 
 
 def coverage(tokenizer, encodings, texts) -> tuple[float, float]:
@@ -84,9 +85,11 @@ def coverage(tokenizer, encodings, texts) -> tuple[float, float]:
     for text, encoding in zip(texts, encodings):
         chars += sum(not c.isspace() for c in text)
         tokens += sum(not s for s in encoding.special_tokens_mask)
-        unknown += sum(sum(not c.isspace() for c in text[a:b])
-                       for token_id, (a, b) in zip(encoding.ids, encoding.offsets)
-                       if token_id in unk)
+        unknown += sum(
+            sum(not c.isspace() for c in text[a:b])
+            for token_id, (a, b) in zip(encoding.ids, encoding.offsets)
+            if token_id in unk
+        )
     return unknown / max(chars, 1), tokens / max(chars, 1)
 
 
@@ -106,10 +109,13 @@ def measure(lang: str, model: str, train: list[str], held_out: list[str], vocab_
     unspaced_before, _ = unit_lengths(encodings, held_out, (before,))
     unspaced_after, spaced_after = unit_lengths(encodings, held_out, (after,))
     glued = unit_lengths(encodings, held_out, (after, *tokenizer_files.unit_tables(tokenizer)))
-    print(f"{lang:3} {model:9} {tokenizer.get_vocab_size():6d} {100 * unk:6.2f}% "
-          f"{per_char:8.3f} | {unit_stats(unspaced_before)} | {unit_stats(unspaced_after)} | "
-          f"{unit_stats(spaced_after)} | {unit_stats(glued[0])} | {unit_stats(glued[1])} | "
-          f"{'same' if before == after else 'new':4} {seconds:5.1f}s", flush=True)
+    print(
+        f"{lang:3} {model:9} {tokenizer.get_vocab_size():6d} {100 * unk:6.2f}% "
+        f"{per_char:8.3f} | {unit_stats(unspaced_before)} | {unit_stats(unspaced_after)} | "
+        f"{unit_stats(spaced_after)} | {unit_stats(glued[0])} | {unit_stats(glued[1])} | "
+        f"{'same' if before == after else 'new':4} {seconds:5.1f}s",
+        flush=True,
+    )
 
 
 def main(argv=None) -> None:
@@ -117,19 +123,30 @@ def main(argv=None) -> None:
     parser.add_argument("--langs", default="zh,ja,th,ko,de,ru,en")
     parser.add_argument("--models", default=",".join(train_tokenizer.MODELS))
     parser.add_argument("--vocab_size", type=int, default=8000)
-    parser.add_argument("--max_chars", type=int, default=1_500_000,
-                        help="characters of text per language (train + held out)")
+    parser.add_argument(
+        "--max_chars",
+        type=int,
+        default=1_500_000,
+        help="characters of text per language (train + held out)",
+    )
     args = parser.parse_args(argv)
-    print("whole-word masking units in tokens: mean, p99, max, share of tokens in units > 10 "
-          "tokens; before = space marks only, after = plus unspaced-script units; units whose "
-          "text begins with a Han/Kana/Thai/... character, and the other units (words)")
-    print(f"{'':14} {'vocab':>6} {'unk':>7} {'tok/char':>8} | {'unspaced, before':^21} | "
-          f"{'unspaced, after':^21} | {'words, after':^21} | {'unspaced, + glued':^21} | "
-          f"{'words, + glued':^21} | table")
+    print(
+        "whole-word masking units in tokens: mean, p99, max, share of tokens in units > 10 "
+        "tokens; before = space marks only, after = plus unspaced-script units; units whose "
+        "text begins with a Han/Kana/Thai/... character, and the other units (words)"
+    )
+    print(
+        f"{'':14} {'vocab':>6} {'unk':>7} {'tok/char':>8} | {'unspaced, before':^21} | "
+        f"{'unspaced, after':^21} | {'words, after':^21} | {'unspaced, + glued':^21} | "
+        f"{'words, + glued':^21} | table"
+    )
     for lang in args.langs.split(","):
         train, held_out = split_documents(lang, args.max_chars)
-        print(f"# {lang}: {len(train)} documents to train, {len(held_out)} held out, "
-              f"{sum(map(len, train + held_out)):,} characters", flush=True)
+        print(
+            f"# {lang}: {len(train)} documents to train, {len(held_out)} held out, "
+            f"{sum(map(len, train + held_out)):,} characters",
+            flush=True,
+        )
         for model in args.models.split(","):
             measure(lang, model, train, held_out, args.vocab_size)
 

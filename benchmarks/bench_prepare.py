@@ -45,23 +45,42 @@ def ceiling(corpus: str, tokenizer_dir: str, batch_chars: int) -> tuple[int, flo
 
 NOTHING_REMOVED = ["--quality_filter", "none", "--dedup", "none"]
 # What removing documents costs, each against NOTHING_REMOVED on the same corpus.
-CLEANING = {"quality": ("--quality_filter basic", ["--quality_filter", "basic", "--dedup", "none"]),
-            "exact": ("--dedup exact", ["--quality_filter", "none", "--dedup", "exact"]),
-            "near": ("--dedup near", ["--quality_filter", "none", "--dedup", "near"])}
+CLEANING = {
+    "quality": ("--quality_filter basic", ["--quality_filter", "basic", "--dedup", "none"]),
+    "exact": ("--dedup exact", ["--quality_filter", "none", "--dedup", "exact"]),
+    "near": ("--dedup near", ["--quality_filter", "none", "--dedup", "near"]),
+}
 
 
-def run_pipeline(corpus, tok_dir, out, runner_args, expected_tokens,
-                 cleaning_args=NOTHING_REMOVED) -> tuple[float, int]:
+def run_pipeline(
+    corpus, tok_dir, out, runner_args, expected_tokens, cleaning_args=NOTHING_REMOVED
+) -> tuple[float, int]:
     """Wall seconds of one prepare run, and the documents it removed."""
     start = time.perf_counter()
-    code = prepare.run(["--input", corpus, "--tokenizer", tok_dir, "--output_dir", out,
-                        "--max_length", "128", "--validation_fraction", "0.01",
-                        "--runner=FnApiRunner", *cleaning_args, *runner_args])
+    code = prepare.run(
+        [
+            "--input",
+            corpus,
+            "--tokenizer",
+            tok_dir,
+            "--output_dir",
+            out,
+            "--max_length",
+            "128",
+            "--validation_fraction",
+            "0.01",
+            "--runner=FnApiRunner",
+            *cleaning_args,
+            *runner_args,
+        ]
+    )
     wall = time.perf_counter() - start
     if code:
         raise SystemExit(code)
-    tokens_in = sum(manifest.read_manifest(os.path.join(out, s)).accounting["split"]["tokens_in"]
-                    for s in ("train", "validation"))
+    tokens_in = sum(
+        manifest.read_manifest(os.path.join(out, s)).accounting["split"]["tokens_in"]
+        for s in ("train", "validation")
+    )
     run = manifest.read_manifest(os.path.join(out, "train")).accounting["run"]
     removed = run["documents_duplicate"] + run["documents_filtered"]
     assert removed or tokens_in == expected_tokens, (tokens_in, expected_tokens)
@@ -98,17 +117,38 @@ sys.exit(code)
 def peak_memory(corpus: str, tok_dir: str, out: str) -> dict:
     """A default prepare of `corpus` in a child process: its peak RSS, wall time, and the
     shuffle's bytes (from the manifest) against the bytes of shards written."""
-    proc = subprocess.run([sys.executable, "-c", PEAK_CODE, "--runner=FnApiRunner", "--input",
-                           corpus, "--tokenizer", tok_dir, "--output_dir", out,
-                           "--max_length", "128", "--validation_fraction", "0.01",
-                           "--progress_seconds", "0"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            PEAK_CODE,
+            "--runner=FnApiRunner",
+            "--input",
+            corpus,
+            "--tokenizer",
+            tok_dir,
+            "--output_dir",
+            out,
+            "--max_length",
+            "128",
+            "--validation_fraction",
+            "0.01",
+            "--progress_seconds",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode:
         raise SystemExit(proc.stderr[-3000:])
     peak, wall = proc.stdout.split("PEAK")[-1].split()
     manifests = [manifest.read_manifest(os.path.join(out, s)) for s in ("train", "validation")]
-    return {"peak": int(peak), "wall": float(wall),
-            "shuffle": manifests[0].accounting["run"]["shuffle_bytes"],
-            "written": sum(sh.num_bytes for m in manifests for sh in m.shards)}
+    return {
+        "peak": int(peak),
+        "wall": float(wall),
+        "shuffle": manifests[0].accounting["run"]["shuffle_bytes"],
+        "written": sum(sh.num_bytes for m in manifests for sh in m.shards),
+    }
 
 
 def report_memory(corpus: str, tok_dir: str, out: str) -> None:
@@ -117,31 +157,45 @@ def report_memory(corpus: str, tok_dir: str, out: str) -> None:
     big = versions(corpus, 4)
     four = peak_memory(big, tok_dir, os.path.join(out, "memory-4x"))
     slope = (four["peak"] - one["peak"]) / (os.path.getsize(big) - os.path.getsize(corpus))
-    print(f"(d) peak memory of a default prepare (one process, local runner): "
-          f"{one['peak'] / 1e9:.2f} GB at {mb:.0f} MB of text ({one['wall']:.0f} s), "
-          f"{four['peak'] / 1e9:.2f} GB at 4x = {os.path.getsize(big) / 1e6:.0f} MB "
-          f"({four['wall']:.0f} s): {slope:.3f} bytes per byte of text; the shuffle moved "
-          f"{four['shuffle'] / four['written']:.2f} bytes per byte of shards written "
-          f"({four['shuffle'] / 1e6:,.0f} MB for {four['written'] / 1e6:,.0f} MB)")
+    print(
+        f"(d) peak memory of a default prepare (one process, local runner): "
+        f"{one['peak'] / 1e9:.2f} GB at {mb:.0f} MB of text ({one['wall']:.0f} s), "
+        f"{four['peak'] / 1e9:.2f} GB at 4x = {os.path.getsize(big) / 1e6:.0f} MB "
+        f"({four['wall']:.0f} s): {slope:.3f} bytes per byte of text; the shuffle moved "
+        f"{four['shuffle'] / four['written']:.2f} bytes per byte of shards written "
+        f"({four['shuffle'] / 1e6:,.0f} MB for {four['written'] / 1e6:,.0f} MB)"
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus_mb", type=float, default=20)
-    parser.add_argument("--workers", type=int, default=0,
-                        help="also run with N worker processes (multi_processing)")
+    parser.add_argument(
+        "--workers", type=int, default=0, help="also run with N worker processes (multi_processing)"
+    )
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--out", default="bench_out/prepare")
     parser.add_argument("--model", default="unigram")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="concatenate the corpus N times (the docstring corpus tops out "
-                             "at ~90 MB): shows how fixed start-up costs amortise")
-    parser.add_argument("--cleaning", default="quality,exact,near",
-                        help="also time these removal steps, each alone, against a run that "
-                             "removes nothing ('' = none; with --repeat, exact and near "
-                             "remove every repeat)")
-    parser.add_argument("--memory", type=int, default=1,
-                        help="1: also measure peak memory at 1x and 4x the corpus (d)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="concatenate the corpus N times (the docstring corpus tops out "
+        "at ~90 MB): shows how fixed start-up costs amortise",
+    )
+    parser.add_argument(
+        "--cleaning",
+        default="quality,exact,near",
+        help="also time these removal steps, each alone, against a run that "
+        "removes nothing ('' = none; with --repeat, exact and near "
+        "remove every repeat)",
+    )
+    parser.add_argument(
+        "--memory",
+        type=int,
+        default=1,
+        help="1: also measure peak memory at 1x and 4x the corpus (d)",
+    )
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     corpus = os.path.join(args.out, f"corpus-{args.corpus_mb:g}mb.jsonl")
@@ -158,41 +212,59 @@ def main(argv=None) -> int:
         corpus = repeated
     tok_dir = os.path.join(args.out, f"tokenizer-{args.model}")
     if not os.path.exists(os.path.join(tok_dir, "tokenizer.json")):
-        train_tokenizer.train(train_tokenizer.TokenizerConfig(
-            output_dir=tok_dir, input=base_corpus, model=args.model, vocab_size=25000,
-            max_documents=20000))
+        train_tokenizer.train(
+            train_tokenizer.TokenizerConfig(
+                output_dir=tok_dir,
+                input=base_corpus,
+                model=args.model,
+                vocab_size=25000,
+                max_documents=20000,
+            )
+        )
     mb = os.path.getsize(corpus) / 1e6
     variants = [("in-process runner, tokenizer threads on all cores", [])]
     if args.workers:
-        variants.append((f"{args.workers} worker processes", [
-            "--direct_running_mode=multi_processing", f"--direct_num_workers={args.workers}"]))
+        variants.append(
+            (
+                f"{args.workers} worker processes",
+                ["--direct_running_mode=multi_processing", f"--direct_num_workers={args.workers}"],
+            )
+        )
     cleaning = [CLEANING[name] for name in args.cleaning.split(",") if name]
     best, removed = {}, {}  # fastest of the trials, interleaved so noise hits all alike
     for _ in range(args.trials):
         tokens, seconds = ceiling(corpus, tok_dir, 1_000_000)
         best["ceiling"] = min(best.get("ceiling", seconds), seconds)
         for label, runner_args in variants:
-            wall, _ = run_pipeline(corpus, tok_dir, os.path.join(args.out, "prepared"),
-                                   runner_args, tokens)
+            wall, _ = run_pipeline(
+                corpus, tok_dir, os.path.join(args.out, "prepared"), runner_args, tokens
+            )
             best[label] = min(best.get(label, wall), wall)
         for label, cleaning_args in cleaning:
-            wall, removed[label] = run_pipeline(corpus, tok_dir, os.path.join(
-                args.out, "prepared"), [], tokens, cleaning_args)
+            wall, removed[label] = run_pipeline(
+                corpus, tok_dir, os.path.join(args.out, "prepared"), [], tokens, cleaning_args
+            )
             best[label] = min(best.get(label, wall), wall)
     cleaned = {label: best.pop(label) for label, _ in cleaning}
     ceiling_s = best.pop("ceiling")
-    print(f"(a) encode_batch ceiling: {tokens:,} tokens in {ceiling_s:.1f} s = "
-          f"{tokens / ceiling_s:,.0f} tokens/s ({mb:.1f} MB, {os.cpu_count()} cores; "
-          f"best of {args.trials})")
+    print(
+        f"(a) encode_batch ceiling: {tokens:,} tokens in {ceiling_s:.1f} s = "
+        f"{tokens / ceiling_s:,.0f} tokens/s ({mb:.1f} MB, {os.cpu_count()} cores; "
+        f"best of {args.trials})"
+    )
     for label, wall in best.items():
-        print(f"(b) prepare pipeline, {label} (wall incl. start-up and writing; best of "
-              f"{args.trials}): {tokens:,} tokens in {wall:.1f} s = {tokens / wall:,.0f} "
-              f"tokens/s; ratio (b)/(a) = {ceiling_s / wall:.2f}")
+        print(
+            f"(b) prepare pipeline, {label} (wall incl. start-up and writing; best of "
+            f"{args.trials}): {tokens:,} tokens in {wall:.1f} s = {tokens / wall:,.0f} "
+            f"tokens/s; ratio (b)/(a) = {ceiling_s / wall:.2f}"
+        )
     none = best[variants[0][0]]
     for label, wall in cleaned.items():
-        print(f"(c) prepare with {label}, in-process (best of {args.trials}): {wall:.1f} s, "
-              f"{100 * (wall / none - 1):+.0f} % against removing nothing ({none:.1f} s); "
-              f"{removed[label]:,} documents removed")
+        print(
+            f"(c) prepare with {label}, in-process (best of {args.trials}): {wall:.1f} s, "
+            f"{100 * (wall / none - 1):+.0f} % against removing nothing ({none:.1f} s); "
+            f"{removed[label]:,} documents removed"
+        )
     if args.memory:
         report_memory(corpus, tok_dir, args.out)
     return 0

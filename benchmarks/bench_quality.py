@@ -23,13 +23,17 @@ def removed(docs: list, whitespace_words: bool) -> tuple[int, collections.Counte
     config = quality.QualityConfig()
     patches = []
     if whitespace_words:  # the rules as they were: str.split words, letters = characters
-        patches = [mock.patch.object(word_units, "units", str.split),
-                   mock.patch.object(word_units, "has_unspaced", lambda text: False),
-                   mock.patch.object(quality, "_HANGUL", re.compile("(?!)"))]
+        patches = [
+            mock.patch.object(word_units, "units", str.split),
+            mock.patch.object(word_units, "has_unspaced", lambda text: False),
+            mock.patch.object(quality, "_HANGUL", re.compile("(?!)")),
+        ]
     for patch in patches:
         patch.start()
     try:
-        rules = collections.Counter(f.rule for f in map(lambda d: quality.first_failure(d, config), docs) if f)
+        rules = collections.Counter(
+            f.rule for f in map(lambda d: quality.first_failure(d, config), docs) if f
+        )
     finally:
         for patch in patches:
             patch.stop()
@@ -52,15 +56,19 @@ def main(argv=None) -> None:
         after, _ = removed(docs, whitespace_words=False)
         seconds = time.perf_counter() - start
         top = ", ".join(f"{rule} {n}" for rule, n in rules.most_common(2))
-        print(f"| {lang} | {len(docs):,} | {100 * before / len(docs):.1f} % | "
-              f"{100 * after / len(docs):.1f} % | {top} | {seconds:.2f} |")
+        print(
+            f"| {lang} | {len(docs):,} | {100 * before / len(docs):.1f} % | "
+            f"{100 * after / len(docs):.1f} % | {top} | {seconds:.2f} |"
+        )
     print("\nPlain prose with no Latin words (tests/support/multilingual.py, 300 documents each):")
     for lang in multilingual.SENTENCES:
         docs = multilingual.documents(lang, 300)
         before, rules = removed(docs, whitespace_words=True)
         after, _ = removed(docs, whitespace_words=False)
-        print(f"  {lang}: removed before {100 * before / len(docs):.1f} % "
-              f"({dict(rules.most_common(2))}), after {100 * after / len(docs):.1f} %")
+        print(
+            f"  {lang}: removed before {100 * before / len(docs):.1f} % "
+            f"({dict(rules.most_common(2))}), after {100 * after / len(docs):.1f} %"
+        )
 
 
 if __name__ == "__main__":

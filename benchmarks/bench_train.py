@@ -1,6 +1,7 @@
 """Throughput of the trainer on both Keras backends, side by side, in one run.
 
-    python -m benchmarks.bench_train [--batch 32] [--seq 128] [--vocab 25000] [--backends tensorflow,jax]
+    python -m benchmarks.bench_train [--batch 32] [--seq 128] [--vocab 25000]
+        [--backends tensorflow,jax]
 
 For each backend (one child process each: Keras picks its backend once per process) prints
 examples/s of the compiled train step (masking + forward + backward + AdamW, batches from
@@ -22,12 +23,11 @@ import sys
 import tempfile
 import time
 
-import trainer  # noqa: F401  (chooses KERAS_BACKEND before numpy/TF pull keras in)
-
 import keras
 import numpy as np
 import tensorflow as tf
 
+import trainer  # noqa: F401  (chooses KERAS_BACKEND before numpy/TF pull keras in)
 from common import schema
 from trainer import data, model
 from trainer.families.sizes import SIZES
@@ -37,9 +37,18 @@ from trainer.train_step import MaskedLMTrainer
 
 SPECIAL = (0, 1, 2, 3, 4)
 # Dense bf16 peak of common accelerators, for MFU.
-PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0,
-               "V100": 125.0, "T4": 65.0, "TPU v5 lite": 197.0, "TPU v4": 275.0,
-               "TPU v6": 918.0}
+PEAK_TFLOPS = {
+    "H100": 989.0,
+    "H200": 989.0,
+    "A100": 312.0,
+    "L4": 121.0,
+    "A10": 125.0,
+    "V100": 125.0,
+    "T4": 65.0,
+    "TPU v5 lite": 197.0,
+    "TPU v4": 275.0,
+    "TPU v6": 918.0,
+}
 
 
 def write_shards(folder, num_shards, per_shard, seq, vocab, seed=0):
@@ -49,12 +58,13 @@ def write_shards(folder, num_shards, per_shard, seq, vocab, seed=0):
             for _ in range(per_shard):
                 n = int(rng.integers(seq // 2, seq - 1))
                 ids = np.zeros(seq, np.int64)
-                ids[0], ids[1:n + 1], ids[n + 1] = 2, rng.integers(5, vocab, n), 3
+                ids[0], ids[1 : n + 1], ids[n + 1] = 2, rng.integers(5, vocab, n), 3
                 w.write(schema.encode_example(ids, (ids != 0).astype(np.int64)))
 
 
 def bench_input(batch, seq, vocab, batches=400) -> dict:
     """Batches/s of each input pipeline (`data.TF_DATA`, `data.GRAIN`) on 8 local shards."""
+
     class Info:
         vocab_size, fingerprint = vocab, ""
 
@@ -63,8 +73,15 @@ def bench_input(batch, seq, vocab, batches=400) -> dict:
         write_shards(folder, 8, 2_000, seq, vocab)
         source = data.resolve_split(folder, Info(), seq)
         for pipeline in (data.TF_DATA, data.GRAIN):
-            iterator = iter(data.train_dataset(source, batch, seed=0, shuffle_buffer=10_000,
-                                               share=data.PipelineShare(pipeline=pipeline)))
+            iterator = iter(
+                data.train_dataset(
+                    source,
+                    batch,
+                    seed=0,
+                    shuffle_buffer=10_000,
+                    share=data.PipelineShare(pipeline=pipeline),
+                )
+            )
             for _ in range(20):
                 next(iterator)
             start = time.perf_counter()
@@ -87,17 +104,24 @@ def bench_step(size, batch, seq, vocab, steps, precision="float32"):
     compiles; JAX's second was still measured slow here, so it is left out too)."""
     keras.mixed_precision.set_dtype_policy(precision)
     keras.utils.set_random_seed(0)
-    masked_lm = model.build_masked_lm("roberta", model.backbone_config("roberta", size, vocab,
-                                                                       seq))
+    masked_lm = model.build_masked_lm("roberta", model.backbone_config("roberta", size, vocab, seq))
     trainer_model = MaskedLMTrainer(masked_lm, MaskingSpec(vocab, 4, SPECIAL))
     trainer_model.compile(optimizer=build_optimizer(1e-4, 10_000, 100), jit_compile=True)
     rng = np.random.default_rng(0)
     ids = rng.integers(5, vocab, (batch, seq)).astype(np.int32)
     ids[:, 0], ids[:, -1] = 2, 3
-    batches = tf.data.Dataset.from_tensors(
-        {schema.INPUT_IDS: ids, schema.ATTENTION_MASK: np.ones_like(ids),
-         data.ROW: np.arange(batch, dtype=np.int32)}).repeat().enumerate().map(
-        lambda i, b: {**b, data.STEP: tf.fill([batch], tf.cast(i, tf.int32))})
+    batches = (
+        tf.data.Dataset.from_tensors(
+            {
+                schema.INPUT_IDS: ids,
+                schema.ATTENTION_MASK: np.ones_like(ids),
+                data.ROW: np.arange(batch, dtype=np.int32),
+            }
+        )
+        .repeat()
+        .enumerate()
+        .map(lambda i, b: {**b, data.STEP: tf.fill([batch], tf.cast(i, tf.int32))})
+    )
     timer = _Timer()
     trainer_model.fit(batches, epochs=3, steps_per_epoch=steps, callbacks=[timer], verbose=0)
     return steps * batch / timer.seconds, masked_lm.count_params()
@@ -117,8 +141,11 @@ def accelerator() -> str | None:
         device = jax.devices()[0]
         return None if device.platform == "cpu" else device.device_kind
     gpus = tf.config.list_physical_devices("GPU")
-    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") \
-        if gpus else None
+    return (
+        tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+        if gpus
+        else None
+    )
 
 
 def child(args) -> dict:
@@ -134,15 +161,22 @@ def child(args) -> dict:
         flops = model_flops_per_token(params, base["num_layers"], base["hidden_dim"], seq)
         peak = next((v for k, v in PEAK_TFLOPS.items() if k in out["device"]), None)
         achieved = rate * seq * flops / 1e12
-        out["base"] = {"tokens_per_second": rate * seq, "tflops": achieved,
-                       "mfu": achieved / peak if peak else None}
+        out["base"] = {
+            "tokens_per_second": rate * seq,
+            "tflops": achieved,
+            "mfu": achieved / peak if peak else None,
+        }
     return out
 
 
 def _run_child(backend: str, argv: list[str]) -> dict:
     env = {**os.environ, "KERAS_BACKEND": backend}
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_train", "--child", *argv],
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_train", "--child", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{backend} benchmark failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -153,36 +187,50 @@ _PIPELINE = {"tensorflow": data.TF_DATA, "jax": data.GRAIN}  # each backend's in
 
 def report_input(args, results: dict, input_rates: dict) -> None:
     """Each backend's input rate in batches/s beside its step rate (steps/s = batches/s)."""
-    print(f"input pipeline, batches/s (batch {args.batch}, seq {args.seq}, 8 local shards): "
-          + ", ".join(f"{p} {r:,.0f} ({r * args.batch:,.0f} examples/s)"
-                      for p, r in input_rates.items()))
+    print(
+        f"input pipeline, batches/s (batch {args.batch}, seq {args.seq}, 8 local shards): "
+        + ", ".join(
+            f"{p} {r:,.0f} ({r * args.batch:,.0f} examples/s)" for p, r in input_rates.items()
+        )
+    )
     for name in results:
         rate = input_rates[_PIPELINE[name]]
         ratios = ", ".join(
             f"{size} {rate * args.batch / results[name][size]['examples_per_second']:,.0f}x"
-            for size in ("tiny", "small"))
+            for size in ("tiny", "small")
+        )
         print(f"  {name} backend: {_PIPELINE[name]} input / step rate: {ratios} (>= 10x asked)")
 
 
 def report(args, results: dict, input_rates: dict) -> None:
     report_input(args, results, input_rates)
-    print(f"train step, examples/s (batch {args.batch}, seq {args.seq}, vocab {args.vocab}, "
-          f"compiled, device {next(iter(results.values()))['device']}):")
+    print(
+        f"train step, examples/s (batch {args.batch}, seq {args.seq}, vocab {args.vocab}, "
+        f"compiled, device {next(iter(results.values()))['device']}):"
+    )
     names = list(results)
-    print(f"  {'size':6s}" + "".join(f"{n:>12s}" for n in names)
-          + ("   jax/tensorflow" if set(names) == {"jax", "tensorflow"} else ""))
+    print(
+        f"  {'size':6s}"
+        + "".join(f"{n:>12s}" for n in names)
+        + ("   jax/tensorflow" if set(names) == {"jax", "tensorflow"} else "")
+    )
     for size in ("tiny", "small"):
         rates = {n: results[n][size]["examples_per_second"] for n in names}
-        ratio = (f"   {rates['jax'] / rates['tensorflow']:.2f}x"
-                 if set(names) == {"jax", "tensorflow"} else "")
+        ratio = (
+            f"   {rates['jax'] / rates['tensorflow']:.2f}x"
+            if set(names) == {"jax", "tensorflow"}
+            else ""
+        )
         print(f"  {size:6s}" + "".join(f"{rates[n]:12,.1f}" for n in names) + ratio)
     for name in names:
         base = results[name].get("base")
         if base:
             mfu = f"MFU {100 * base['mfu']:.1f} %" if base["mfu"] else "peak unknown"
-            print(f"  base on {results[name]['device']} ({name}, bf16, batch 32, seq 512): "
-                  f"{base['tokens_per_second']:,.0f} tokens/s, {base['tflops']:.1f} TFLOP/s, "
-                  f"{mfu}")
+            print(
+                f"  base on {results[name]['device']} ({name}, bf16, batch 32, seq 512): "
+                f"{base['tokens_per_second']:,.0f} tokens/s, {base['tflops']:.1f} TFLOP/s, "
+                f"{mfu}"
+            )
         else:
             print(f"  base ({name}): no accelerator visible, so no MFU measurement.")
 
@@ -200,8 +248,9 @@ def main():
     if args.child:
         print(json.dumps(child(args)))
         return
-    forwarded = [f"--{k}={getattr(args, k)}" for k in
-                 ("batch", "seq", "vocab", "tiny_steps", "small_steps")]
+    forwarded = [
+        f"--{k}={getattr(args, k)}" for k in ("batch", "seq", "vocab", "tiny_steps", "small_steps")
+    ]
     results = {b: _run_child(b, forwarded) for b in args.backends.split(",")}
     report(args, results, bench_input(args.batch, args.seq, args.vocab))
 

@@ -44,30 +44,42 @@ class CorpusFlags:
     sections: str = flag("Manual sections, comma separated: the task's labels.", "1,2,3,5,7,8")
     per_section: int = flag("At most this many pages of each section.", 150, minimum=2)
     per_page: int = flag("At most this many task paragraphs from one page.", 3, minimum=1)
-    per_label: int = flag("At most this many task paragraphs per section (every section gets "
-                          "the same number).", 300, minimum=2)
-    min_chars: int = flag("A task paragraph has at least this many characters.", 150,
-                          minimum=1)
-    max_chars: int = flag("Each task paragraph is cut to this many characters.", 600,
-                          minimum=1)
-    dev_share: float = flag("Share of each section's pages that go to dev.", 0.25,
-                            greater_than=0.0, less_than=1.0)
+    per_label: int = flag(
+        "At most this many task paragraphs per section (every section gets the same number).",
+        300,
+        minimum=2,
+    )
+    min_chars: int = flag("A task paragraph has at least this many characters.", 150, minimum=1)
+    max_chars: int = flag("Each task paragraph is cut to this many characters.", 600, minimum=1)
+    dev_share: float = flag(
+        "Share of each section's pages that go to dev.", 0.25, greater_than=0.0, less_than=1.0
+    )
     man_root: str = flag("The manual's root folder.", MAN_ROOT)
 
 
 @dataclasses.dataclass
 class ReportFlags:
-    zero: str = flag("The demo model unchanged: a run of --init_from DEMO_EXPORT, 1 step at "
-                     "learning rate 1e-9, on the second corpus.", required=True)
-    continued: str = flag("The run(s) --init_from the demo's export for N steps, comma "
-                          "separated (e.g. at two learning rates).", required=True)
+    zero: str = flag(
+        "The demo model unchanged: a run of --init_from DEMO_EXPORT, 1 step at "
+        "learning rate 1e-9, on the second corpus.",
+        required=True,
+    )
+    continued: str = flag(
+        "The run(s) --init_from the demo's export for N steps, comma "
+        "separated (e.g. at two learning rates).",
+        required=True,
+    )
     scratch: str = flag("The run from random weights for the same N steps.", required=True)
     ft_zero: str = flag("trainer.finetune's output folder for the unchanged demo model.")
-    ft_continued: str = flag("trainer.finetune's output folder(s) for the continued model(s), "
-                             "comma separated, one per --continued.")
+    ft_continued: str = flag(
+        "trainer.finetune's output folder(s) for the continued model(s), "
+        "comma separated, one per --continued."
+    )
     ft_scratch: str = flag("trainer.finetune's output folder for the from-scratch model.")
-    ft_random: str = flag("trainer.finetune's output folder with --from_scratch (random "
-                          "weights, no pretraining): the floor.")
+    ft_random: str = flag(
+        "trainer.finetune's output folder with --from_scratch (random "
+        "weights, no pretraining): the floor."
+    )
     output: str = flag("Also write the table to this file.")
 
 
@@ -78,8 +90,11 @@ def _digest(text: str) -> int:
 def page_files(man_root: str, section: str, limit: int) -> list[str]:
     """Up to `limit` regular files of `man_root/man{section}`, chosen by a hash of the name
     (directory order would take one package's pages together)."""
-    paths = [p for p in glob.glob(os.path.join(man_root, f"man{section}", "*"))
-             if os.path.isfile(p) and not os.path.islink(p)]
+    paths = [
+        p
+        for p in glob.glob(os.path.join(man_root, f"man{section}", "*"))
+        if os.path.isfile(p) and not os.path.islink(p)
+    ]
     return sorted(paths, key=lambda p: _digest(os.path.basename(p)))[:limit]
 
 
@@ -87,8 +102,13 @@ def render(path: str) -> str:
     """A page as `man` prints it, overstrikes removed; "" when it cannot be rendered."""
     env = dict(os.environ, MANWIDTH="100", LANG="C.UTF-8")
     try:
-        out = subprocess.run(["man", "-l", "-E", "UTF-8", path], capture_output=True,
-                             env=env, timeout=30, check=False).stdout
+        out = subprocess.run(
+            ["man", "-l", "-E", "UTF-8", path],
+            capture_output=True,
+            env=env,
+            timeout=30,
+            check=False,
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return re.sub(r".\x08", "", out.decode("utf-8", "replace"))
@@ -101,7 +121,7 @@ def paragraphs(page: str) -> list[str]:
     filled = [i for i, line in enumerate(lines) if line.strip()]
     if len(filled) < 3:
         return []
-    body, out, current = lines[filled[0] + 1:filled[-1]], [], []
+    body, out, current = lines[filled[0] + 1 : filled[-1]], [], []
     for line in body + [""]:
         if line.strip():
             current.append(line.strip())
@@ -118,12 +138,14 @@ def split_task(pages: dict, config: CorpusFlags) -> tuple[list, list]:
     for path in sorted(pages):
         section, paras = pages[path]
         long = [p for p in paras if len(p) >= config.min_chars]
-        long = sorted(long, key=_digest)[:config.per_page]
+        long = sorted(long, key=_digest)[: config.per_page]
         in_dev = _digest("dev:" + os.path.basename(path)) % 10_000 < config.dev_share * 10_000
-        by_label[section] += [(p[:config.max_chars], in_dev) for p in long]
+        by_label[section] += [(p[: config.max_chars], in_dev) for p in long]
     if len(by_label) < 2:
-        raise UserError(f"{len(by_label)} manual section(s) gave paragraphs of at least "
-                        f"{config.min_chars} characters: no task (is `man` installed?)")
+        raise UserError(
+            f"{len(by_label)} manual section(s) gave paragraphs of at least "
+            f"{config.min_chars} characters: no task (is `man` installed?)"
+        )
     take = min(config.per_label, *(len(rows) for rows in by_label.values()))
     train, dev = [], []
     for label, rows in sorted(by_label.items()):
@@ -150,15 +172,19 @@ def build_corpus(config: CorpusFlags, render_page=render) -> dict:
                 pages[path] = (section, paras)
                 documents.append({"text": "\n\n".join(paras), "source": path})
     if not documents:
-        raise UserError(f"no manual page of sections {config.sections} under "
-                        f"{config.man_root} could be rendered with `man`")
+        raise UserError(
+            f"no manual page of sections {config.sections} under "
+            f"{config.man_root} could be rendered with `man`"
+        )
     train, dev = split_task(pages, config)
     _write_jsonl(fs.join(config.output_dir, "corpus.jsonl"), documents)
     _write_jsonl(fs.join(config.output_dir, "task", "train.jsonl"), train)
     _write_jsonl(fs.join(config.output_dir, "task", "dev.jsonl"), dev)
     chars = sum(len(d["text"]) for d in documents)
-    print(f"manual pages: {len(documents)} pages, {chars / 1e6:.2f} M characters; task "
-          f"{len(sections)} sections, {len(train)} train, {len(dev)} dev -> {config.output_dir}")
+    print(
+        f"manual pages: {len(documents)} pages, {chars / 1e6:.2f} M characters; task "
+        f"{len(sections)} sections, {len(train)} train, {len(dev)} dev -> {config.output_dir}"
+    )
     return {"pages": len(documents), "chars": chars, "train": len(train), "dev": len(dev)}
 
 
@@ -176,9 +202,13 @@ def last_eval(run_dir: str) -> dict:
         raise UserError(f"{run_dir}/history.json has no evaluation: give --eval_every")
     config = _read_json(fs.join(run_dir, "run_config.json"), "not a training run folder")
     row = evals[-1]
-    return {"step": row["step"], "eval_loss": row["eval_loss"],
-            "eval_accuracy": row["eval_accuracy"], "init_from": config.get("init_from"),
-            "learning_rate": config.get("learning_rate")}
+    return {
+        "step": row["step"],
+        "eval_loss": row["eval_loss"],
+        "eval_accuracy": row["eval_accuracy"],
+        "init_from": config.get("init_from"),
+        "learning_rate": config.get("learning_rate"),
+    }
 
 
 def downstream(folder: str | None) -> str:
@@ -190,8 +220,9 @@ def downstream(folder: str | None) -> str:
     # A collapsed seed (one answer for every dev example) is counted in the mean: say so.
     collapsed = document["scores"]["summary"].get("collapsed_seeds") or ()
     note = f", {len(collapsed)} collapsed" if collapsed else ""
-    return (f"{summary['mean']:.3f} ± {summary['std']:.3f} "
-            f"({len(document['scores']['seeds'])}{note})")
+    return (
+        f"{summary['mean']:.3f} ± {summary['std']:.3f} ({len(document['scores']['seeds'])}{note})"
+    )
 
 
 def _split(value: str | None) -> list[str]:
@@ -202,38 +233,53 @@ def _rows(config: ReportFlags) -> list[tuple]:
     """(name, run folder, fine-tune folder or None, started from the demo model)."""
     continued, ft = _split(config.continued), _split(config.ft_continued)
     if ft and len(ft) != len(continued):
-        raise UserError(f"--ft_continued names {len(ft)} folder(s) for {len(continued)} "
-                        "--continued run(s): give one per run, in the same order")
+        raise UserError(
+            f"--ft_continued names {len(ft)} folder(s) for {len(continued)} "
+            "--continued run(s): give one per run, in the same order"
+        )
     rows = [("demo model, not continued", config.zero, config.ft_zero, True)]
-    rows += [("demo model continued (`--init_from`)", run, ft[i] if ft else None, True)
-             for i, run in enumerate(continued)]
+    rows += [
+        ("demo model continued (`--init_from`)", run, ft[i] if ft else None, True)
+        for i, run in enumerate(continued)
+    ]
     return rows + [("from scratch", config.scratch, config.ft_scratch, False)]
 
 
 def report_table(config: ReportFlags) -> str:
-    lines = ["| model | steps on man pages | peak learning rate | eval MLM loss | "
-             "eval masked accuracy | downstream dev macro-F1 (seeds) |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| model | steps on man pages | peak learning rate | eval MLM loss | "
+        "eval masked accuracy | downstream dev macro-F1 (seeds) |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, run_dir, ft, continued in _rows(config):
         run = last_eval(run_dir)
         if bool(run["init_from"]) != continued:
-            raise UserError(f"{run_dir} was {'not ' if continued else ''}started with "
-                            f"--init_from: the folders are swapped or wrong")
+            raise UserError(
+                f"{run_dir} was {'not ' if continued else ''}started with "
+                f"--init_from: the folders are swapped or wrong"
+            )
         zero = run_dir == config.zero
         rate = "default" if run["learning_rate"] is None else f"{run['learning_rate']:g}"
         steps, rate = (0, "-") if zero else (run["step"], rate)
-        lines.append(f"| {name} | {steps} | {rate} | {run['eval_loss']:.3f} | "
-                     f"{100 * run['eval_accuracy']:.1f} % | {downstream(ft)} |")
+        lines.append(
+            f"| {name} | {steps} | {rate} | {run['eval_loss']:.3f} | "
+            f"{100 * run['eval_accuracy']:.1f} % | {downstream(ft)} |"
+        )
     if config.ft_random:
-        lines.append(f"| random weights (no pretraining) | 0 | - | - | - | "
-                     f"{downstream(config.ft_random)} |")
+        lines.append(
+            f"| random weights (no pretraining) | 0 | - | - | - | {downstream(config.ft_random)} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parsed = flags.parse_command("benchmarks.continued_study", __doc__.split("\n\n")[0],
-                                 {"corpus": CorpusFlags, "report": ReportFlags}, argv)
+    parsed = flags.parse_command(
+        "benchmarks.continued_study",
+        __doc__.split("\n\n")[0],
+        {"corpus": CorpusFlags, "report": ReportFlags},
+        argv,
+    )
     if parsed is None:
         return 2
     command, config = parsed
@@ -246,6 +292,7 @@ def main(argv=None) -> int:
             print(table)
             if config.output:
                 fs.write_bytes(config.output, (table + "\n").encode("utf-8"))
+
     return run_cli(body, argv)
 
 

@@ -46,8 +46,10 @@ def write_corpus(output: str, chars: int) -> None:
     with open(output, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     counts = {lang: sum(r["lang"] == lang for r in rows) for lang in LANGS}
-    print(f"{output}: {len(rows):,} documents {counts}, "
-          f"{sum(len(r['text']) for r in rows):,} characters")
+    print(
+        f"{output}: {len(rows):,} documents {counts}, "
+        f"{sum(len(r['text']) for r in rows):,} characters"
+    )
 
 
 def report(corpus: str, tokenizer_dir: str, run_dir: str | None) -> None:
@@ -55,17 +57,22 @@ def report(corpus: str, tokenizer_dir: str, run_dir: str | None) -> None:
     tables = (tokenizer_files.word_starts(tokenizer), *tokenizer_files.unit_tables(tokenizer))
     with open(corpus, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
-    print("whole-word masking units in tokens (mean, p99, max, share of tokens in units > 10) "
-          "of Han/Kana/Thai text and of words (spaced scripts: the English, the Latin names)")
+    print(
+        "whole-word masking units in tokens (mean, p99, max, share of tokens in units > 10) "
+        "of Han/Kana/Thai text and of words (spaced scripts: the English, the Latin names)"
+    )
     print(f"lang  docs  tok/char   unk | {'unspaced-script units':^21} | {'words':^21}")
     for lang in LANGS:
         texts = [r["text"] for r in rows if r["lang"] == lang]
         encodings = tokenizer.encode_batch(texts)
         unk, per_char = bench_languages.coverage(tokenizer, encodings, texts)
-        stats = [bench_languages.unit_stats(lengths)
-                 for lengths in bench_languages.unit_lengths(encodings, texts, tables)]
-        print(f"{lang:4} {len(texts):5d}  {per_char:8.3f} {100 * unk:5.2f}% | {stats[0]} | "
-              f"{stats[1]}")
+        stats = [
+            bench_languages.unit_stats(lengths)
+            for lengths in bench_languages.unit_lengths(encodings, texts, tables)
+        ]
+        print(
+            f"{lang:4} {len(texts):5d}  {per_char:8.3f} {100 * unk:5.2f}% | {stats[0]} | {stats[1]}"
+        )
     if run_dir:
         with open(f"{run_dir}/metrics.json", encoding="utf-8") as f:
             print("final metrics:", json.dumps(json.load(f)))

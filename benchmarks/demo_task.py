@@ -24,7 +24,6 @@ import collections
 import dataclasses
 import hashlib
 import json
-import os
 import sys
 
 from common import flags, fs
@@ -38,24 +37,30 @@ PACKAGE_FOLDERS = ("site-packages", "dist-packages")
 
 @dataclasses.dataclass
 class BuildFlags:
-    corpus: str = flag("The demo corpus (beam_pipelines.demo_corpus's JSONL: text, source).",
-                       required=True)
+    corpus: str = flag(
+        "The demo corpus (beam_pipelines.demo_corpus's JSONL: text, source).", required=True
+    )
     output_dir: str = flag("Where train.jsonl and dev.jsonl go.", required=True)
-    labels: int = flag("How many packages (labels): those with the most documents.", 8,
-                       minimum=2)
-    per_label: int = flag("At most this many documents per label (every label gets the "
-                          "same number).", 300, minimum=2)
+    labels: int = flag("How many packages (labels): those with the most documents.", 8, minimum=2)
+    per_label: int = flag(
+        "At most this many documents per label (every label gets the same number).", 300, minimum=2
+    )
     min_per_label: int = flag("A package with fewer documents is not a label.", 50, minimum=2)
-    dev_share: float = flag("Share of each label's documents that go to dev.", 0.2,
-                            greater_than=0.0, less_than=1.0)
-    max_chars: int = flag("Each text is cut to this many characters (the demo's model reads "
-                          "64 tokens).", 600, minimum=1)
+    dev_share: float = flag(
+        "Share of each label's documents that go to dev.", 0.2, greater_than=0.0, less_than=1.0
+    )
+    max_chars: int = flag(
+        "Each text is cut to this many characters (the demo's model reads 64 tokens).",
+        600,
+        minimum=1,
+    )
 
 
 @dataclasses.dataclass
 class ReportFlags:
-    pretrained: str = flag("trainer.finetune's output folder for the pretrained model.",
-                           required=True)
+    pretrained: str = flag(
+        "trainer.finetune's output folder for the pretrained model.", required=True
+    )
     scratch: str = flag("trainer.finetune's output folder for --from_scratch.", required=True)
     output: str = flag("Also write the line to this file.")
 
@@ -79,8 +84,9 @@ def read_corpus(path: str) -> dict[str, list[str]]:
     """{label: texts} of the corpus, each text once (the first source that has it)."""
     by_label, seen = collections.defaultdict(list), set()
     if not fs.exists(path):
-        raise UserError(f"{path} does not exist: write it with python -m "
-                        "beam_pipelines.demo_corpus")
+        raise UserError(
+            f"{path} does not exist: write it with python -m beam_pipelines.demo_corpus"
+        )
     lines = fs.read_bytes(path).decode("utf-8").splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -89,8 +95,9 @@ def read_corpus(path: str) -> dict[str, list[str]]:
             row = json.loads(line)
             text, source = row["text"], row["source"]
         except (ValueError, KeyError, TypeError):
-            raise UserError(f"{path} line {number} is not a demo corpus document (JSON with "
-                            "text and source)") from None
+            raise UserError(
+                f"{path} line {number} is not a demo corpus document (JSON with text and source)"
+            ) from None
         if text.strip() and text not in seen:
             seen.add(text)
             by_label[package_of(source)].append(text)
@@ -100,16 +107,18 @@ def read_corpus(path: str) -> dict[str, list[str]]:
 def split_task(by_label: dict, config: BuildFlags) -> tuple[list, list, list]:
     """(label names, train rows, dev rows): the chosen labels, balanced, split by hash."""
     ranked = sorted(by_label, key=lambda name: (-len(by_label[name]), name))
-    names = [n for n in ranked if len(by_label[n]) >= config.min_per_label][:config.labels]
+    names = [n for n in ranked if len(by_label[n]) >= config.min_per_label][: config.labels]
     if len(names) < 2:
-        raise UserError(f"the corpus has {len(names)} package(s) with at least "
-                        f"{config.min_per_label} documents: no task (a larger corpus helps)")
+        raise UserError(
+            f"the corpus has {len(names)} package(s) with at least "
+            f"{config.min_per_label} documents: no task (a larger corpus helps)"
+        )
     take = min(config.per_label, *(len(by_label[n]) for n in names))
     train, dev = [], []
     for name in sorted(names):
         texts = sorted(by_label[name], key=_digest)[:take]  # chosen by hash, not file order
         for text in texts:
-            row = {"text": text[:config.max_chars], "label": name}
+            row = {"text": text[: config.max_chars], "label": name}
             # A second hash decides the split, independent of the one that chose the text.
             in_dev = _digest("dev:" + text) % 10_000 < config.dev_share * 10_000
             (dev if in_dev else train).append(row)
@@ -126,8 +135,10 @@ def build(config: BuildFlags) -> dict:
         body = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         fs.write_bytes(fs.join(config.output_dir, f"{name}.jsonl"), body.encode("utf-8"))
     counts = collections.Counter(row["label"] for row in train + dev)
-    print(f"demo task: {len(names)} labels ({', '.join(names)}), {counts[names[0]]} documents "
-          f"each; {len(train)} train, {len(dev)} dev -> {config.output_dir}")
+    print(
+        f"demo task: {len(names)} labels ({', '.join(names)}), {counts[names[0]]} documents "
+        f"each; {len(train)} train, {len(dev)} dev -> {config.output_dir}"
+    )
     return {"labels": names, "train": len(train), "dev": len(dev), "per_label": dict(counts)}
 
 
@@ -149,31 +160,43 @@ def _score(document: dict, metric: str) -> str:
 def report_line(pretrained: dict, scratch: dict) -> str:
     """One line: dev metric pretrained vs from scratch, and the masked accuracy."""
     metric = pretrained["scores"]["metric"]
-    for document, scratch_run, flag_name in ((pretrained, False, "--pretrained"),
-                                             (scratch, True, "--scratch")):
+    for document, scratch_run, flag_name in (
+        (pretrained, False, "--pretrained"),
+        (scratch, True, "--scratch"),
+    ):
         if document.get("model", {}).get("from_scratch", scratch_run) != scratch_run:
-            raise UserError(f"{flag_name} names a fine-tune "
-                            f"{'from pretrained weights' if scratch_run else 'from scratch'}: "
-                            "the two folders are swapped or wrong")
+            raise UserError(
+                f"{flag_name} names a fine-tune "
+                f"{'from pretrained weights' if scratch_run else 'from scratch'}: "
+                "the two folders are swapped or wrong"
+            )
     if scratch["scores"]["metric"] != metric:
-        raise UserError(f"the two runs were selected on different metrics ({metric}, "
-                        f"{scratch['scores']['metric']}): not comparable")
+        raise UserError(
+            f"the two runs were selected on different metrics ({metric}, "
+            f"{scratch['scores']['metric']}): not comparable"
+        )
     pre = pretrained["pretraining"]
-    masked = "unknown" if pre["masked_accuracy"] is None else \
-        f"{100 * pre['masked_accuracy']:.1f} %"
+    masked = (
+        "unknown" if pre["masked_accuracy"] is None else f"{100 * pre['masked_accuracy']:.1f} %"
+    )
     if pre["masked_accuracy"] is not None and pre["unigram_baseline"]:
-        masked += f", {pre['masked_accuracy'] / pre['unigram_baseline']:.1f}x the unigram " \
-                  "baseline"
+        masked += f", {pre['masked_accuracy'] / pre['unigram_baseline']:.1f}x the unigram baseline"
     labels = len(pretrained["task"]["labels"] or ())
-    return (f"downstream ({labels}-label package task, dev {metric}): pretrained "
-            f"{_score(pretrained, metric)} vs from scratch {_score(scratch, metric)}; "
-            f"masked accuracy {masked}")
+    return (
+        f"downstream ({labels}-label package task, dev {metric}): pretrained "
+        f"{_score(pretrained, metric)} vs from scratch {_score(scratch, metric)}; "
+        f"masked accuracy {masked}"
+    )
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parsed = flags.parse_command("benchmarks.demo_task", __doc__.split("\n\n")[0],
-                                 {"build": BuildFlags, "report": ReportFlags}, argv)
+    parsed = flags.parse_command(
+        "benchmarks.demo_task",
+        __doc__.split("\n\n")[0],
+        {"build": BuildFlags, "report": ReportFlags},
+        argv,
+    )
     if parsed is None:
         return 2
     command, config = parsed
@@ -186,6 +209,7 @@ def main(argv=None) -> int:
             print(line)
             if config.output:
                 fs.write_bytes(config.output, (line + "\n").encode("utf-8"))
+
     return run_cli(body, argv)
 
 

@@ -22,17 +22,47 @@ import time
 from common import flags
 
 
-def train(data: str, tokenizer: str, size: str, rate: str, steps: int, batch: int,
-          extra: list[str]) -> dict:
+def train(
+    data: str, tokenizer: str, size: str, rate: str, steps: int, batch: int, extra: list[str]
+) -> dict:
     with tempfile.TemporaryDirectory(prefix="lr-sweep-") as out:
         start = time.monotonic()
-        subprocess.run([sys.executable, "-m", "trainer.task", "--train_data", f"{data}/train",
-                        "--eval_data", f"{data}/validation", "--tokenizer", tokenizer,
-                        "--output_dir", out, "--model", size, "--strategy", "cpu",
-                        "--per_replica_batch_size", str(batch), "--train_steps", str(steps),
-                        "--eval_every", str(steps), "--save_every", str(steps),
-                        "--learning_rate", rate, "--max_eval_batches", "20", "--verbose", "0",
-                        *extra], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "trainer.task",
+                "--train_data",
+                f"{data}/train",
+                "--eval_data",
+                f"{data}/validation",
+                "--tokenizer",
+                tokenizer,
+                "--output_dir",
+                out,
+                "--model",
+                size,
+                "--strategy",
+                "cpu",
+                "--per_replica_batch_size",
+                str(batch),
+                "--train_steps",
+                str(steps),
+                "--eval_every",
+                str(steps),
+                "--save_every",
+                str(steps),
+                "--learning_rate",
+                rate,
+                "--max_eval_batches",
+                "20",
+                "--verbose",
+                "0",
+                *extra,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         with open(os.path.join(out, "metrics.json")) as f:
             metrics = json.load(f)
     return metrics | {"seconds": time.monotonic() - start}
@@ -47,16 +77,22 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--extra", default="", help="more trainer flags, space-separated")
     args = parser.parse_args(argv)
-    print(f"| size | learning rate | eval loss | eval masked accuracy | seconds |  "
-          f"({args.steps} steps, batch {args.batch}, {args.data})")
+    print(
+        f"| size | learning rate | eval loss | eval masked accuracy | seconds |  "
+        f"({args.steps} steps, batch {args.batch}, {args.data})"
+    )
     print("|---|---|---|---|---|")
     for run in args.runs:
         size, _, rates = run.partition(":")
         for rate in rates.split(","):
-            m = train(args.data, args.tokenizer, size, rate, args.steps, args.batch,
-                      args.extra.split())
-            print(f"| {size} | {rate} | {m['eval_loss']:.3f} | {100 * m['eval_accuracy']:.1f} % "
-                  f"| {m['seconds']:.0f} |", flush=True)
+            m = train(
+                args.data, args.tokenizer, size, rate, args.steps, args.batch, args.extra.split()
+            )
+            print(
+                f"| {size} | {rate} | {m['eval_loss']:.3f} | {100 * m['eval_accuracy']:.1f} % "
+                f"| {m['seconds']:.0f} |",
+                flush=True,
+            )
     return 0
 
 

@@ -16,8 +16,16 @@ import os
 import struct
 import subprocess
 
-LOCALES = {"zh": "zh_CN", "ja": "ja", "th": "th", "ko": "ko", "de": "de", "ru": "ru",
-           "nb": "nb", "fr": "fr"}
+LOCALES = {
+    "zh": "zh_CN",
+    "ja": "ja",
+    "th": "th",
+    "ko": "ko",
+    "de": "de",
+    "ru": "ru",
+    "nb": "nb",
+    "fr": "fr",
+}
 
 
 def _scattered(key) -> bytes:
@@ -52,9 +60,14 @@ def catalog_documents(lang: str, min_chars: int = 400) -> list[str]:
     """Documents made of the translated messages of every catalog of `lang`."""
     docs = []
     for catalog in _catalogs(LOCALES.get(lang, lang)):
-        docs += _grouped((catalog[key] for key in sorted(catalog, key=_scattered)
-                          if key != "" and isinstance(catalog[key], str)
-                          and catalog[key].strip()), min_chars)
+        docs += _grouped(
+            (
+                catalog[key]
+                for key in sorted(catalog, key=_scattered)
+                if key != "" and isinstance(catalog[key], str) and catalog[key].strip()
+            ),
+            min_chars,
+        )
     return docs
 
 
@@ -63,8 +76,7 @@ def english_documents(min_chars: int = 400) -> list[str]:
     benchmarks measured them."""
     docs = []
     for catalog in _catalogs("de"):
-        docs += _grouped(sorted(k for k in catalog if isinstance(k, str) and k.strip()),
-                         min_chars)
+        docs += _grouped(sorted(k for k in catalog if isinstance(k, str) and k.strip()), min_chars)
     return docs
 
 
@@ -74,8 +86,13 @@ def man_documents(lang: str) -> list[str]:
     env = dict(os.environ, MANWIDTH="100", LANG="C.UTF-8")
     for path in sorted(glob.glob(f"/usr/share/man/{lang}/man*/*")):
         try:
-            out = subprocess.run(["man", "-l", "-E", "UTF-8", path], capture_output=True,
-                                 env=env, timeout=30, check=False).stdout
+            out = subprocess.run(
+                ["man", "-l", "-E", "UTF-8", path],
+                capture_output=True,
+                env=env,
+                timeout=30,
+                check=False,
+            ).stdout
         except (OSError, subprocess.TimeoutExpired):
             continue
         text = out.decode("utf-8", "replace").replace("\b", "")

@@ -1,1 +1,2 @@
-"""What the Beam pipelines and the trainer must agree on: schema, shards, manifest, tokenizer files."""
+"""What the Beam pipelines and the trainer must agree on: schema, shards, manifest,
+tokenizer files."""

@@ -21,7 +21,8 @@ import re
 
 from common.errors import UserError
 
-LICENSES = frozenset("""
+LICENSES = frozenset(
+    """
     apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0
     bigcode-openrail-m afl-3.0 artistic-2.0 bsl-1.0 bsd bsd-2-clause bsd-3-clause
     bsd-3-clause-clear c-uda cc cc0-1.0 cc-by-2.0 cc-by-2.5 cc-by-3.0 cc-by-4.0 cc-by-sa-3.0
@@ -32,15 +33,18 @@ LICENSES = frozenset("""
     intel-research lppl-1.3c ms-pl apple-ascl apple-amlr mpl-2.0 odc-by odbl openmdw-1.0
     openrail++ osl-3.0 postgresql ofl-1.1 ncsa unlicense zlib pddl lgpl-lr deepfloyd-if-license
     fair-noncommercial-research-license llama2 llama3 llama3.1 llama3.2 llama3.3 llama4
-    grok2-community gemma unknown other openmdw-1.1""".split())
-ISO_639_1 = frozenset("""
+    grok2-community gemma unknown other openmdw-1.1""".split()
+)
+ISO_639_1 = frozenset(
+    """
     aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy
     da de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu
     hy hz ia id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb
     lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn no nr nv ny oc oj om
     or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr ss st su sv sw
     ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu
-""".split())
+""".split()
+)
 SPECIAL_LANGUAGES = ("code", "multilingual")
 _THREE_LETTERS = re.compile(r"[a-z]{3}")
 
@@ -55,15 +59,18 @@ def check(language: str | None, license: str | None) -> None:
         raise CardMetadataError(
             f"--language {language!r} is not a language code the Hub accepts: one ISO 639-1 "
             "code (two letters, e.g. en) or ISO 639-2/3 code (three letters), or "
-            f"{' or '.join(SPECIAL_LANGUAGES)}.")
+            f"{' or '.join(SPECIAL_LANGUAGES)}."
+        )
     if license is not None and license not in LICENSES:
         close = difflib.get_close_matches(license.lower(), LICENSES, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise CardMetadataError(
             f"--license {license!r} is not a license identifier the Hub accepts{hint}; see "
-            "https://huggingface.co/docs/hub/repositories-licenses (or use other).")
+            "https://huggingface.co/docs/hub/repositories-licenses (or use other)."
+        )
 
 
 def _is_language(code: str) -> bool:
-    return (code in ISO_639_1 or code in SPECIAL_LANGUAGES
-            or _THREE_LETTERS.fullmatch(code) is not None)
+    return (
+        code in ISO_639_1 or code in SPECIAL_LANGUAGES or _THREE_LETTERS.fullmatch(code) is not None
+    )

@@ -26,8 +26,7 @@ _ZSTD_MAX_WINDOW = 1 << 31
 DECOMPRESSORS = {
     ".gz": lambda: zlib.decompressobj(zlib.MAX_WBITS | 16),
     ".bz2": bz2.BZ2Decompressor,
-    ".zst": lambda: zstandard.ZstdDecompressor(
-        max_window_size=_ZSTD_MAX_WINDOW).decompressobj(),
+    ".zst": lambda: zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW).decompressobj(),
     ".deflate": zlib.decompressobj,  # zlib-wrapped deflate, as Beam writes and reads it
 }
 
@@ -70,13 +69,13 @@ class CheckedReader(io.RawIOBase):
             self._pending, self._at = self._decompress_more(), 0
             if not self._pending:
                 return b""  # the end of the last complete stream
-        piece = self._pending[self._at:self._at + size]
+        piece = self._pending[self._at : self._at + size]
         self._at += len(piece)
         return piece
 
     def readinto(self, buffer) -> int:
         piece = self.read(len(buffer))
-        buffer[:len(piece)] = piece
+        buffer[: len(piece)] = piece
         return len(piece)
 
     def _decompress_more(self) -> bytes:
@@ -91,7 +90,8 @@ class CheckedReader(io.RawIOBase):
                 if self._fed:
                     raise TruncatedStreamError(
                         "the compressed data ends inside a stream: the file is truncated "
-                        "(no end-of-stream marker)")
+                        "(no end-of-stream marker)"
+                    )
                 return b""
             self._fed = True
             out = self._decompressor.decompress(data)

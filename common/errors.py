@@ -36,7 +36,7 @@ import posixpath
 import signal
 import sys
 import threading
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from common import staging
 
@@ -84,16 +84,22 @@ def named_by_user(filename, argv: Sequence[str]) -> bool:
     filename = _strip(str(filename))
     for arg in argv:
         value = _strip(arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg)
-        if value and (filename == value or filename.startswith(value + "/")
-                      or posixpath.normpath(filename) == posixpath.normpath(value)):
+        if value and (
+            filename == value
+            or filename.startswith(value + "/")
+            or posixpath.normpath(filename) == posixpath.normpath(value)
+        ):
             return True
     return False
 
 
 # errno -> what the user reads. Those of the first group mean "cannot write" wherever they
 # happen; a refused permission only when the path is one the user named (elsewhere: a bug).
-_NO_ROOM = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
-            errno.EROFS: "read-only file system"}
+_NO_ROOM = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+}
 _REFUSED = {errno.EACCES: "permission denied", errno.EPERM: "operation not permitted"}
 _STAGED = staging.STAGED  # a staged write's temporary name: reported as its target's
 
@@ -129,8 +135,10 @@ def failed_write_message(err: BaseException, argv: Sequence[str]) -> str | None:
         else:
             continue
         path = _STAGED.sub("", str(filename)) if filename else "the output"
-        return (f"cannot write {path}: {reason}; the previous output (if any) is kept, "
-                "nothing half-written is left")
+        return (
+            f"cannot write {path}: {reason}; the previous output (if any) is kept, "
+            "nothing half-written is left"
+        )
     return None
 
 
@@ -168,8 +176,7 @@ def run_cli(body: Callable[[], int | None], argv: Sequence[str] | None = None) -
         with sigterm_raises():
             return body() or 0
     except Terminated as err:
-        print(f"error: {err}; temporary files removed, nothing half-written kept",
-              file=sys.stderr)
+        print(f"error: {err}; temporary files removed, nothing half-written kept", file=sys.stderr)
         return TERMINATED_STATUS
     except UserError as err:
         print(f"error: {str(err).strip()}", file=sys.stderr)

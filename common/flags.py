@@ -91,15 +91,31 @@ def unknown_argument(unknown: list[str], known: list[str]) -> str:
     return f"unknown argument {name}{hint}"
 
 
-def flag(help: str, default=None, aliases=(), choices=None, required=False, minimum=None,
-         maximum=None, greater_than=None, less_than=None):
+def flag(
+    help: str,
+    default=None,
+    aliases=(),
+    choices=None,
+    required=False,
+    minimum=None,
+    maximum=None,
+    greater_than=None,
+    less_than=None,
+):
     """A dataclass field that is also a command-line flag; `minimum` and `maximum` are
     inclusive bounds, `greater_than` and `less_than` exclusive ones (a rate that must not be 0,
     a beta that must stay below 1); `out_of_bounds` checks them (a flag left at None is not
     checked)."""
-    meta = dict(help=help, aliases=tuple(aliases), choices=choices, required=required,
-                minimum=minimum, maximum=maximum, greater_than=greater_than,
-                less_than=less_than)
+    meta = dict(
+        help=help,
+        aliases=tuple(aliases),
+        choices=choices,
+        required=required,
+        minimum=minimum,
+        maximum=maximum,
+        greater_than=greater_than,
+        less_than=less_than,
+    )
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -136,8 +152,12 @@ def _bounds(meta) -> tuple:
     """(low, high, low is exclusive, high is exclusive) of a field; None where unbounded."""
     low, high = meta.get("minimum"), meta.get("maximum")
     low_open, high_open = meta.get("greater_than") is not None, meta.get("less_than") is not None
-    return (meta["greater_than"] if low_open else low, meta["less_than"] if high_open else high,
-            low_open, high_open)
+    return (
+        meta["greater_than"] if low_open else low,
+        meta["less_than"] if high_open else high,
+        low_open,
+        high_open,
+    )
 
 
 def _inside(value, low, high, low_open, high_open) -> bool:
@@ -180,16 +200,22 @@ def add_flags(parser, cls) -> None:
         meta, name = field.metadata, _type_name(field)
         names = ["--" + field.name, *meta["aliases"]]
         if name == "bool":
-            parser.add_argument(*names, dest=field.name, action="store_true",
-                                help=meta["help"])
+            parser.add_argument(*names, dest=field.name, action="store_true", help=meta["help"])
             continue
         if name not in _TYPES:
             raise TypeError(f"flag --{field.name}: no parser for type {field.type!r}")
         text = meta["help"]
         if field.default not in (None, dataclasses.MISSING):
             text = f"{text.rstrip('.')}. Default: {field.default}."
-        parser.add_argument(*names, dest=field.name, type=_TYPES[name], default=field.default,
-                            choices=meta["choices"], required=meta["required"], help=text)
+        parser.add_argument(
+            *names,
+            dest=field.name,
+            type=_TYPES[name],
+            default=field.default,
+            choices=meta["choices"],
+            required=meta["required"],
+            help=text,
+        )
 
 
 def parse(parser: argparse.ArgumentParser, cls, argv=None):

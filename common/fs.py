@@ -72,6 +72,7 @@ class Stamp(NamedTuple):
     """What tells one version of a file from another: its size and when it was last written
     (local: the modification time; object stores: the object's update time, which every
     rewrite, a new generation, changes)."""
+
     size: int
     updated: float
 
@@ -86,11 +87,16 @@ def glob_stamps(pattern: str) -> dict[str, Stamp]:
     Beam lists the folder before a pattern's first glob character; for a local relative
     pattern with none (`*.jsonl`, `part-?/x.txt`) that folder is '', which it finds empty,
     so such a pattern is matched as `./PATTERN` and its paths given back without `./`."""
-    here = not is_remote(pattern) and has_glob(pattern) and \
-        "/" not in re.match(r"[^*?\[]*", pattern).group(0)
+    here = (
+        not is_remote(pattern)
+        and has_glob(pattern)
+        and "/" not in re.match(r"[^*?\[]*", pattern).group(0)
+    )
     result = _quiet_match(FileSystems.match, ["./" + pattern if here else pattern])[0]
-    return {m.path[2:] if here else m.path: Stamp(m.size_in_bytes, m.last_updated_in_seconds)
-            for m in result.metadata_list}
+    return {
+        m.path[2:] if here else m.path: Stamp(m.size_in_bytes, m.last_updated_in_seconds)
+        for m in result.metadata_list
+    }
 
 
 def glob_sizes(pattern: str) -> dict[str, int]:
@@ -223,8 +229,11 @@ def delete(paths: list[str]) -> None:
 def _is_missing(error) -> bool:
     """Beam wraps the cause: OSError(FileNotFoundError(...)) locally, a 404 on GCS."""
     cause = error.args[0] if getattr(error, "args", None) else None
-    return (isinstance(error, FileNotFoundError) or isinstance(cause, FileNotFoundError)
-            or "404" in str(error))
+    return (
+        isinstance(error, FileNotFoundError)
+        or isinstance(cause, FileNotFoundError)
+        or "404" in str(error)
+    )
 
 
 def delete_tree(path: str) -> None:
@@ -273,6 +282,7 @@ def identity(path: str) -> str:
 
 # --- A folder written whole or not at all --------------------------------------------------
 
+
 class NotReplaceableError(UserError):
     """The destination holds something that is not an earlier output of the same kind."""
 
@@ -300,8 +310,11 @@ def whole_folder(dest: str, markers: tuple[str, ...]):
     network fails), but a kill during the swap leaves `dest` without its markers."""
     dest = dest.rstrip("/")
     _check_replaceable(dest, markers)
-    parent, name = (dest.rsplit("/", 1) + [""])[:2] if is_remote(dest) else \
-        os.path.split(os.path.abspath(dest))
+    parent, name = (
+        (dest.rsplit("/", 1) + [""])[:2]
+        if is_remote(dest)
+        else os.path.split(os.path.abspath(dest))
+    )
     _delete_stale_stages(parent, name)
     stage = join(parent, temp_name(name))
     if not is_remote(stage):
@@ -326,12 +339,14 @@ def _check_replaceable(dest: str, markers) -> None:
         raise NotReplaceableError(f"{dest} is a file, not a folder to write into.")
     here, there = (os.path.realpath(p) + os.sep for p in (os.getcwd(), dest))
     if not is_remote(dest) and here.startswith(there):
-        raise NotReplaceableError(f"{dest} holds the current folder; it would be replaced "
-                                  "whole: choose another folder.")
-    if files and not any(f[len(dest) + 1:] in markers for f in files):
+        raise NotReplaceableError(
+            f"{dest} holds the current folder; it would be replaced whole: choose another folder."
+        )
+    if files and not any(f[len(dest) + 1 :] in markers for f in files):
         raise NotReplaceableError(
             f"{dest} holds files that are not an earlier output of this command (e.g. "
-            f"{min(files)}); it would be replaced whole: choose another folder or empty it.")
+            f"{min(files)}); it would be replaced whole: choose another folder or empty it."
+        )
 
 
 _STAGE = staging.STAGED
@@ -346,12 +361,14 @@ def unstaged(path: str) -> str:
 def _delete_stale_stages(parent: str, name: str) -> None:
     """What a killed earlier write to the same folder left (SIGKILL runs no clean-up)."""
     if is_remote(parent):
-        stale = {p[len(parent) + 1:].split("/", 1)[0] for p in
-                 glob_in(parent, TEMP_PREFIX + "*-" + escape_glob(name) + "/**")}
+        stale = {
+            p[len(parent) + 1 :].split("/", 1)[0]
+            for p in glob_in(parent, TEMP_PREFIX + "*-" + escape_glob(name) + "/**")
+        }
     else:
         stale = set(os.listdir(parent)) if os.path.isdir(parent) else set()
     for entry in stale:
-        if _STAGE.match(entry) and entry[_STAGE.match(entry).end():] == name:
+        if _STAGE.match(entry) and entry[_STAGE.match(entry).end() :] == name:
             delete_tree(join(parent, entry))
 
 
@@ -365,15 +382,17 @@ def _swap_in(stage: str, dest: str, markers) -> None:
             os.rename(stage, dest)
             os.rename(aside, stage)  # the old folder, deleted with the stage
         return
-    new = {f[len(stage) + 1:] for f in files_under(stage)}
+    new = {f[len(stage) + 1 :] for f in files_under(stage)}
     old = files_under(dest)
-    delete([f for f in old if f[len(dest) + 1:] in markers])
+    delete([f for f in old if f[len(dest) + 1 :] in markers])
     for last in (False, True):  # the markers after everything they vouch for
         names = sorted(n for n in new if (n in markers) == last)
         if names:
-            FileSystems.copy([join(stage, n) for n in names],  # names taken literally
-                             [join(dest, n) for n in names])
-    delete([f for f in old if f[len(dest) + 1:] not in new])
+            FileSystems.copy(
+                [join(stage, n) for n in names],  # names taken literally
+                [join(dest, n) for n in names],
+            )
+    delete([f for f in old if f[len(dest) + 1 :] not in new])
 
 
 def _exchange(a: str, b: str) -> bool:

@@ -33,16 +33,21 @@ class PushError(UserError):
 
 def check_token(target: publish.Target) -> None:
     if huggingface_hub.get_token() is None:
-        raise PushError(f"no Hugging Face token for --push_to {target.uri}: set HF_TOKEN or "
-                        "run `hf auth login` first.")
+        raise PushError(
+            f"no Hugging Face token for --push_to {target.uri}: set HF_TOKEN or "
+            "run `hf auth login` first."
+        )
 
 
 def failed(uri: str, err: Exception) -> PushError:
     """One line from a library's error (their messages carry no token)."""
     first = (str(err).strip().splitlines() or [type(err).__name__])[0]
     status = getattr(getattr(err, "response", None), "status_code", None)
-    hint = (" (check the token: HF_TOKEN or `hf auth login`, with write access to that "
-            "organisation)" if status in (401, 403) else "")
+    hint = (
+        " (check the token: HF_TOKEN or `hf auth login`, with write access to that organisation)"
+        if status in (401, 403)
+        else ""
+    )
     return PushError(f"push to {uri} failed: {first}{hint}")
 
 
@@ -55,7 +60,7 @@ def local_folder(folder: str):
     with tempfile.TemporaryDirectory() as tmp:
         root = folder.rstrip("/") + "/"
         for path in fs.glob(root + "**"):
-            local = os.path.join(tmp, path[len(root):])
+            local = os.path.join(tmp, path[len(root) :])
             os.makedirs(os.path.dirname(local), exist_ok=True)
             fs.local_copy(path, local)
         yield tmp
@@ -68,9 +73,12 @@ def push_folder(folder: str, target: publish.Target, message: str, ignore: tuple
     try:
         url = api.create_repo(target.repo_id, exist_ok=True)
         with local_folder(folder) as local:
-            api.upload_folder(repo_id=target.repo_id, folder_path=local,
-                              commit_message=message,
-                              ignore_patterns=list(ignore) or None)
+            api.upload_folder(
+                repo_id=target.repo_id,
+                folder_path=local,
+                commit_message=message,
+                ignore_patterns=list(ignore) or None,
+            )
     except FAILURES as err:
         raise failed(target.uri, err) from None
     return str(url)

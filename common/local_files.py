@@ -44,8 +44,10 @@ class MatchResult(NamedTuple):
 
 def _local(path: str) -> str:
     if "://" in path:
-        raise UserError(f"{path}: paths like this one need apache-beam (its filesystems), "
-                        "which this machine lacks; use a local path or install apache-beam.")
+        raise UserError(
+            f"{path}: paths like this one need apache-beam (its filesystems), "
+            "which this machine lacks; use a local path or install apache-beam."
+        )
     return path
 
 
@@ -58,11 +60,14 @@ def pattern_regex(pattern: str) -> re.Pattern:
             i += 2
             continue
         char, first = pattern[i], i + 2 if pattern.startswith("[!", i) else i + 1
-        end = pattern.find("]", first + 1 if pattern[first:first + 1] == "]" else first)
+        end = pattern.find("]", first + 1 if pattern[first : first + 1] == "]" else first)
         if char == "[" and end > 0:
-            body = pattern[i + 1:end].replace("\\", "\\\\")
-            body = "^" + body[1:] if body.startswith("!") else \
-                ("\\" + body if body.startswith("^") else body)
+            body = pattern[i + 1 : end].replace("\\", "\\\\")
+            body = (
+                "^" + body[1:]
+                if body.startswith("!")
+                else ("\\" + body if body.startswith("^") else body)
+            )
             out.append(f"[{body}]")
             i = end + 1
             continue
@@ -79,9 +84,16 @@ def _match(pattern: str) -> list[FileMetadata]:
         paths = [pattern] if os.path.exists(pattern) else []
     else:  # Beam lists the folder the prefix names (none for a relative bare pattern)
         folder, regex = os.path.dirname(prefix), pattern_regex(pattern)
-        paths = [path for root, _, names in os.walk(folder) for name in names
-                 if regex.match(path := os.path.join(root, name))] \
-            if os.path.isdir(folder) else []
+        paths = (
+            [
+                path
+                for root, _, names in os.walk(folder)
+                for name in names
+                if regex.match(path := os.path.join(root, name))
+            ]
+            if os.path.isdir(folder)
+            else []
+        )
     found = []
     for path in paths:
         try:

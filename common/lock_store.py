@@ -105,9 +105,11 @@ def _client():
 
 def _blob(path: str):
     if not path.startswith("gs://"):
-        raise UserError(f"{path}: an output folder is local or on gs:// (the lock needs "
-                        "a store with conditional writes)")
-    bucket, _, name = path[len("gs://"):].partition("/")
+        raise UserError(
+            f"{path}: an output folder is local or on gs:// (the lock needs "
+            "a store with conditional writes)"
+        )
+    bucket, _, name = path[len("gs://") :].partition("/")
     return _client().bucket(bucket).blob(name)
 
 
@@ -132,8 +134,9 @@ def _gcs_write(path: str, data: bytes, version) -> bool:
     from google.api_core.exceptions import PreconditionFailed
 
     try:
-        _blob(path).upload_from_string(data, content_type="application/json",
-                                       if_generation_match=version or 0)
+        _blob(path).upload_from_string(
+            data, content_type="application/json", if_generation_match=version or 0
+        )
     except PreconditionFailed:
         return False
     return True

@@ -65,7 +65,7 @@ class Manifest:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Manifest":
+    def from_dict(cls, data: dict) -> Manifest:
         """The manifest in `data`; TypeError (one sentence) for a count that is not an integer
         or a name that is not a string: readers do arithmetic on them."""
         data = dict(data)
@@ -79,10 +79,18 @@ class Manifest:
 
 
 def _check_types(found: Manifest) -> None:
-    records = [("", found, ("max_length", "num_examples", "num_tokens", "format_version"),
-                ("split", "run_id"))]
-    records += [(f"shards[{i}].", shard, ("num_examples", "num_tokens", "num_bytes"),
-                 ("name", "crc32c")) for i, shard in enumerate(found.shards)]
+    records = [
+        (
+            "",
+            found,
+            ("max_length", "num_examples", "num_tokens", "format_version"),
+            ("split", "run_id"),
+        )
+    ]
+    records += [
+        (f"shards[{i}].", shard, ("num_examples", "num_tokens", "num_bytes"), ("name", "crc32c"))
+        for i, shard in enumerate(found.shards)
+    ]
     for where, record, counts, names in records:
         for name in counts:
             value = getattr(record, name)
@@ -90,8 +98,9 @@ def _check_types(found: Manifest) -> None:
                 raise TypeError(f"{where}{name} is {json.dumps(value)}, not an integer")
         for name in names:
             if not isinstance(getattr(record, name), str):
-                raise TypeError(f"{where}{name} is {json.dumps(getattr(record, name))}, not "
-                                "a string")
+                raise TypeError(
+                    f"{where}{name} is {json.dumps(getattr(record, name))}, not a string"
+                )
 
 
 def _sha256(data: bytes) -> str:
@@ -133,7 +142,8 @@ def read_manifest(
     if not fs.exists(manifest_path):
         raise ManifestError(
             f"{split_dir} is incomplete: it has no {MANIFEST}, so no prepare run has "
-            "committed it (one may have failed or still be running). Rerun the pipeline.")
+            "committed it (one may have failed or still be running). Rerun the pipeline."
+        )
     data = fs.read_bytes(manifest_path)
     try:
         manifest = Manifest.from_dict(json.loads(data))
@@ -152,13 +162,16 @@ def read_manifest(
             f"{max_length} was asked for. Prepare the data again with --max_length {max_length}."
         )
     if not isinstance(manifest.tokenizer, dict):
-        raise ManifestError(f"{manifest_path} is not a valid manifest: its tokenizer record "
-                            f"is {type(manifest.tokenizer).__name__}, not an object")
+        raise ManifestError(
+            f"{manifest_path} is not a valid manifest: its tokenizer record "
+            f"is {type(manifest.tokenizer).__name__}, not an object"
+        )
     fingerprint = manifest.tokenizer.get("fingerprint")
     if tokenizer_fingerprint is not None and not isinstance(fingerprint, str):
         raise ManifestError(
             f"{manifest_path} records no tokenizer fingerprint, so it cannot be checked "
-            "against the tokenizer in use. Prepare the data again with this code.")
+            "against the tokenizer in use. Prepare the data again with this code."
+        )
     if tokenizer_fingerprint is not None and fingerprint != tokenizer_fingerprint:
         raise ManifestError(
             f"{split_dir} was tokenized with another tokenizer (sha256 {fingerprint[:12]}…, "
@@ -187,11 +200,15 @@ def mixed_runs(run_ids: dict) -> str | None:
     if len(runs) < 2:
         return None
     where = posixpath.dirname(next(iter(run_ids)).rstrip("/")) or "."  # the output folder
-    parts = "; ".join(f"{', '.join(names)} from run {run_id or '(unnamed)'}"
-                      for run_id, names in sorted(runs.items()))
-    return (f"{where} mixes splits of different prepare runs ({parts}): a rerun did not "
-            "finish its commit, so the evaluation split is not held out from that corpus. "
-            "Rerun the prepare pipeline on it.")
+    parts = "; ".join(
+        f"{', '.join(names)} from run {run_id or '(unnamed)'}"
+        for run_id, names in sorted(runs.items())
+    )
+    return (
+        f"{where} mixes splits of different prepare runs ({parts}): a rerun did not "
+        "finish its commit, so the evaluation split is not held out from that corpus. "
+        "Rerun the prepare pipeline on it."
+    )
 
 
 def _check_legacy_marker(split_dir: str, data: bytes) -> None:
@@ -199,13 +216,15 @@ def _check_legacy_marker(split_dir: str, data: bytes) -> None:
     if not fs.exists(marker_path) or fs.read_bytes(marker_path).decode().strip() != _sha256(data):
         raise ManifestError(
             f"{split_dir} is incomplete: its format-1 {MANIFEST} has no matching "
-            f"{MARKER} marker (a run was interrupted). Rerun the prepare pipeline.")
+            f"{MARKER} marker (a run was interrupted). Rerun the prepare pipeline."
+        )
 
 
 def _check_shards(split_dir: str, manifest: Manifest) -> None:
     """Every listed shard exists with its recorded size (one listing; no file is opened)."""
-    sizes = {fs.basename(p): n
-             for p, n in fs.glob_sizes_in(split_dir, "*" + shards.SHARD_SUFFIX).items()}
+    sizes = {
+        fs.basename(p): n for p, n in fs.glob_sizes_in(split_dir, "*" + shards.SHARD_SUFFIX).items()
+    }
     missing = [s.name for s in manifest.shards if s.name not in sizes]
     if missing:
         raise ManifestError(
@@ -217,7 +236,8 @@ def _check_shards(split_dir: str, manifest: Manifest) -> None:
         raise ManifestError(
             f"{fs.join(split_dir, wrong[0].name)} has {sizes[wrong[0].name]} bytes, but "
             f"{MANIFEST} says {wrong[0].num_bytes}: the file was damaged or replaced. "
-            "Rerun the prepare pipeline (python -m common.verify checks every shard).")
+            "Rerun the prepare pipeline (python -m common.verify checks every shard)."
+        )
     total = sum(s.num_examples for s in manifest.shards)
     if total != manifest.num_examples:
         raise ManifestError(

@@ -74,8 +74,10 @@ def split_name_problem(name: str) -> str | None:
     if "/" in name or "\\" in name or name in (".", ".."):
         return "is not a single folder name (no '/', '\\', '.' or '..')"
     if name in RESERVED_NAMES or name[0] in "._":
-        return (f"is reserved ({', '.join(RESERVED_NAMES)} and names starting with '.' or "
-                "'_' hold the output's own files)")
+        return (
+            f"is reserved ({', '.join(RESERVED_NAMES)} and names starting with '.' or "
+            "'_' hold the output's own files)"
+        )
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         return "holds a control character"
     return None

@@ -44,8 +44,10 @@ _EXAMPLES = "hf://ORG/NAME or kaggle://OWNER/MODEL/keras/VARIATION"
 class PushFlags:
     """The flags of every command that can publish what it writes (and card metadata)."""
 
-    push_to: str = flag(f"Publish the result: {_EXAMPLES} (credentials: HF_TOKEN or `hf auth "
-                        "login`; Kaggle's KAGGLE_USERNAME/KAGGLE_KEY or ~/.kaggle/kaggle.json).")
+    push_to: str = flag(
+        f"Publish the result: {_EXAMPLES} (credentials: HF_TOKEN or `hf auth "
+        "login`; Kaggle's KAGGLE_USERNAME/KAGGLE_KEY or ~/.kaggle/kaggle.json)."
+    )
     language: str = flag("Model card: language of the training text (e.g. en).")
     license: str = flag("Model card: license identifier (e.g. apache-2.0).")
 
@@ -81,7 +83,7 @@ class Target:
     def repo_id(self) -> str:
         return self.handle
 
-    def with_suffix(self, suffix: str) -> "Target":
+    def with_suffix(self, suffix: str) -> Target:
         return dataclasses.replace(self, handle=self.handle + suffix)
 
 
@@ -89,12 +91,16 @@ def _hf(handle: str, uri: str) -> Target:
     """Every repository the export can go to is checked with the Hub library's own validator:
     the transformers folder's (`handle`) and the keras-hub preset's (`handle` + suffix)."""
     if len(handle.split("/")) != 2:
-        raise PushTargetError(f"--push_to {uri!r}: a Hugging Face target is hf://ORG/NAME "
-                              "(organisation or user name, then the repository name).")
+        raise PushTargetError(
+            f"--push_to {uri!r}: a Hugging Face target is hf://ORG/NAME "
+            "(organisation or user name, then the repository name)."
+        )
     if len(handle.split("/")[1]) + len(PRESET_SUFFIX) > _HF_NAME_MAX:
-        raise PushTargetError(f"--push_to {uri!r}: the name must leave room for the preset "
-                              f"repository's {PRESET_SUFFIX!r} suffix (at most "
-                              f"{_HF_NAME_MAX - len(PRESET_SUFFIX)} characters).")
+        raise PushTargetError(
+            f"--push_to {uri!r}: the name must leave room for the preset "
+            f"repository's {PRESET_SUFFIX!r} suffix (at most "
+            f"{_HF_NAME_MAX - len(PRESET_SUFFIX)} characters)."
+        )
     for repo_id in (handle, handle + PRESET_SUFFIX):
         try:
             validate_repo_id(repo_id)
@@ -102,19 +108,24 @@ def _hf(handle: str, uri: str) -> Target:
             # Its messages end with the id itself, unescaped (a newline would break the line).
             reason = str(err).strip().removesuffix(f": '{repo_id}'.").rstrip(".")
             what = "" if repo_id == handle else " (where the keras-hub preset would go)"
-            raise PushTargetError(f"--push_to {uri!r}: {repo_id!r}{what} is not a valid Hub "
-                                  f"repository: {reason}.") from None
+            raise PushTargetError(
+                f"--push_to {uri!r}: {repo_id!r}{what} is not a valid Hub repository: {reason}."
+            ) from None
     return Target(HF, handle)
 
 
 def _kaggle(handle: str, uri: str) -> Target:
     parts = handle.split("/")
     if len(parts) != 4 or not all(_KAGGLE_PART.fullmatch(p) for p in parts):
-        raise PushTargetError(f"--push_to {uri!r}: a Kaggle target is "
-                              "kaggle://OWNER/MODEL/keras/VARIATION (four names).")
+        raise PushTargetError(
+            f"--push_to {uri!r}: a Kaggle target is "
+            "kaggle://OWNER/MODEL/keras/VARIATION (four names)."
+        )
     if parts[2] != "keras":
-        raise PushTargetError(f"--push_to {uri!r}: keras-hub presets go to the 'keras' "
-                              f"framework of a Kaggle model, not {parts[2]!r}.")
+        raise PushTargetError(
+            f"--push_to {uri!r}: keras-hub presets go to the 'keras' "
+            f"framework of a Kaggle model, not {parts[2]!r}."
+        )
     return Target(KAGGLE, handle)
 
 
@@ -131,8 +142,10 @@ def repos_for(target: Target, formats) -> dict[str, Target]:
     formats = tuple(formats)
     if target.hub == KAGGLE:
         if KERAS_HUB_FORMAT not in formats:
-            raise PushTargetError(f"--push_to {target.uri}: Kaggle takes the keras-hub preset; "
-                                  "export --format keras-hub or all.")
+            raise PushTargetError(
+                f"--push_to {target.uri}: Kaggle takes the keras-hub preset; "
+                "export --format keras-hub or all."
+            )
         return {KERAS_HUB_FORMAT: target}
     if formats == (KERAS_HUB_FORMAT,):
         return {KERAS_HUB_FORMAT: target}
@@ -147,6 +160,8 @@ def tokenizer_target(uri: str) -> Target:
     a bare `tokenizers` folder)."""
     target = parse(uri)
     if target.hub != HF:
-        raise PushTargetError(f"--push_to {uri!r}: a tokenizer is pushed to a Hugging Face "
-                              "repository (hf://ORG/NAME).")
+        raise PushTargetError(
+            f"--push_to {uri!r}: a tokenizer is pushed to a Hugging Face "
+            "repository (hf://ORG/NAME)."
+        )
     return target

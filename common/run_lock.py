@@ -93,9 +93,17 @@ def _process_alive(pid: int) -> bool:
 
 def _new_record(run_id: str, runner: str, kind: str) -> dict:
     now = time.time()
-    return {"run_id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
-            "boot_id": boot_id(), "pid_ns": pid_namespace(), "started": now,
-            "heartbeat": now, "runner": runner, "kind": kind}
+    return {
+        "run_id": run_id,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "boot_id": boot_id(),
+        "pid_ns": pid_namespace(),
+        "started": now,
+        "heartbeat": now,
+        "runner": runner,
+        "kind": kind,
+    }
 
 
 def _same_machine(lock: dict) -> bool:
@@ -115,14 +123,18 @@ def stale_reason(lock: dict, timeout_hours: float, ended, job_state) -> str | No
             return None  # the job itself runs, whatever became of its launcher
         if state:
             return f"its Dataflow job {lock['job_id']} is {state}"
-    elif _number(lock.get("pid")) > 0 and _same_machine(lock) and not _process_alive(
-            int(_number(lock["pid"]))):
+    elif (
+        _number(lock.get("pid")) > 0
+        and _same_machine(lock)
+        and not _process_alive(int(_number(lock["pid"])))
+    ):
         return f"its process {lock['pid']} on this machine no longer exists"
     beat = _number(lock.get("heartbeat", lock.get("started")))
     age_hours = (time.time() - beat) / 3600
     if age_hours > timeout_hours:
-        return (f"its last heartbeat is {age_hours:.2f} h old (--lock_timeout_hours "
-                f"{timeout_hours:g})")
+        return (
+            f"its last heartbeat is {age_hours:.2f} h old (--lock_timeout_hours {timeout_hours:g})"
+        )
     return None
 
 
@@ -139,15 +151,26 @@ def _describe(output_dir: str, held: dict) -> str:
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(_number(held.get("started"))))
     job = f", Dataflow job {held['job_id']}" if held.get("job_id") else ""
     kind = held.get("kind") if held.get("kind") in KINDS else PREPARE
-    return (f"{output_dir} is being written by {kind} {held.get('run_id', '?')} "
-            f"(started {started} on {held.get('host', '?')}, pid {held.get('pid', '?')}, "
-            f"{held.get('runner', '?')}{job}). Wait for it to end; if it is dead, pass "
-            "--takeover_lock.")
+    return (
+        f"{output_dir} is being written by {kind} {held.get('run_id', '?')} "
+        f"(started {started} on {held.get('host', '?')}, pid {held.get('pid', '?')}, "
+        f"{held.get('runner', '?')}{job}). Wait for it to end; if it is dead, pass "
+        "--takeover_lock."
+    )
 
 
-def acquire(output_dir: str, run_id: str, runner: str, *, takeover: bool = False,
-            timeout_hours: float = 1.0, ended=lambda run_id: False, job_state=None,
-            heartbeat_seconds: float = HEARTBEAT_SECONDS, kind: str = PREPARE) -> "HeldLock":
+def acquire(
+    output_dir: str,
+    run_id: str,
+    runner: str,
+    *,
+    takeover: bool = False,
+    timeout_hours: float = 1.0,
+    ended=lambda run_id: False,
+    job_state=None,
+    heartbeat_seconds: float = HEARTBEAT_SECONDS,
+    kind: str = PREPARE,
+) -> HeldLock:
     """Takes the folder for `run_id` (a `kind` of run), or raises LockedError naming the
     holder. `job_state(lock)` gives the state of the Dataflow job a lock names (None:
     unknown)."""
@@ -156,17 +179,22 @@ def acquire(output_dir: str, run_id: str, runner: str, *, takeover: bool = False
     for _ in range(3):  # another try only when someone changed the lock meanwhile
         held, version = _load(path)
         if held is not None:
-            reason = "--takeover_lock" if takeover else stale_reason(
-                held, timeout_hours, ended, job_state)
+            reason = (
+                "--takeover_lock"
+                if takeover
+                else stale_reason(held, timeout_hours, ended, job_state)
+            )
             if reason is None:
                 raise LockedError(_describe(output_dir, held))
-            print(f"warning: taking over the lock of run {held.get('run_id', '?')} on "
-                  f"{output_dir}: {reason}", file=sys.stderr)
+            print(
+                f"warning: taking over the lock of run {held.get('run_id', '?')} on "
+                f"{output_dir}: {reason}",
+                file=sys.stderr,
+            )
         # Only if the lock is still exactly what was judged (absent, or that stale one).
         if lock_store.replace(path, mine, version):
             return HeldLock(output_dir, run_id, heartbeat_seconds)
-    raise LockedError(f"{output_dir}: other runs are taking the lock at the same moment; "
-                      "retry.")
+    raise LockedError(f"{output_dir}: other runs are taking the lock at the same moment; retry.")
 
 
 def _update_mine(output_dir: str, run_id: str, change) -> None:
@@ -177,11 +205,15 @@ def _update_mine(output_dir: str, run_id: str, change) -> None:
         held, version = _load(path)
         if (held or {}).get("run_id") != run_id:
             holder = (held or {}).get("run_id", "nobody")
-            raise LockLostError(f"{output_dir} is now locked by run {holder}; run {run_id} "
-                                "does not commit.")
+            raise LockLostError(
+                f"{output_dir} is now locked by run {holder}; run {run_id} does not commit."
+            )
         new = change(held)
-        if (lock_store.delete(path, version) if new is None
-                else lock_store.replace(path, new, version)):
+        if (
+            lock_store.delete(path, version)
+            if new is None
+            else lock_store.replace(path, new, version)
+        ):
             return
     raise LockLostError(f"{output_dir}: the lock of run {run_id} keeps changing under it")
 
@@ -214,8 +246,9 @@ class HeldLock:
         self.lost: LockLostError | None = None
 
     def refresh(self, **fields) -> None:
-        _update_mine(self.output_dir, self.run_id,
-                     lambda held: {**held, **fields, "heartbeat": time.time()})
+        _update_mine(
+            self.output_dir, self.run_id, lambda held: {**held, **fields, "heartbeat": time.time()}
+        )
 
     def note_job(self, job_id: str, project: str | None, region: str | None) -> None:
         """Records the Dataflow job: the lock then lives while the job runs."""
@@ -225,8 +258,9 @@ class HeldLock:
     def heartbeat(self):
         """Refreshes the lock every `heartbeat_seconds` in a thread while the block runs."""
         stop = threading.Event()
-        thread = threading.Thread(target=self._beat, args=(stop,), daemon=True,
-                                  name=f"lock-heartbeat-{self.run_id}")
+        thread = threading.Thread(
+            target=self._beat, args=(stop,), daemon=True, name=f"lock-heartbeat-{self.run_id}"
+        )
         thread.start()
         try:
             yield self
@@ -248,7 +282,7 @@ class HeldLock:
 
 
 def job_state_name(state) -> str | None:
-    """"RUNNING" for Dataflow's JOB_STATE_RUNNING enum, Beam's PipelineState.RUNNING or a
+    """ "RUNNING" for Dataflow's JOB_STATE_RUNNING enum, Beam's PipelineState.RUNNING or a
     plain "RUNNING"; None for an unknown state (then the heartbeat judges)."""
     name = str(getattr(state, "name", state) or "").rsplit(".", 1)[-1].upper()
     name = name.removeprefix("JOB_STATE_")

@@ -65,9 +65,15 @@ def _packed_rows(values: np.ndarray) -> list[bytes]:
     else:
         v = values.astype(np.uint32)
         more = [v >= 1 << (7 * k) for k in (1, 2, 3)]  # does byte k+1 exist?
-        groups = np.stack([((v >> (7 * k)) & 0x7F).astype(np.uint8)
-                           | (more[k].astype(np.uint8) << 7) if k < 3
-                           else (v >> 21).astype(np.uint8) for k in range(4)], axis=-1)
+        groups = np.stack(
+            [
+                ((v >> (7 * k)) & 0x7F).astype(np.uint8) | (more[k].astype(np.uint8) << 7)
+                if k < 3
+                else (v >> 21).astype(np.uint8)
+                for k in range(4)
+            ],
+            axis=-1,
+        )
         nbytes = 1 + more[0].astype(np.uint8) + more[1] + more[2]
         flat = groups[np.arange(4, dtype=np.uint8) < nbytes[..., None]].tobytes()
         row_bytes = nbytes.sum(axis=1, dtype=np.int64)
@@ -89,7 +95,7 @@ def _feature_entry(name: bytes, packed: bytes) -> bytes:
 def _feature_header(name: bytes, payload_size: int) -> bytes:
     """Everything of a map entry that precedes its packed payload; it depends only on the
     payload's size, so encode_examples caches it (nested length prefixes, no Python loop)."""
-    return _feature_entry(name, b"\0" * payload_size)[:-payload_size or None]
+    return _feature_entry(name, b"\0" * payload_size)[: -payload_size or None]
 
 
 def encode_examples(input_ids: np.ndarray, attention_mask: np.ndarray) -> list[bytes]:
@@ -106,8 +112,10 @@ def encode_examples(input_ids: np.ndarray, attention_mask: np.ndarray) -> list[b
     for ids, mask in zip(_packed_rows(input_ids), _packed_rows(attention_mask)):
         key = (len(mask), len(ids))
         if key not in headers:
-            headers[key] = (_feature_header(mask_name, len(mask)),
-                            _feature_header(ids_name, len(ids)))
+            headers[key] = (
+                _feature_header(mask_name, len(mask)),
+                _feature_header(ids_name, len(ids)),
+            )
         mask_header, ids_header = headers[key]
         features = b"".join((mask_header, mask, ids_header, ids))
         out.append(b"\x0a" + _varint(len(features)) + features)  # Example.features
@@ -115,7 +123,8 @@ def encode_examples(input_ids: np.ndarray, attention_mask: np.ndarray) -> list[b
 
 
 def encode_example(input_ids, attention_mask) -> bytes:
-    """Serializes one record; equal to `tf.train.Example(...).SerializeToString(deterministic=True)`."""
+    """Serializes one record; equal to
+    `tf.train.Example(...).SerializeToString(deterministic=True)`."""
     if len(input_ids) != len(attention_mask):
         raise ValueError(
             f"input_ids has {len(input_ids)} ids but attention_mask has {len(attention_mask)}"
@@ -203,8 +212,10 @@ def _decode_canonical(records: list, max_length: int):
     for length, last in spans:
         if not (rows[:, length] == ends[:, last] - ends[:, length]).all():
             return None
-    return (rows[:, ids_start:ids_start + max_length],
-            rows[:, mask_start:mask_start + max_length])
+    return (
+        rows[:, ids_start : ids_start + max_length],
+        rows[:, mask_start : mask_start + max_length],
+    )
 
 
 _EXAMPLE_CLASS = []  # built once, on first use
@@ -217,25 +228,35 @@ def _example_class():
         from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
         proto = descriptor_pb2.FileDescriptorProto(
-            name="common_schema_example.proto", package="common_schema", syntax="proto3")
+            name="common_schema_example.proto", package="common_schema", syntax="proto3"
+        )
         values = proto.message_type.add(name="Int64List")
         values.field.add(name="value", number=1, type=3, label=3).options.packed = True
         proto.message_type.add(name="Feature").field.add(
-            name="int64_list", number=3, type=11, label=1, type_name=".common_schema.Int64List")
+            name="int64_list", number=3, type=11, label=1, type_name=".common_schema.Int64List"
+        )
         features = proto.message_type.add(name="Features")
         entry = features.nested_type.add(name="FeatureEntry")
         entry.options.map_entry = True
         entry.field.add(name="key", number=1, type=9, label=1)
-        entry.field.add(name="value", number=2, type=11, label=1,
-                        type_name=".common_schema.Feature")
-        features.field.add(name="feature", number=1, type=11, label=3,
-                           type_name=".common_schema.Features.FeatureEntry")
+        entry.field.add(
+            name="value", number=2, type=11, label=1, type_name=".common_schema.Feature"
+        )
+        features.field.add(
+            name="feature",
+            number=1,
+            type=11,
+            label=3,
+            type_name=".common_schema.Features.FeatureEntry",
+        )
         proto.message_type.add(name="Example").field.add(
-            name="features", number=1, type=11, label=1, type_name=".common_schema.Features")
+            name="features", number=1, type=11, label=1, type_name=".common_schema.Features"
+        )
         pool = descriptor_pool.DescriptorPool()
         pool.Add(proto)
-        _EXAMPLE_CLASS.append(message_factory.GetMessageClass(
-            pool.FindMessageTypeByName("common_schema.Example")))
+        _EXAMPLE_CLASS.append(
+            message_factory.GetMessageClass(pool.FindMessageTypeByName("common_schema.Example"))
+        )
     return _EXAMPLE_CLASS[0]
 
 
@@ -272,8 +293,9 @@ def example_features(record: bytes) -> dict:
         example.ParseFromString(record)
     except DecodeError:
         raise RecordSchemaError(0, "is not a tf.train.Example") from None
-    return {name: list(feature.int64_list.value)
-            for name, feature in example.features.feature.items()}
+    return {
+        name: list(feature.int64_list.value) for name, feature in example.features.feature.items()
+    }
 
 
 def decode_examples(records: list, max_length: int) -> tuple[np.ndarray, np.ndarray]:

@@ -23,8 +23,10 @@ from common import fs
 SHARD_SUFFIX = ".tfrecord"
 LEGACY_COUNT_RE = re.compile(r"-\d+-(\d+)\.tfrecord$")  # the legacy HF trainer's regex
 _RUN_ID = r"r\d{14}[0-9a-f]{6}"
-_SHARD_RE = re.compile(rf"^(?P<split>.+?)(?:-(?P<run>{_RUN_ID}))?-(?P<index>\d{{5,}})-"
-                       r"(?P<count>\d+)\.tfrecord$")
+_SHARD_RE = re.compile(
+    rf"^(?P<split>.+?)(?:-(?P<run>{_RUN_ID}))?-(?P<index>\d{{5,}})-"
+    r"(?P<count>\d+)\.tfrecord$"
+)
 
 
 def new_run_id() -> str:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import BinaryIO, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
 
 import google_crc32c
 
@@ -55,8 +56,7 @@ def records(stream: BinaryIO) -> Iterator[bytes]:
         if not header:
             return
         if len(header) < HEADER_BYTES:
-            raise RecordError(f"cut short: {len(header)} of a record header's "
-                              f"{HEADER_BYTES} bytes")
+            raise RecordError(f"cut short: {len(header)} of a record header's {HEADER_BYTES} bytes")
         length, length_crc = _LENGTH.unpack(header)
         if masked_crc(header[:8]) != length_crc:
             raise RecordError("bad length checksum")
@@ -78,8 +78,7 @@ def skip(stream: BinaryIO, count: int) -> int:
         if not header:
             return done
         if len(header) < HEADER_BYTES:
-            raise RecordError(f"cut short: {len(header)} of a record header's "
-                              f"{HEADER_BYTES} bytes")
+            raise RecordError(f"cut short: {len(header)} of a record header's {HEADER_BYTES} bytes")
         length, length_crc = _LENGTH.unpack(header)
         if masked_crc(header[:8]) != length_crc:
             raise RecordError("bad length checksum")

@@ -25,13 +25,29 @@ ROLES = ("cls_token", "sep_token", "pad_token", "unk_token", "mask_token")
 # Special tokens per tokenizer model: BERT-style for unigram (as the HF example) and wordpiece,
 # RoBERTa-style for byte-level BPE. Distinct tokens in order = ids 0..4.
 SPECIAL_TOKENS = {
-    "unigram": {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
-                "sep_token": "[SEP]", "mask_token": "[MASK]"},
-    "wordpiece": {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
-                  "sep_token": "[SEP]", "mask_token": "[MASK]"},
-    "bpe": {"cls_token": "<s>", "pad_token": "<pad>", "sep_token": "</s>",
-            "unk_token": "<unk>", "mask_token": "<mask>",
-            "bos_token": "<s>", "eos_token": "</s>"},  # RoBERTa also names them bos/eos
+    "unigram": {
+        "pad_token": "[PAD]",
+        "unk_token": "[UNK]",
+        "cls_token": "[CLS]",
+        "sep_token": "[SEP]",
+        "mask_token": "[MASK]",
+    },
+    "wordpiece": {
+        "pad_token": "[PAD]",
+        "unk_token": "[UNK]",
+        "cls_token": "[CLS]",
+        "sep_token": "[SEP]",
+        "mask_token": "[MASK]",
+    },
+    "bpe": {
+        "cls_token": "<s>",
+        "pad_token": "<pad>",
+        "sep_token": "</s>",
+        "unk_token": "<unk>",
+        "mask_token": "<mask>",
+        "bos_token": "<s>",
+        "eos_token": "</s>",
+    },  # RoBERTa also names them bos/eos
 }
 
 
@@ -81,8 +97,9 @@ def load(tokenizer_dir: str):
     try:
         tokenizer = Tokenizer.from_str(data.decode("utf-8"))
     except Exception as err:  # tokenizers raises a bare Exception for a malformed file
-        raise TokenizerFilesError(f"{json_path} is not a valid tokenizers file: "
-                                  f"{str(err).splitlines()[0][:200]}") from None
+        raise TokenizerFilesError(
+            f"{json_path} is not a valid tokenizers file: {str(err).splitlines()[0][:200]}"
+        ) from None
     config_path = fs.join(tokenizer_dir, TOKENIZER_CONFIG)
     try:
         config = fs.read_json(config_path) if fs.exists(config_path) else {}
@@ -115,7 +132,8 @@ def check_ids(tokenizer, where: str) -> None:
         raise TokenizerFilesError(
             f"{where}: token {tokenizer.id_to_token(top)!r} has id {top}, but the vocabulary "
             f"holds {size} tokens, so ids must be below {size}; renumber the vocabulary "
-            "without gaps or train a tokenizer with `python -m beam_pipelines.train_tokenizer`.")
+            "without gaps or train a tokenizer with `python -m beam_pipelines.train_tokenizer`."
+        )
 
 
 def word_starts(tokenizer, unspaced_units: bool = True) -> list[bool]:
@@ -143,10 +161,14 @@ def word_starts(tokenizer, unspaced_units: bool = True) -> list[bool]:
     special = _special_tokens(tokenizer)
     for token, token_id in tokenizer.get_vocab(with_added_tokens=True).items():
         if token_id < len(table):
-            table[token_id] = (token in special
-                               or token.startswith(prefix) == is_start_when_prefixed
-                               or byte_level and token[:1] in _BYTE_LEVEL_BREAKS
-                               or unspaced_units and _starts_unit(token, prefix, byte_level))
+            table[token_id] = (
+                token in special
+                or token.startswith(prefix) == is_start_when_prefixed
+                or byte_level
+                and token[:1] in _BYTE_LEVEL_BREAKS
+                or unspaced_units
+                and _starts_unit(token, prefix, byte_level)
+            )
     return table
 
 
@@ -172,7 +194,7 @@ def unit_tables(tokenizer) -> tuple[list[int], list[bool]]:
     for token, token_id in tokenizer.get_vocab(with_added_tokens=True).items():
         if token_id >= size or token in special:
             continue
-        text = token[len(prefix):] if prefix and token.startswith(prefix) else token
+        text = token[len(prefix) :] if prefix and token.startswith(prefix) else token
         data = _byte_level_bytes(text) if byte_level else None
         if data is None:
             ends[token_id] = ENDS_UNIT if word_units.ends_unit(text) else ENDS_OTHER
@@ -207,8 +229,9 @@ def _after(flags):
 
 
 def _special_tokens(tokenizer) -> set:
-    return {token.content for token in tokenizer.get_added_tokens_decoder().values()
-            if token.special}
+    return {
+        token.content for token in tokenizer.get_added_tokens_decoder().values() if token.special
+    }
 
 
 def _convention(tokenizer) -> tuple[str, bool, bool]:
@@ -226,7 +249,8 @@ def _convention(tokenizer) -> tuple[str, bool, bool]:
         return "\u2581", True, False
     raise TokenizerFilesError(
         f"cannot tell where words start for a {model.get('type')} tokenizer with "
-        f"{sorted(kinds) or 'no'} pre-tokenizer/decoder; use --masking token or span.")
+        f"{sorted(kinds) or 'no'} pre-tokenizer/decoder; use --masking token or span."
+    )
 
 
 # Byte-level BPE marks a space before a word (`Ġ`) but keeps a newline, tab or carriage return
@@ -237,7 +261,7 @@ _BYTE_LEVEL_BREAKS = frozenset("\u010a\u0109\u010d\u010b\u010c")
 
 def _starts_unit(token: str, prefix: str, byte_level: bool) -> bool:
     """Whether a piece's text (its mark removed) begins a unit of an unspaced script."""
-    text = token[len(prefix):] if prefix and token.startswith(prefix) else token
+    text = token[len(prefix) :] if prefix and token.startswith(prefix) else token
     if not byte_level:
         return word_units.starts_unit(text)
     data = _byte_level_bytes(text)
@@ -288,7 +312,7 @@ def _code_points_from(head: bytes, size: int) -> range | None:
     return range(low, high + 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prefix_in_unit(head: bytes, size: int) -> bool:
     """Every character whose UTF-8 form begins with `head` is a unit character (or mark)."""
     points = _code_points_from(head, size)
@@ -319,7 +343,7 @@ def _bytes_start_unit(data: bytes) -> bool:
     return _prefix_starts_unit(data[:size], size)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prefix_starts_unit(head: bytes, size: int) -> bool:
     """Every character whose UTF-8 form begins with `head` starts a unit (the characters
     with a given prefix are a contiguous range of code points)."""
@@ -372,8 +396,9 @@ def copy(tokenizer_dir: str, target_dir: str, max_model_length: int | None = Non
         source = fs.join(tokenizer_dir, name)
         if name == TOKENIZER_CONFIG and max_model_length is not None:
             config = fs.read_json(source)
-            config["model_max_length"] = min(config.get("model_max_length", max_model_length),
-                                             max_model_length)
+            config["model_max_length"] = min(
+                config.get("model_max_length", max_model_length), max_model_length
+            )
             fs.write_json(fs.join(target_dir, name), config)
         elif fs.exists(source):
             fs.write_bytes(fs.join(target_dir, name), fs.read_bytes(source))

@@ -62,42 +62,52 @@ def check_entries(found: manifest.Manifest, split_dir: str) -> None:
     if found.format_version == manifest.FORMAT_VERSION:
         for shard in found.shards:
             if len(shard.crc32c) != 8 or shard.num_bytes < 0:
-                raise DamagedShardError(f"{where}: the entry of {shard.name} has no crc32c or "
-                                        f"size (crc32c {shard.crc32c!r}, {shard.num_bytes} "
-                                        "bytes); every format-2 entry records both")
+                raise DamagedShardError(
+                    f"{where}: the entry of {shard.name} has no crc32c or "
+                    f"size (crc32c {shard.crc32c!r}, {shard.num_bytes} "
+                    "bytes); every format-2 entry records both"
+                )
     total = sum(s.num_tokens for s in found.shards)
     if total != found.num_tokens:
-        raise DamagedShardError(f"{where}: shards hold {total} tokens but the manifest says "
-                                f"{found.num_tokens}")
+        raise DamagedShardError(
+            f"{where}: shards hold {total} tokens but the manifest says {found.num_tokens}"
+        )
 
 
 def _vocab_size(found: manifest.Manifest, split_dir: str) -> int:
     size = found.tokenizer.get("vocab_size")
     if not isinstance(size, int) or size < 1:
-        raise DamagedShardError(f"{prepared_dir.manifest_path(split_dir)} records no "
-                                "vocabulary size to check the token ids against")
+        raise DamagedShardError(
+            f"{prepared_dir.manifest_path(split_dir)} records no "
+            "vocabulary size to check the token ids against"
+        )
     return size
 
 
-def check_values(records: list, path: str, shard: manifest.Shard, max_length: int,
-                 vocab_size: int) -> None:
+def check_values(
+    records: list, path: str, shard: manifest.Shard, max_length: int, vocab_size: int
+) -> None:
     """Every record parsed as the trainer parses it, its values checked against the
     manifest: ids in [0, vocab_size), masks of 0 and 1 summing to the shard's num_tokens."""
     tokens = 0
     for first in range(0, len(records), _PARSE_BATCH):
         try:
-            ids, mask = schema.decode_examples(records[first:first + _PARSE_BATCH], max_length)
+            ids, mask = schema.decode_examples(records[first : first + _PARSE_BATCH], max_length)
         except schema.RecordSchemaError as err:
-            raise DamagedShardError(f"{path}: record {first + err.index + 1} {err} (the "
-                                    f"manifest's max_length is {max_length})") from None
-        bad = np.flatnonzero(((ids < 0) | (ids >= vocab_size)).any(axis=1)
-                             | ((mask != 0) & (mask != 1)).any(axis=1))
+            raise DamagedShardError(
+                f"{path}: record {first + err.index + 1} {err} (the "
+                f"manifest's max_length is {max_length})"
+            ) from None
+        bad = np.flatnonzero(
+            ((ids < 0) | (ids >= vocab_size)).any(axis=1) | ((mask != 0) & (mask != 1)).any(axis=1)
+        )
         if bad.size:
             row = int(bad[0])
             raise DamagedShardError(
                 f"{path}: record {first + row + 1} holds token ids {int(ids[row].min())}.."
                 f"{int(ids[row].max())} (vocabulary {vocab_size}) and attention mask values "
-                f"{sorted(set(mask[row].tolist()))} (0 and 1 only)")
+                f"{sorted(set(mask[row].tolist()))} (0 and 1 only)"
+            )
         tokens += int(mask.sum())
     if tokens != shard.num_tokens:
         raise DamagedShardError(f"{path}: {tokens} tokens, the manifest says {shard.num_tokens}")
@@ -111,12 +121,15 @@ def verify_split(split_dir: str) -> manifest.Manifest:
     for shard, path in zip(found.shards, found.shard_paths(split_dir)):
         data = fs.read_bytes(path)
         if shard.crc32c and f"{google_crc32c.value(data):08x}" != shard.crc32c:
-            raise DamagedShardError(f"{path}: crc32c {google_crc32c.value(data):08x} does "
-                                    f"not match the manifest's {shard.crc32c}")
+            raise DamagedShardError(
+                f"{path}: crc32c {google_crc32c.value(data):08x} does "
+                f"not match the manifest's {shard.crc32c}"
+            )
         records = shard_records(data, path)
         if len(records) != shard.num_examples:
-            raise DamagedShardError(f"{path}: {len(records)} records, the manifest says "
-                                    f"{shard.num_examples}")
+            raise DamagedShardError(
+                f"{path}: {len(records)} records, the manifest says {shard.num_examples}"
+            )
         check_values(records, path, shard, found.max_length, vocab_size)
     return found
 
@@ -137,8 +150,9 @@ def main(argv=None) -> int:
     def body():
         dirs = split_dirs(args.output_dir)
         if not dirs:
-            raise UserError(f"{args.output_dir} holds no committed split "
-                            f"(no {prepared_dir.MANIFEST}).")
+            raise UserError(
+                f"{args.output_dir} holds no committed split (no {prepared_dir.MANIFEST})."
+            )
         run_ids = {}
         for split_dir in dirs:
             try:
@@ -147,12 +161,15 @@ def main(argv=None) -> int:
                 print(f"BAD: {err}", file=sys.stderr)
                 return 1
             run_ids[split_dir] = found.run_id
-            print(f"ok: {split_dir}: {len(found.shards)} shard(s), {found.num_examples:,} "
-                  f"records, run {found.run_id or '?'}")
+            print(
+                f"ok: {split_dir}: {len(found.shards)} shard(s), {found.num_examples:,} "
+                f"records, run {found.run_id or '?'}"
+            )
         mixed = manifest.mixed_runs(run_ids)
         if mixed:
             print(f"BAD: {mixed}", file=sys.stderr)
             return 1
+
     return run_cli(body, argv)
 
 

@@ -13,8 +13,10 @@ pytest_plugins = ["tests.support.gcs", "tests.support.hub", "tests.support.kaggl
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "slow: a long run (fault loop, pod, end to end, gs://, subprocess training) "
-        "that `make test-fast` leaves to `make test`")
+        "markers",
+        "slow: a long run (fault loop, pod, end to end, gs://, subprocess training) "
+        "that `make test-fast` leaves to `make test`",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -39,6 +41,9 @@ def bpe_tokenizer_dir(corpus_jsonl, tmp_path_factory):
     from beam_pipelines import train_tokenizer
 
     out = tmp_path_factory.mktemp("tok_bpe")
-    train_tokenizer.train(train_tokenizer.TokenizerConfig(
-        output_dir=str(out), input=str(corpus_jsonl), model="bpe", vocab_size=800))
+    train_tokenizer.train(
+        train_tokenizer.TokenizerConfig(
+            output_dir=str(out), input=str(corpus_jsonl), model="bpe", vocab_size=800
+        )
+    )
     return str(out)

@@ -26,9 +26,12 @@ GNU coreutils 9.4                 April 2024                        LS(1)
 
 def test_paragraphs_drop_the_header_and_footer_that_name_the_section():
     paras = continued_study.paragraphs(PAGE)
-    assert paras == ["NAME ls - list directory contents", "DESCRIPTION List information about "
-                     "the FILEs (the current directory by default). Sort entries "
-                     "alphabetically if none of the options is given."]
+    assert paras == [
+        "NAME ls - list directory contents",
+        "DESCRIPTION List information about "
+        "the FILEs (the current directory by default). Sort entries "
+        "alphabetically if none of the options is given.",
+    ]
     assert not any("User Commands" in p or "LS(1)" in p for p in paras)
     assert continued_study.paragraphs("only\n\ntwo lines\n") == []
 
@@ -44,23 +47,33 @@ def fake_man(root, pages_per_section):
 
 def fake_render(path):
     section, i = open(path).read().split(":")
-    body = "\n\n".join(f"Section {section} page {i} paragraph {k} " + "words " * 30
-                       for k in range(4))
+    body = "\n\n".join(
+        f"Section {section} page {i} paragraph {k} " + "words " * 30 for k in range(4)
+    )
     return f"HEADER({section})\n\n{body}\n\nFOOTER({section})\n"
 
 
 def test_task_keeps_each_page_on_one_side_and_balances_sections(tmp_path):
     fake_man(tmp_path / "man", {"1": 30, "5": 12})
     config = continued_study.CorpusFlags(
-        output_dir=str(tmp_path / "out"), sections="1,5", per_section=20, per_page=2,
-        per_label=1000, min_chars=50, max_chars=100, dev_share=0.3,
-        man_root=str(tmp_path / "man"))
+        output_dir=str(tmp_path / "out"),
+        sections="1,5",
+        per_section=20,
+        per_page=2,
+        per_label=1000,
+        min_chars=50,
+        max_chars=100,
+        dev_share=0.3,
+        man_root=str(tmp_path / "man"),
+    )
     sizes = continued_study.build_corpus(config, render_page=fake_render)
     corpus = [json.loads(x) for x in (tmp_path / "out/corpus.jsonl").read_text().splitlines()]
     assert sizes["pages"] == len(corpus) == 20 + 12  # per_section caps man1; links skipped
     assert not any("HEADER" in d["text"] or "FOOTER" in d["text"] for d in corpus)
-    train, dev = ([json.loads(x) for x in (tmp_path / f"out/task/{s}.jsonl").read_text()
-                   .splitlines()] for s in ("train", "dev"))
+    train, dev = (
+        [json.loads(x) for x in (tmp_path / f"out/task/{s}.jsonl").read_text().splitlines()]
+        for s in ("train", "dev")
+    )
     rows = train + dev
     # Balanced: man5's 12 pages x 2 paragraphs bound both sections.
     assert sum(r["label"] == "man1" for r in rows) == sum(r["label"] == "man5" for r in rows)
@@ -71,8 +84,9 @@ def test_task_keeps_each_page_on_one_side_and_balances_sections(tmp_path):
 
 
 def test_no_renderable_page_is_one_line(tmp_path, capsys):
-    code = continued_study.main(["corpus", "--output_dir", str(tmp_path / "out"),
-                                 "--man_root", str(tmp_path / "none")])
+    code = continued_study.main(
+        ["corpus", "--output_dir", str(tmp_path / "out"), "--man_root", str(tmp_path / "none")]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("error: ") and "\n" not in err
 
@@ -80,8 +94,10 @@ def test_no_renderable_page_is_one_line(tmp_path, capsys):
 @pytest.mark.skipif(shutil.which("man") is None, reason="needs man to render a page")
 def test_a_real_roff_page_renders_without_its_section_header(tmp_path):
     roff = tmp_path / "demo.5"
-    roff.write_text('.TH DEMO 5 "2026" "demo" "File Formats Manual"\n.SH NAME\n'
-                    "demo \\- a test page\n.SH DESCRIPTION\nThe demo file holds settings.\n")
+    roff.write_text(
+        '.TH DEMO 5 "2026" "demo" "File Formats Manual"\n.SH NAME\n'
+        "demo \\- a test page\n.SH DESCRIPTION\nThe demo file holds settings.\n"
+    )
     paras = continued_study.paragraphs(continued_study.render(str(roff)))
     assert any("The demo file holds settings." in p for p in paras)
     assert not any("File Formats Manual" in p for p in paras)
@@ -89,19 +105,33 @@ def test_a_real_roff_page_renders_without_its_section_header(tmp_path):
 
 def write_run(folder, evals, init_from, learning_rate=0.003):
     folder.mkdir(parents=True)
-    history = [{"step": step, "loss": 9.0, "eval_loss": loss, "eval_accuracy": acc}
-               for step, loss, acc in evals]
+    history = [
+        {"step": step, "loss": 9.0, "eval_loss": loss, "eval_accuracy": acc}
+        for step, loss, acc in evals
+    ]
     (folder / "history.json").write_text(json.dumps(history))
-    (folder / "run_config.json").write_text(json.dumps(
-        {"init_from": init_from, "learning_rate": learning_rate}))
+    (folder / "run_config.json").write_text(
+        json.dumps({"init_from": init_from, "learning_rate": learning_rate})
+    )
     return str(folder)
 
 
 def write_finetune(folder, mean, std, collapsed=()):
     folder.mkdir(parents=True)
-    (folder / "results.json").write_text(json.dumps({"scores": {
-        "metric": "macro_f1", "seeds": [{}, {}], "summary": {
-            "dev": {"macro_f1": {"mean": mean, "std": std}}, "collapsed_seeds": collapsed}}}))
+    (folder / "results.json").write_text(
+        json.dumps(
+            {
+                "scores": {
+                    "metric": "macro_f1",
+                    "seeds": [{}, {}],
+                    "summary": {
+                        "dev": {"macro_f1": {"mean": mean, "std": std}},
+                        "collapsed_seeds": collapsed,
+                    },
+                }
+            }
+        )
+    )
     return str(folder)
 
 
@@ -110,20 +140,46 @@ def test_report_reads_each_runs_last_evaluation_and_refuses_swapped_folders(tmp_
     zero = write_run(tmp_path / "zero", [(1, 4.396, 0.236)], source, 1e-9)
     cont = write_run(tmp_path / "cont", [(200, 4.5, 0.2), (400, 4.193, 0.255)], source, 1e-4)
     scratch = write_run(tmp_path / "scratch", [(400, 6.126, 0.044)], None)
-    ft = [write_finetune(tmp_path / name, m, 0.01, c) for name, m, c in
-          (("f0", 0.5, ()), ("f1", 0.6, ()), ("f2", 0.04, [1, 2]), ("fr", 0.3, ()))]
+    ft = [
+        write_finetune(tmp_path / name, m, 0.01, c)
+        for name, m, c in (("f0", 0.5, ()), ("f1", 0.6, ()), ("f2", 0.04, [1, 2]), ("fr", 0.3, ()))
+    ]
     out = tmp_path / "table.md"
-    assert continued_study.main([
-        "report", "--zero", zero, "--continued", cont, "--scratch", scratch, "--ft_zero", ft[0],
-        "--ft_continued", ft[1], "--ft_scratch", ft[2], "--ft_random", ft[3],
-        "--output", str(out)]) == 0
+    assert (
+        continued_study.main(
+            [
+                "report",
+                "--zero",
+                zero,
+                "--continued",
+                cont,
+                "--scratch",
+                scratch,
+                "--ft_zero",
+                ft[0],
+                "--ft_continued",
+                ft[1],
+                "--ft_scratch",
+                ft[2],
+                "--ft_random",
+                ft[3],
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     lines = out.read_text().splitlines()
     assert lines[2] == "| demo model, not continued | 0 | - | 4.396 | 23.6 % | 0.500 ± 0.010 (2) |"
-    assert lines[3] == ("| demo model continued (`--init_from`) | 400 | 0.0001 | 4.193 | "
-                        "25.5 % | 0.600 ± 0.010 (2) |")
-    assert lines[4] == ("| from scratch | 400 | 0.003 | 6.126 | 4.4 % | "
-                        "0.040 ± 0.010 (2, 2 collapsed) |")
+    assert lines[3] == (
+        "| demo model continued (`--init_from`) | 400 | 0.0001 | 4.193 | "
+        "25.5 % | 0.600 ± 0.010 (2) |"
+    )
+    assert lines[4] == (
+        "| from scratch | 400 | 0.003 | 6.126 | 4.4 % | 0.040 ± 0.010 (2, 2 collapsed) |"
+    )
     assert lines[5].startswith("| random weights (no pretraining) | 0 | - | - | - | 0.300")
-    code = continued_study.main(["report", "--zero", zero, "--continued", scratch,
-                                 "--scratch", cont])
+    code = continued_study.main(
+        ["report", "--zero", zero, "--continued", scratch, "--scratch", cont]
+    )
     assert code == 2

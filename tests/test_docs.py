@@ -74,8 +74,11 @@ def documented_commands():
     for path in DOCS:
         for number, line in code_lines(path):
             for words in commands(line):
-                yield pytest.param(words, id=f"{path.relative_to(ROOT)}:{number}:{words[0]}"
-                                   f"{' ' + words[2] if words[1:2] == ['-m'] else ''}")
+                yield pytest.param(
+                    words,
+                    id=f"{path.relative_to(ROOT)}:{number}:{words[0]}"
+                    f"{' ' + words[2] if words[1:2] == ['-m'] else ''}",
+                )
 
 
 def stop(*args, **kwargs):
@@ -120,16 +123,19 @@ def parse_only(module: str, args: list[str], monkeypatch, capsys) -> None:
     except Parsed:
         return
     except SystemExit as exit_:
-        pytest.fail(f"python -m {module} {shlex.join(args)}: exit {exit_.code}: "
-                    f"{capsys.readouterr().err.strip()[-500:]}")
+        pytest.fail(
+            f"python -m {module} {shlex.join(args)}: exit {exit_.code}: "
+            f"{capsys.readouterr().err.strip()[-500:]}"
+        )
     pytest.fail(f"python -m {module}: ran to the end without parsing flags")
 
 
 def check_python(words, monkeypatch, capsys) -> None:
     module, args = words[2], words[3:]
     if module == "pytest":
-        assert all((ROOT / a.split("::")[0]).exists() for a in args
-                   if a.startswith("tests/")), words
+        assert all((ROOT / a.split("::")[0]).exists() for a in args if a.startswith("tests/")), (
+            words
+        )
         return
     assert module.startswith(PACKAGES), f"not a module of this project: {module}"
     parse_only(module, args, monkeypatch, capsys)
@@ -143,14 +149,18 @@ def without_env(words: list[str]) -> list[str]:
 
 
 def is_python_module(words: list[str]) -> bool:
-    return (len(words) > 2 and re.fullmatch(r"(\S*/)?python3?(\.\d+)?", words[0]) is not None
-            and words[1] == "-m")
+    return (
+        len(words) > 2
+        and re.fullmatch(r"(\S*/)?python3?(\.\d+)?", words[0]) is not None
+        and words[1] == "-m"
+    )
 
 
 def check_make(words, monkeypatch, capsys) -> None:
     # A dry run prints the target's recipe (and any venv it would build) and runs nothing.
-    dry = subprocess.run(["make", "-n", *words[1:]], cwd=ROOT, capture_output=True, text=True,
-                         timeout=30)
+    dry = subprocess.run(
+        ["make", "-n", *words[1:]], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
     assert dry.returncode == 0, f"{shlex.join(words)}: {dry.stderr.strip()}"
     for line in dry.stdout.replace("\\\n", " ").splitlines():  # recipes continue lines
         for inner in map(without_env, commands(line)):
@@ -185,8 +195,10 @@ def test_relative_links_resolve(path):
         resolved = (path.parent / file_part).resolve() if file_part else path
         assert resolved.exists(), f"{path.name}: link to {target} names nothing"
         if anchor and resolved.suffix == ".md":
-            headings = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
-                        for h in re.findall(r"^#+ (.*)$", resolved.read_text(encoding="utf-8"), re.M)}
+            headings = {
+                re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                for h in re.findall(r"^#+ (.*)$", resolved.read_text(encoding="utf-8"), re.M)
+            }
             assert anchor in headings, f"{path.name}: link to {target}: no such heading"
 
 
@@ -215,9 +227,11 @@ def test_pointers_from_the_code_name_a_place_in_the_docs():
             for doc, place in POINTER.findall(path.read_text(encoding="utf-8")):
                 place = " ".join(w for w in place.split() if w != "#")  # across lines
                 text = (ROOT / (doc + ".md" if doc == "README" else doc)).read_text(
-                    encoding="utf-8")
+                    encoding="utf-8"
+                )
                 lead = rf"^\s*(#+ |- |\d+\. |\*\*){re.escape(place)}"
                 if not re.search(lead, text, re.M) and not re.search(
-                        rf"\*\*{re.escape(place)}\*\*", text):
+                    rf"\*\*{re.escape(place)}\*\*", text
+                ):
                     dead.append(f"{path.relative_to(ROOT)}: {doc} {place!r}")
     assert dead == []

@@ -4,7 +4,6 @@ transformers + predict. Each half is tested in depth elsewhere; this checks they
 import json
 
 import numpy as np
-
 import pytest
 
 from beam_pipelines import prepare
@@ -15,26 +14,69 @@ pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to mak
 
 def test_text_to_a_model_transformers_can_load(tmp_path, corpus_jsonl, bpe_tokenizer_dir):
     data = tmp_path / "prepared"
-    assert prepare.run(["--runner=FnApiRunner", "--input", str(corpus_jsonl), "--tokenizer",
-                        bpe_tokenizer_dir, "--output_dir", str(data), "--max_length", "32",
-                        "--validation_fraction", "0.1"]) == 0
+    assert (
+        prepare.run(
+            [
+                "--runner=FnApiRunner",
+                "--input",
+                str(corpus_jsonl),
+                "--tokenizer",
+                bpe_tokenizer_dir,
+                "--output_dir",
+                str(data),
+                "--max_length",
+                "32",
+                "--validation_fraction",
+                "0.1",
+            ]
+        )
+        == 0
+    )
     run = tmp_path / "run"
-    overrides = json.dumps({"num_layers": 1, "hidden_dim": 32, "num_heads": 2,
-                            "intermediate_dim": 64})
-    assert task.main(["--train_data", str(data / "train"), "--eval_data",
-                      str(data / "validation"),  # the tokenizer: the one the manifest names
-                      "--output_dir", str(run), "--model", "tiny", "--config", overrides,
-                      "--strategy", "cpu", "--per_replica_batch_size", "16",
-                      "--train_steps", "30", "--eval_every", "15", "--save_every", "15",
-                      "--learning_rate", "3e-3", "--verbose", "0"]) == 0
-    assert json.loads((run / "run_config.json").read_text())["tokenizer"]["fingerprint"] == \
-        json.loads((data / "train" / "manifest.json").read_text())["tokenizer"]["fingerprint"]
+    overrides = json.dumps(
+        {"num_layers": 1, "hidden_dim": 32, "num_heads": 2, "intermediate_dim": 64}
+    )
+    assert (
+        task.main(
+            [
+                "--train_data",
+                str(data / "train"),
+                "--eval_data",
+                str(data / "validation"),  # the tokenizer: the one the manifest names
+                "--output_dir",
+                str(run),
+                "--model",
+                "tiny",
+                "--config",
+                overrides,
+                "--strategy",
+                "cpu",
+                "--per_replica_batch_size",
+                "16",
+                "--train_steps",
+                "30",
+                "--eval_every",
+                "15",
+                "--save_every",
+                "15",
+                "--learning_rate",
+                "3e-3",
+                "--verbose",
+                "0",
+            ]
+        )
+        == 0
+    )
+    assert (
+        json.loads((run / "run_config.json").read_text())["tokenizer"]["fingerprint"]
+        == json.loads((data / "train" / "manifest.json").read_text())["tokenizer"]["fingerprint"]
+    )
     history = json.loads((run / "history.json").read_text())
     assert history[-1]["eval_loss"] < history[0]["eval_loss"]
     paths = export.export(str(run), str(tmp_path / "export"), "all")
 
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
     import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(paths["hf"])
     model = AutoModelForMaskedLM.from_pretrained(paths["hf"]).eval()

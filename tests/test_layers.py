@@ -88,17 +88,24 @@ def test_the_cycle_finder_sees_a_cycle_through_a_function_level_import(tmp_path)
 
 def test_common_imports_neither_half_and_the_trainer_not_the_pipeline():
     edges = import_edges(_modules())
-    upward = [f"{m} -> {d}" for m, deps in edges.items() for d in sorted(deps)
-              if (m.startswith("common") and not d.startswith("common"))
-              or (m.startswith("trainer") and d.startswith("beam_pipelines"))]
+    upward = [
+        f"{m} -> {d}"
+        for m, deps in edges.items()
+        for d in sorted(deps)
+        if (m.startswith("common") and not d.startswith("common"))
+        or (m.startswith("trainer") and d.startswith("beam_pipelines"))
+    ]
     assert upward == []
 
 
 def test_no_production_function_over_60_lines():
-    long = [f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
-            for path, tree in _modules().values() for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    long = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
+        for path, tree in _modules().values()
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
     assert long == []
 
 
@@ -109,8 +116,11 @@ def keyed_hashes(tree) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr == "blake2b":
             found.append(f"blake2b:{node.lineno}")
-        elif isinstance(node, ast.ImportFrom) and node.module == "hashlib" and any(
-                alias.name == "blake2b" for alias in node.names):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "hashlib"
+            and any(alias.name == "blake2b" for alias in node.names)
+        ):
             found.append(f"blake2b:{node.lineno}")
         elif isinstance(node, ast.Constant) and node.value in SPLITMIX_CONSTANTS:
             found.append(f"splitmix64:{node.lineno}")
@@ -118,8 +128,10 @@ def keyed_hashes(tree) -> list[str]:
 
 
 def hash_outside_homes(root=ROOT) -> dict[str, list[str]]:
-    found = {path.relative_to(root).as_posix(): keyed_hashes(tree)
-             for path, tree in _modules(root).values()}
+    found = {
+        path.relative_to(root).as_posix(): keyed_hashes(tree)
+        for path, tree in _modules(root).values()
+    }
     return {name: where for name, where in found.items() if where and name not in HASH_HOMES}
 
 
@@ -134,11 +146,15 @@ def test_the_hash_scan_sees_every_package(tmp_path):
     for package in PACKAGES:
         (tmp_path / package).mkdir()
     (tmp_path / "common" / "keys.py").write_text(
-        "import hashlib\n\ndef key(b):\n    return hashlib.blake2b(b, digest_size=8)\n")
+        "import hashlib\n\ndef key(b):\n    return hashlib.blake2b(b, digest_size=8)\n"
+    )
     (tmp_path / "trainer" / "spread.py").write_text(
-        "from hashlib import blake2b\n\ndef scramble(h):\n    return h * 0x94D049BB133111EB\n")
-    assert hash_outside_homes(tmp_path) == {"common/keys.py": ["blake2b:4"],
-                                            "trainer/spread.py": ["blake2b:1", "splitmix64:4"]}
+        "from hashlib import blake2b\n\ndef scramble(h):\n    return h * 0x94D049BB133111EB\n"
+    )
+    assert hash_outside_homes(tmp_path) == {
+        "common/keys.py": ["blake2b:4"],
+        "trainer/spread.py": ["blake2b:1", "splitmix64:4"],
+    }
 
 
 def test_tf_distribute_code_lives_in_the_backend_room():
@@ -149,6 +165,9 @@ def test_tf_distribute_code_lives_in_the_backend_room():
         for name, (path, tree) in _modules().items()
         if name.startswith("trainer.") and not name.startswith("trainer.backends")
         for node in ast.walk(tree)
-        if isinstance(node, ast.Attribute) and node.attr == "distribute"
-        and isinstance(node.value, ast.Name) and node.value.id == "tf")
+        if isinstance(node, ast.Attribute)
+        and node.attr == "distribute"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "tf"
+    )
     assert outside == []

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EVIL = ("a b'\"; touch PWNED1; $(touch PWNED2) `touch PWNED3` $(shell touch PWNED4) "
-        "$$HOME ${HOME} \\ #x")
+EVIL = (
+    "a b'\"; touch PWNED1; $(touch PWNED2) `touch PWNED3` $(shell touch PWNED4) "
+    "$$HOME ${HOME} \\ #x"
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 
@@ -24,18 +26,33 @@ def make(tmp_path):
     stand-in Python's argument lists, stderr)."""
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
     log, fake = tmp_path / "argv.jsonl", tmp_path / "fakepy"
-    fake.write_text(f"#!{sys.executable}\nimport json, sys\n"
-                    f"open({str(log)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n")
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        f"open({str(log)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+    )
     fake.chmod(0o755)
 
     def run(target, **values):
         env = {k: v for k, v in os.environ.items() if k not in values}
         done = subprocess.run(
-            ["make", "-s", "-C", str(tmp_path), target, f"PY={fake}", "STAMP=",
-             f"TRAIN_PY={fake}", "TRAIN_STAMP=", *(f"{k}={v}" for k, v in values.items())],
-            capture_output=True, text=True, env=env, timeout=60)
-        calls = [json.loads(line) for line in log.read_text().splitlines()] \
-            if log.exists() else []
+            [
+                "make",
+                "-s",
+                "-C",
+                str(tmp_path),
+                target,
+                f"PY={fake}",
+                "STAMP=",
+                f"TRAIN_PY={fake}",
+                "TRAIN_STAMP=",
+                *(f"{k}={v}" for k, v in values.items()),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         log.unlink(missing_ok=True)
         assert not [p for p in tmp_path.rglob("PWNED*")], "a value ran as a command"
         return done.returncode, calls, done.stderr
@@ -50,18 +67,34 @@ def _after(argv, flag):
 def test_the_fast_lane_leaves_out_the_slow_tests_and_knows_the_marker(make):
     code, calls, err = make("test-fast", TEST_WORKERS="1")
     assert code == 0, err
+    lint = [argv for argv in calls if argv[:2] == ["-m", "ruff"]]
+    assert [argv[2] for argv in lint] == ["check", "format"]  # lint first, as `make test`
+    calls = [argv for argv in calls if argv not in lint]
     assert calls
     for argv in calls:  # every pass: `-m 'not slow'`, and a misspelt marker is an error
         assert "not slow" in argv and argv[argv.index("not slow") - 1] == "-m", argv
         assert "--strict-markers" in argv, argv
-    registered = subprocess.run([sys.executable, "-m", "pytest", "--markers"], cwd=ROOT,
-                                capture_output=True, text=True, timeout=120).stdout
+    registered = subprocess.run(
+        [sys.executable, "-m", "pytest", "--markers"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert "@pytest.mark.slow:" in registered
 
 
 def test_prepare_gets_every_value_intact(make):
-    code, calls, err = make("prepare", PROJECT=EVIL, BUCKET=EVIL, INPUT=EVIL + "/*.jsonl",
-                            TOKENIZER=EVIL, DATA=EVIL, REGION=EVIL, ARGS="--dedup 'near'")
+    code, calls, err = make(
+        "prepare",
+        PROJECT=EVIL,
+        BUCKET=EVIL,
+        INPUT=EVIL + "/*.jsonl",
+        TOKENIZER=EVIL,
+        DATA=EVIL,
+        REGION=EVIL,
+        ARGS="--dedup 'near'",
+    )
     assert code == 0, err
     (argv,) = calls
     assert _after(argv, "--project") == EVIL and _after(argv, "--region") == EVIL
@@ -72,8 +105,9 @@ def test_prepare_gets_every_value_intact(make):
 
 
 def test_train_gets_every_value_intact(make):
-    code, calls, err = make("train", BACKEND="tensorflow", DATA=EVIL, OUTPUT=EVIL, TPU=EVIL,
-                            TOKENIZER=EVIL, MODEL=EVIL)
+    code, calls, err = make(
+        "train", BACKEND="tensorflow", DATA=EVIL, OUTPUT=EVIL, TPU=EVIL, TOKENIZER=EVIL, MODEL=EVIL
+    )
     assert code == 0, err
     (argv,) = calls
     assert _after(argv, "--train_data") == EVIL + "/train"
@@ -98,8 +132,12 @@ def test_demo_ends_with_the_downstream_task_in_its_folder(make):
     assert code == 0, err
     modules = [argv[1] for argv in calls]
     start = modules.index("benchmarks.demo_task")
-    assert modules[start:] == ["benchmarks.demo_task", "trainer.finetune", "trainer.finetune",
-                               "benchmarks.demo_task"]
+    assert modules[start:] == [
+        "benchmarks.demo_task",
+        "trainer.finetune",
+        "trainer.finetune",
+        "benchmarks.demo_task",
+    ]
     build, pretrained, scratch, report = calls[start:]
     assert build[2] == "build" and _after(build, "--output_dir") == EVIL + "/task"
     for argv, name in ((pretrained, "pretrained"), (scratch, "scratch")):
@@ -112,8 +150,7 @@ def test_demo_ends_with_the_downstream_task_in_its_folder(make):
 
 
 def test_bench_masking_studies_the_demos_folder_with_the_values_given(make):
-    code, calls, err = make("bench-masking", DEMO=EVIL, MASKING_STEPS="9",
-                            MASKING_VARIANTS=EVIL)
+    code, calls, err = make("bench-masking", DEMO=EVIL, MASKING_STEPS="9", MASKING_VARIANTS=EVIL)
     assert code == 0, err
     (argv,) = calls
     assert argv[:2] == ["-m", "benchmarks.masking_study"]

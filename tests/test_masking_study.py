@@ -12,19 +12,28 @@ from common.errors import UserError
 
 def test_variant_modes_are_the_trainers_masking_modes():
     from trainer import masking
+
     assert masking_study.MODES == masking.MODES
 
 
 def test_variants_parse_to_named_mode_and_rate():
     variants = masking_study.parse_variants("token:0.15, token:0.3,whole_word:0.15")
     assert [(v.mode, v.rate, v.name) for v in variants] == [
-        ("token", 0.15, "token-15"), ("token", 0.3, "token-30"),
-        ("whole_word", 0.15, "whole_word-15")]
+        ("token", 0.15, "token-15"),
+        ("token", 0.3, "token-30"),
+        ("whole_word", 0.15, "whole_word-15"),
+    ]
 
 
-@pytest.mark.parametrize("text, words", [
-    ("tokens:0.15", "the mode must be one of"), ("token:x", "must be a number"),
-    ("token:1.5", "above 0 and below 1"), ("token:0.15,token:0.150", "named twice")])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("tokens:0.15", "the mode must be one of"),
+        ("token:x", "must be a number"),
+        ("token:1.5", "above 0 and below 1"),
+        ("token:0.15,token:0.150", "named twice"),
+    ],
+)
 def test_bad_variants_are_one_user_error(text, words):
     with pytest.raises(UserError, match=words):
         masking_study.parse_variants(text)
@@ -32,12 +41,21 @@ def test_bad_variants_are_one_user_error(text, words):
 
 def _finished_variant(folder, steps, loss, accuracy, scores):
     (folder / "train").mkdir(parents=True)
-    (folder / "train" / "metrics.json").write_text(json.dumps(
-        {"steps": steps, "eval_loss": loss, "eval_accuracy": accuracy}))
+    (folder / "train" / "metrics.json").write_text(
+        json.dumps({"steps": steps, "eval_loss": loss, "eval_accuracy": accuracy})
+    )
     (folder / "finetune").mkdir()
-    (folder / "finetune" / "results.json").write_text(json.dumps({"scores": {
-        "metric": "macro_f1", "summary": {"collapsed_seeds": []},
-        "seeds": [{"dev": {"macro_f1": s}} for s in scores]}}))
+    (folder / "finetune" / "results.json").write_text(
+        json.dumps(
+            {
+                "scores": {
+                    "metric": "macro_f1",
+                    "summary": {"collapsed_seeds": []},
+                    "seeds": [{"dev": {"macro_f1": s}} for s in scores],
+                }
+            }
+        )
+    )
 
 
 def _task_files(tmp_path):
@@ -47,12 +65,19 @@ def _task_files(tmp_path):
     (tmp_path / "task").mkdir()
     for name in ("train.jsonl", "dev.jsonl"):
         (tmp_path / "task" / name).write_text("")
-    return ["--data", str(tmp_path / "data"), "--tokenizer", str(tmp_path / "tok"),
-            "--task", str(tmp_path / "task"), "--output_dir", str(tmp_path / "out")]
+    return [
+        "--data",
+        str(tmp_path / "data"),
+        "--tokenizer",
+        str(tmp_path / "tok"),
+        "--task",
+        str(tmp_path / "task"),
+        "--output_dir",
+        str(tmp_path / "out"),
+    ]
 
 
-def test_finished_runs_are_reused_and_tabled_with_the_distance_in_seed_spreads(
-        tmp_path, capsys):
+def test_finished_runs_are_reused_and_tabled_with_the_distance_in_seed_spreads(tmp_path, capsys):
     _finished_variant(tmp_path / "out" / "token-15", 2000, 4.2, 0.25, [0.70, 0.72])
     _finished_variant(tmp_path / "out" / "token-30", 2000, 4.9, 0.18, [0.76, 0.80])
     args = _task_files(tmp_path) + ["--variants", "token:0.15,token:0.3", "--steps", "2000"]
@@ -80,6 +105,7 @@ def test_a_failed_run_is_one_line(tmp_path, capsys, monkeypatch):
     def fail(argv, log):
         calls.append(argv)
         raise UserError(f"{argv[0]} failed (exit 1); see {log}")
+
     monkeypatch.setattr(masking_study, "_run", fail)
     args = _task_files(tmp_path) + ["--variants", "whole_word:0.3", "--steps", "7"]
     assert masking_study.main(args) == 2

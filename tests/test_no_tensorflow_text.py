@@ -6,7 +6,6 @@ is missing or mismatched must still train."""
 
 import ast
 import os
-import pkgutil
 import subprocess
 import sys
 
@@ -23,9 +22,13 @@ def _imported_names(tree):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             yield node.module
-        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", ""))
-              in ("import_module", "__import__") and node.args
-              and isinstance(node.args[0], ast.Constant)):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", ""))
+            in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             yield str(node.args[0].value)
 
 
@@ -44,8 +47,10 @@ def test_no_source_file_imports_tensorflow_text():
 
 
 def test_the_scan_sees_every_import_form():
-    source = ("import tensorflow_text\nfrom tensorflow_text import x\n"
-              "importlib.import_module('tensorflow_text.ops')\n__import__('tensorflow_text')\n")
+    source = (
+        "import tensorflow_text\nfrom tensorflow_text import x\n"
+        "importlib.import_module('tensorflow_text.ops')\n__import__('tensorflow_text')\n"
+    )
     names = list(_imported_names(ast.parse(source)))
     assert [n.split(".")[0] for n in names] == [BANNED] * 4
 
@@ -81,8 +86,14 @@ def test_every_trainer_module_and_both_models_work_without_tensorflow_text():
     # tokenizers), so "not in sys.modules" cannot hold once keras_hub is imported. What must
     # hold: with the package made unimportable, a fresh interpreter imports every trainer
     # module and builds and runs both model families.
-    result = subprocess.run([sys.executable, "-c", _IMPORT_ALL], cwd=ROOT, capture_output=True,
-                            text=True, timeout=300, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ALL],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     modules, flags = result.stdout.strip().splitlines()[-2:]
     assert "trainer.task" in modules and "trainer.export" in modules

@@ -20,16 +20,32 @@ from __future__ import annotations
 import time
 
 # What an attempt records: the run_config.json keys a restart may change.
-RECIPE = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon",
-          "clip_norm", "per_replica_batch_size", "replicas", "grad_accum_steps",
-          "global_batch_size", "strategy", "precision", "backend", "jit_compile",
-          "total_steps", "warmup_steps")
+RECIPE = (
+    "learning_rate",
+    "weight_decay",
+    "adam_beta1",
+    "adam_beta2",
+    "adam_epsilon",
+    "clip_norm",
+    "per_replica_batch_size",
+    "replicas",
+    "grad_accum_steps",
+    "global_batch_size",
+    "strategy",
+    "precision",
+    "backend",
+    "jit_compile",
+    "total_steps",
+    "warmup_steps",
+)
 
 
 def record(run_config: dict, start_step: int) -> dict:
-    return {"start_step": start_step,
-            "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            **{key: run_config.get(key) for key in RECIPE}}
+    return {
+        "start_step": start_step,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        **{key: run_config.get(key) for key in RECIPE},
+    }
 
 
 def history(saved: dict | None, run_config: dict, start_step: int) -> list[dict]:
@@ -40,7 +56,8 @@ def history(saved: dict | None, run_config: dict, start_step: int) -> list[dict]
     else:
         earlier = list((saved or {}).get("attempts") or [])
     return [a for a in earlier if a.get("start_step", 0) < start_step] + [
-        record(run_config, start_step)]
+        record(run_config, start_step)
+    ]
 
 
 def spans(attempts: list[dict], step: int | None) -> list[dict]:

@@ -41,12 +41,16 @@ def scored_batches(evaluation: data.SplitSource, config: dict):
     at `max_eval_batches`. Not the global batch, which counts accumulated micro-batches."""
     pipelines = int(config.get("input_pipelines") or 1)
     per_replica = config.get("per_replica_batch_size")
-    rows = (per_replica * int(config.get("replicas") or 1) // pipelines if per_replica
-            else config["global_batch_size"])  # run configs older than these fields
+    rows = (
+        per_replica * int(config.get("replicas") or 1) // pipelines
+        if per_replica
+        else config["global_batch_size"]
+    )  # run configs older than these fields
     for pipeline in range(pipelines):
         mine = evaluation.for_pipeline(pipeline, pipelines, by_records=True)
-        yield from data.eval_dataset(mine, rows, config.get("max_eval_batches"),
-                                     pipeline=data.GRAIN)  # the same batches, no TensorFlow
+        yield from data.eval_dataset(
+            mine, rows, config.get("max_eval_batches"), pipeline=data.GRAIN
+        )  # the same batches, no TensorFlow
 
 
 def unigram_baseline(run_dir: str, train_batches: int = 200) -> tuple[int, float]:
@@ -60,9 +64,15 @@ def unigram_baseline(run_dir: str, train_batches: int = 200) -> tuple[int, float
     evaluation = data.resolve_split(config["eval_data"], info, config["max_length"])
     batch = config["global_batch_size"]
     specials = info.all_special_ids
-    top = int(np.argmax(token_counts(data.eval_dataset(train, batch, train_batches,
-                                                       pipeline=data.GRAIN),
-                                     info.vocab_size, specials)))
+    top = int(
+        np.argmax(
+            token_counts(
+                data.eval_dataset(train, batch, train_batches, pipeline=data.GRAIN),
+                info.vocab_size,
+                specials,
+            )
+        )
+    )
     scored = token_counts(scored_batches(evaluation, config), info.vocab_size, specials)
     return top, float(scored[top] / max(1, scored.sum()))
 
@@ -79,10 +89,13 @@ def main(argv=None) -> int:
         answer = tokenizer.id_to_token(top)
         if fs.exists(run.metrics):
             accuracy = fs.read_json(run.metrics)["eval_accuracy"]
-            print(f"eval masked accuracy {100 * accuracy:.1f} % vs {100 * share:.1f} % for "
-                  f"always answering {answer!r} (unigram baseline): {accuracy / share:.1f}x")
+            print(
+                f"eval masked accuracy {100 * accuracy:.1f} % vs {100 * share:.1f} % for "
+                f"always answering {answer!r} (unigram baseline): {accuracy / share:.1f}x"
+            )
         else:
             print(f"unigram baseline: always answering {answer!r} scores {100 * share:.1f} %")
+
     return run_cli(body, argv)
 
 

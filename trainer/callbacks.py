@@ -78,15 +78,17 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
         raise NonFiniteLossError(
             f"the {what} is {float(value)} at step {step}: training stopped, and nothing "
             f"after step {self._start} was saved. Check the data with python -m common.verify "
-            "(ids beyond the vocabulary make the loss NaN), or lower --learning_rate.")
+            "(ids beyond the vocabulary make the loss NaN), or lower --learning_rate."
+        )
 
 
 class StepCheckpoints(keras.callbacks.Callback):
     """`ckpt-{step:08d}.weights.h5` of the keras-hub MaskedLM (the export contract), keeping
     the newest `keep`. Hand-written because ModelCheckpoint saves the outer model."""
 
-    def __init__(self, run: RunDir, masked_lm, every: int, last_step: int, keep: int = 3,
-                 chief: bool = True):
+    def __init__(
+        self, run: RunDir, masked_lm, every: int, last_step: int, keep: int = 3, chief: bool = True
+    ):
         super().__init__()
         self.run, self.masked_lm, self.chief = run, masked_lm, chief
         self.every, self.last_step, self.keep = every, last_step, keep
@@ -106,8 +108,7 @@ class StateBackup(keras.callbacks.Callback):
     Replaces Keras' BackupAndRestore, which overwrites one file in place and records an
     epoch count instead of the step (a resume then depends on today's interval length)."""
 
-    def __init__(self, run: RunDir, every: int, last_step: int, keep: int = 2,
-                 chief: bool = True):
+    def __init__(self, run: RunDir, every: int, last_step: int, keep: int = 2, chief: bool = True):
         super().__init__()
         self.run, self.every, self.last_step = run, every, last_step
         self.keep, self.chief = keep, chief
@@ -158,8 +159,10 @@ class PreemptionSync(keras.callbacks.Callback):
             checkpoints.publish(self.model, path, upload=self.chief)
             if self.chief:
                 checkpoints.prune(self.run.backups(), 2)
-        raise Terminated(f"stopped by signal SIGTERM (a preemption notice): every host "
-                         f"stopped at step {step}, backed up to {path}")
+        raise Terminated(
+            f"stopped by signal SIGTERM (a preemption notice): every host "
+            f"stopped at step {step}, backed up to {path}"
+        )
 
 
 def seed_generators(model) -> list:
@@ -167,8 +170,7 @@ def seed_generators(model) -> list:
 
     Uses two private Keras attributes (`_flatten_layers`, `_seed_generators`); a test
     (tests/trainer/test_callbacks.py) fails loudly if a Keras upgrade renames them."""
-    return [g for layer in model._flatten_layers()
-            for g in getattr(layer, "_seed_generators", [])]
+    return [g for layer in model._flatten_layers() for g in getattr(layer, "_seed_generators", [])]
 
 
 class DeterministicDropout(keras.callbacks.Callback):
@@ -176,8 +178,9 @@ class DeterministicDropout(keras.callbacks.Callback):
 
     Keras does not save SeedGenerator states with the weights, so without this a resumed run
     would draw other dropout masks than the uninterrupted one. Each generator advances its
-    counter by one per training step (micro-batch, under gradient accumulation), so the state at a step does not depend on where the
-    intervals start: changing --eval_every between restarts keeps the masks.
+    counter by one per training step (micro-batch, under gradient accumulation), so the
+    state at a step does not depend on where the intervals start: changing --eval_every
+    between restarts keeps the masks.
     """
 
     def __init__(self, seed: int):
@@ -201,8 +204,9 @@ class TrainingLog(keras.callbacks.Callback):
     Examples/s counts training time only: the interval's validation time is excluded.
     """
 
-    def __init__(self, run: RunDir, global_batch_size: int, history: list | None = None,
-                 chief: bool = True):
+    def __init__(
+        self, run: RunDir, global_batch_size: int, history: list | None = None, chief: bool = True
+    ):
         super().__init__()
         self.run, self.global_batch_size, self.chief = run, global_batch_size, chief
         self.history = list(history or [])
@@ -224,9 +228,11 @@ class TrainingLog(keras.callbacks.Callback):
         rate = (step - self._start_step) * self.global_batch_size / max(elapsed, 1e-9)
         self.rates.append(rate)
         logs["examples_per_second"] = rate
-        entry = {"step": step, "examples_per_second": rate,
-                 "learning_rate": float(keras.ops.convert_to_numpy(
-                     self.model.optimizer.learning_rate))}
+        entry = {
+            "step": step,
+            "examples_per_second": rate,
+            "learning_rate": float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)),
+        }
         for name, value in logs.items():
             key = "eval_" + name[4:] if name.startswith("val_") else name
             entry.setdefault(key, float(value))
@@ -239,9 +245,14 @@ class TrainingLog(keras.callbacks.Callback):
         for kind in ("train", "validation"):
             if kind not in self._writers:
                 self._writers[kind] = summaries.EventLog(self.run.logs(kind))
-            self._writers[kind].write(entry["step"], {
-                key.removeprefix("eval_"): value for key, value in entry.items()
-                if key != "step" and key.startswith("eval_") == (kind == "validation")})
+            self._writers[kind].write(
+                entry["step"],
+                {
+                    key.removeprefix("eval_"): value
+                    for key, value in entry.items()
+                    if key != "step" and key.startswith("eval_") == (kind == "validation")
+                },
+            )
 
 
 def read_history(path: str, up_to_step: int) -> list:

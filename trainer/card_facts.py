@@ -92,8 +92,12 @@ def split_summary(split_dir: str, expected_digest: str | None) -> tuple[dict | N
     run = found.accounting.get("run", {})
     own = found.accounting.get("split", {})
     return {
-        "split": found.split, "sequences": found.num_examples, "tokens": found.num_tokens,
-        "max_length": found.max_length, "shards": len(found.shards), "digest": digest,
+        "split": found.split,
+        "sequences": found.num_examples,
+        "tokens": found.num_tokens,
+        "max_length": found.max_length,
+        "shards": len(found.shards),
+        "digest": digest,
         "split_documents": own.get("documents_tokenized"),
         "documents_read": run.get("documents_read"),
         "documents_tokenized": run.get("documents_tokenized"),
@@ -110,9 +114,14 @@ def tokenizer_kind(tokenizer, special_token_ids: dict) -> dict:
     special tokens by role."""
     spec = json.loads(tokenizer.to_str())
     pre = spec.get("pre_tokenizer") or {}
-    return {"model": (spec.get("model") or {}).get("type"), "pre_tokenizer": pre.get("type"),
-            "special_tokens": {role: tokenizer.id_to_token(token_id)
-                               for role, token_id in sorted(special_token_ids.items())}}
+    return {
+        "model": (spec.get("model") or {}).get("type"),
+        "pre_tokenizer": pre.get("type"),
+        "special_tokens": {
+            role: tokenizer.id_to_token(token_id)
+            for role, token_id in sorted(special_token_ids.items())
+        },
+    }
 
 
 def _baseline(run_root: str, tokenizer) -> tuple[dict | None, str]:
@@ -150,5 +159,15 @@ def gather(source, tokenizer, parameters: int) -> CardFacts:
             base, why = _baseline(root, tokenizer)
             notes += [why] if why else []
     kind = tokenizer_kind(tokenizer, config["tokenizer"]["special_token_ids"])
-    return CardFacts(config, parameters, kind, step, results, base, train, evaluation,
-                     tuple(notes), tuple(attempts.spans(config.get("attempts") or [], step)))
+    return CardFacts(
+        config,
+        parameters,
+        kind,
+        step,
+        results,
+        base,
+        train,
+        evaluation,
+        tuple(notes),
+        tuple(attempts.spans(config.get("attempts") or [], step)),
+    )

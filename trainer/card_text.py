@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from common.prepared_dir import MANIFEST
 
-MASKING = {"token": "single tokens (BERT/RoBERTa)",
-           "whole_word": "whole words (every piece of a word together)",
-           "span": "spans of 1-10 tokens, geometric lengths (SpanBERT)"}
+MASKING = {
+    "token": "single tokens (BERT/RoBERTa)",
+    "whole_word": "whole words (every piece of a word together)",
+    "span": "spans of 1-10 tokens, geometric lengths (SpanBERT)",
+}
 UNKNOWN = "not recorded"
 
 
@@ -25,23 +27,31 @@ def _table(rows) -> str:
 
 def model_section(facts) -> str:
     config, backbone = facts.run_config, facts.run_config["backbone_config"]
-    rows = [("family", config["family"]), ("size", config["size"]),
-            ("parameters", _n(facts.parameters)),
-            ("layers", backbone.get("num_layers")), ("hidden size", backbone.get("hidden_dim")),
-            ("attention heads", backbone.get("num_heads")),
-            ("feed-forward size", backbone.get("intermediate_dim")),
-            ("max sequence length", backbone.get("max_sequence_length")),
-            ("dropout", backbone.get("dropout"))]
+    rows = [
+        ("family", config["family"]),
+        ("size", config["size"]),
+        ("parameters", _n(facts.parameters)),
+        ("layers", backbone.get("num_layers")),
+        ("hidden size", backbone.get("hidden_dim")),
+        ("attention heads", backbone.get("num_heads")),
+        ("feed-forward size", backbone.get("intermediate_dim")),
+        ("max sequence length", backbone.get("max_sequence_length")),
+        ("dropout", backbone.get("dropout")),
+    ]
     return "## Model\n\n" + _table(rows)
 
 
 def tokenizer_section(facts) -> str:
     tokenizer, kind = facts.run_config["tokenizer"], facts.tokenizer_kind
-    specials = ", ".join(f"{role.removesuffix('_token')} `{token}`"
-                         for role, token in kind["special_tokens"].items())
-    rows = [("kind", f"{kind['model']} (`tokenizers`; pre-tokenizer {kind['pre_tokenizer']})"),
-            ("vocabulary", _n(tokenizer["vocab_size"])), ("special tokens", specials),
-            ("sha256 of tokenizer.json", f"`{tokenizer['fingerprint']}`")]
+    specials = ", ".join(
+        f"{role.removesuffix('_token')} `{token}`" for role, token in kind["special_tokens"].items()
+    )
+    rows = [
+        ("kind", f"{kind['model']} (`tokenizers`; pre-tokenizer {kind['pre_tokenizer']})"),
+        ("vocabulary", _n(tokenizer["vocab_size"])),
+        ("special tokens", specials),
+        ("sha256 of tokenizer.json", f"`{tokenizer['fingerprint']}`"),
+    ]
     return "## Tokenizer\n\n" + _table(rows)
 
 
@@ -57,24 +67,29 @@ def data_section(facts) -> str:
     train, evaluation = facts.train_data, facts.eval_data
     if train is None:
         return "## Training data\n\nThe prepare manifest was " + UNKNOWN + "."
-    rows = [("documents read by the prepare run", _n(train["documents_read"])),
-            ("rejected (unreadable records)", _n(train["documents_rejected"])),
-            ("duplicates removed", _removed(train["duplicates_by_kind"])),
-            ("removed by the quality filter", _removed(train["filtered_by_rule"])),
-            ("empty documents", _n(train["documents_empty"])),
-            ("documents in the training split", _n(train["split_documents"])),
-            ("training sequences", f"{train['sequences']:,} of {train['max_length']} tokens"),
-            ("training tokens (not padding)", _n(train["tokens"])),
-            ("evaluation sequences", _n(evaluation and evaluation["sequences"])),
-            ("evaluation tokens", _n(evaluation and evaluation["tokens"])),
-            ("sha256 of the training manifest", f"`{train['digest']}`")]
-    return ("## Training data\n\nAs recorded by the prepare pipeline's manifest of the "
-            f"training split (`{MANIFEST}`).\n\n" + _table(rows))
+    rows = [
+        ("documents read by the prepare run", _n(train["documents_read"])),
+        ("rejected (unreadable records)", _n(train["documents_rejected"])),
+        ("duplicates removed", _removed(train["duplicates_by_kind"])),
+        ("removed by the quality filter", _removed(train["filtered_by_rule"])),
+        ("empty documents", _n(train["documents_empty"])),
+        ("documents in the training split", _n(train["split_documents"])),
+        ("training sequences", f"{train['sequences']:,} of {train['max_length']} tokens"),
+        ("training tokens (not padding)", _n(train["tokens"])),
+        ("evaluation sequences", _n(evaluation and evaluation["sequences"])),
+        ("evaluation tokens", _n(evaluation and evaluation["tokens"])),
+        ("sha256 of the training manifest", f"`{train['digest']}`"),
+    ]
+    return (
+        "## Training data\n\nAs recorded by the prepare pipeline's manifest of the "
+        f"training split (`{MANIFEST}`).\n\n" + _table(rows)
+    )
 
 
 def _hardware(config: dict) -> str:
     where = config.get("hardware") or {"auto": "auto-selected device"}.get(
-        config.get("strategy"), str(config.get("strategy")).upper())
+        config.get("strategy"), str(config.get("strategy")).upper()
+    )
     return f"{where}, {_n(config.get('replicas'))} replica(s)"
 
 
@@ -84,34 +99,47 @@ def _accumulation(config) -> str:
 
 
 def _batch(config) -> str:
-    return (f"{_n(config.get('global_batch_size'))} sequences "
-            f"({config.get('per_replica_batch_size')} per replica x {config.get('replicas')}"
-            + _accumulation(config) + ")")
+    return (
+        f"{_n(config.get('global_batch_size'))} sequences "
+        f"({config.get('per_replica_batch_size')} per replica x {config.get('replicas')}"
+        + _accumulation(config)
+        + ")"
+    )
 
 
 def _optimizer(config) -> str:
-    return (f"AdamW (weight decay {config.get('weight_decay')}, betas "
-            f"{config.get('adam_beta1')}/{config.get('adam_beta2')}, epsilon "
-            f"{config.get('adam_epsilon')}), gradient clipping {config.get('clip_norm')}")
+    return (
+        f"AdamW (weight decay {config.get('weight_decay')}, betas "
+        f"{config.get('adam_beta1')}/{config.get('adam_beta2')}, epsilon "
+        f"{config.get('adam_epsilon')}), gradient clipping {config.get('clip_norm')}"
+    )
 
 
 def _schedule(config) -> str:
-    return (f"linear warmup over {_n(config.get('warmup_steps'))} steps, then linear decay to 0"
-            f" at step {_n(config.get('total_steps'))}")
+    return (
+        f"linear warmup over {_n(config.get('warmup_steps'))} steps, then linear decay to 0"
+        f" at step {_n(config.get('total_steps'))}"
+    )
 
 
 # What a restart may change, as the recipe states it (label, text of one attempt's config).
-BY_ATTEMPT = (("peak learning rate", lambda c: str(c.get("learning_rate"))),
-              ("global batch", _batch), ("schedule", _schedule), ("optimizer", _optimizer),
-              ("precision", lambda c: str(c.get("precision"))), ("hardware", _hardware),
-              ("Keras backend", lambda c: _n(c.get("backend"))),
-              ("XLA-compiled step", lambda c: str(c.get("jit_compile"))))
+BY_ATTEMPT = (
+    ("peak learning rate", lambda c: str(c.get("learning_rate"))),
+    ("global batch", _batch),
+    ("schedule", _schedule),
+    ("optimizer", _optimizer),
+    ("precision", lambda c: str(c.get("precision"))),
+    ("hardware", _hardware),
+    ("Keras backend", lambda c: _n(c.get("backend"))),
+    ("XLA-compiled step", lambda c: str(c.get("jit_compile"))),
+)
 
 
 def _varying(facts) -> list:
     """The BY_ATTEMPT rows whose text differs between the attempts that trained the weights."""
-    return [(label, text) for label, text in BY_ATTEMPT
-            if len({text(a) for a in facts.attempts}) > 1]
+    return [
+        (label, text) for label, text in BY_ATTEMPT if len({text(a) for a in facts.attempts}) > 1
+    ]
 
 
 def attempts_section(facts) -> str:
@@ -125,26 +153,37 @@ def attempts_section(facts) -> str:
     for attempt in facts.attempts:
         steps = f"{attempt.get('start_step')}-{_n(attempt.get('end_step'))}"
         lines.append("| " + " | ".join([steps, *(text(attempt) for _, text in varying)]) + " |")
-    return ("### Attempts\n\nThe run was restarted with changed settings; each attempt trained "
-            "the steps shown (after its start, up to its end):\n\n" + "\n".join(lines))
+    return (
+        "### Attempts\n\nThe run was restarted with changed settings; each attempt trained "
+        "the steps shown (after its start, up to its end):\n\n" + "\n".join(lines)
+    )
 
 
 def recipe_section(facts) -> str:
     config = facts.run_config
     batch, step = config.get("global_batch_size"), facts.step
     varying = {label for label, _ in _varying(facts)}
-    rows = [("optimizer steps", f"{_n(step)} (of {_n(config.get('total_steps'))} planned)"),
-            ("global batch", _batch(config)),
-            ("sequences seen", _n(step * batch if step is not None and batch else None)),
-            ("peak learning rate", config.get("learning_rate")),
-            ("schedule", _schedule(config)), ("optimizer", _optimizer(config)),
-            ("masking", f"{MASKING.get(config.get('masking'), config.get('masking'))}, "
-                        f"{config.get('mlm_probability')} of tokens"),
-            ("precision", config.get("precision")), ("hardware", _hardware(config)),
-            ("Keras backend", _n(config.get("backend"))),
-            ("XLA-compiled step", config.get("jit_compile")), ("seed", config.get("seed"))]
-    rows = [(label, "by attempt, see below" if label in varying else value)
-            for label, value in rows]
+    rows = [
+        ("optimizer steps", f"{_n(step)} (of {_n(config.get('total_steps'))} planned)"),
+        ("global batch", _batch(config)),
+        ("sequences seen", _n(step * batch if step is not None and batch else None)),
+        ("peak learning rate", config.get("learning_rate")),
+        ("schedule", _schedule(config)),
+        ("optimizer", _optimizer(config)),
+        (
+            "masking",
+            f"{MASKING.get(config.get('masking'), config.get('masking'))}, "
+            f"{config.get('mlm_probability')} of tokens",
+        ),
+        ("precision", config.get("precision")),
+        ("hardware", _hardware(config)),
+        ("Keras backend", _n(config.get("backend"))),
+        ("XLA-compiled step", config.get("jit_compile")),
+        ("seed", config.get("seed")),
+    ]
+    rows = [
+        (label, "by attempt, see below" if label in varying else value) for label, value in rows
+    ]
     attempts = attempts_section(facts)
     return "## Training recipe\n\n" + _table(rows) + (f"\n\n{attempts}" if attempts else "")
 
@@ -153,17 +192,27 @@ def results_section(facts) -> str:
     lines = ["## Results", ""]
     if facts.results:
         r = facts.results
-        lines += [f"Evaluation at step {facts.step} on the held-out split, fixed masks "
-                  f"(seed {facts.run_config.get('eval_seed')}):", "",
-                  _table([("eval loss", f"{r['eval_loss']:.4f}"),
-                          ("masked accuracy", f"{100 * r['eval_accuracy']:.2f} %"),
-                          ("perplexity", f"{r['eval_perplexity']:.2f}")])]
+        lines += [
+            f"Evaluation at step {facts.step} on the held-out split, fixed masks "
+            f"(seed {facts.run_config.get('eval_seed')}):",
+            "",
+            _table(
+                [
+                    ("eval loss", f"{r['eval_loss']:.4f}"),
+                    ("masked accuracy", f"{100 * r['eval_accuracy']:.2f} %"),
+                    ("perplexity", f"{r['eval_perplexity']:.2f}"),
+                ]
+            ),
+        ]
     else:
         lines.append(f"Evaluation: {UNKNOWN}.")
     if facts.baseline and facts.results:
-        lines += ["", f"Unigram baseline (always answering the most frequent training token "
-                  f"`{facts.baseline['token']}`): {100 * facts.baseline['share']:.2f} % masked "
-                  f"accuracy; this model is {facts.baseline_ratio:.1f}x that."]
+        lines += [
+            "",
+            f"Unigram baseline (always answering the most frequent training token "
+            f"`{facts.baseline['token']}`): {100 * facts.baseline['share']:.2f} % masked "
+            f"accuracy; this model is {facts.baseline_ratio:.1f}x that.",
+        ]
     if facts.notes:
         lines += ["", "Not recorded: " + "; ".join(facts.notes) + "."]
     return "\n".join(lines)
@@ -173,21 +222,33 @@ def usage_section(facts, fmt: str, options) -> str:
     mask = facts.tokenizer_kind["special_tokens"].get("mask_token", "[MASK]")
     hf = options.published.get("hf", "PATH/TO/hf").removeprefix("hf://")
     preset = options.published.get("keras-hub", "PATH/TO/keras-hub")
-    where = ("" if options.published else "Not published: PATH/TO is where the export was "
-             "written (or give the repository after a push).\n\n")
-    transformers_code = ("```python\nfrom transformers import pipeline\n\n"
-                         f'fill_mask = pipeline("fill-mask", model="{hf}")\n'
-                         f'fill_mask("The cat {mask} on the mat.")\n```')
-    keras_code = ("```python\nimport keras_hub\n\n"
-                  f'masked_lm = keras_hub.models.MaskedLM.from_preset("{preset}")\n```\n\n'
-                  "The preset has no keras-hub preprocessor: its `tokenizer/` folder holds the "
-                  "`tokenizers` files (`tokenizers.Tokenizer.from_file`), and mlm_pretrain's "
-                  "`python -m trainer.predict --model PRESET` fills masks with both.")
-    first, second = ((transformers_code, keras_code) if fmt == "hf"
-                     else (keras_code, transformers_code))
-    titles = ("transformers (PyTorch)", "keras-hub") if fmt == "hf" else \
-        ("keras-hub", "transformers (PyTorch), from the Hugging Face export")
-    return (f"## How to use\n\n{where}### {titles[0]}\n\n{first}\n\n### {titles[1]}\n\n{second}")
+    where = (
+        ""
+        if options.published
+        else "Not published: PATH/TO is where the export was "
+        "written (or give the repository after a push).\n\n"
+    )
+    transformers_code = (
+        "```python\nfrom transformers import pipeline\n\n"
+        f'fill_mask = pipeline("fill-mask", model="{hf}")\n'
+        f'fill_mask("The cat {mask} on the mat.")\n```'
+    )
+    keras_code = (
+        "```python\nimport keras_hub\n\n"
+        f'masked_lm = keras_hub.models.MaskedLM.from_preset("{preset}")\n```\n\n'
+        "The preset has no keras-hub preprocessor: its `tokenizer/` folder holds the "
+        "`tokenizers` files (`tokenizers.Tokenizer.from_file`), and mlm_pretrain's "
+        "`python -m trainer.predict --model PRESET` fills masks with both."
+    )
+    first, second = (
+        (transformers_code, keras_code) if fmt == "hf" else (keras_code, transformers_code)
+    )
+    titles = (
+        ("transformers (PyTorch)", "keras-hub")
+        if fmt == "hf"
+        else ("keras-hub", "transformers (PyTorch), from the Hugging Face export")
+    )
+    return f"## How to use\n\n{where}### {titles[0]}\n\n{first}\n\n### {titles[1]}\n\n{second}"
 
 
 def _origin(config) -> str:
@@ -195,17 +256,27 @@ def _origin(config) -> str:
     initial = config.get("init_from")
     if not isinstance(initial, dict):
         return "pretrained from scratch"
-    return (f"continued from `{initial['path']}` (sha256 `{initial['digest'][:16]}`) by "
-            f"masked-LM pretraining on `{config.get('train_data')}`")
+    return (
+        f"continued from `{initial['path']}` (sha256 `{initial['digest'][:16]}`) by "
+        f"masked-LM pretraining on `{config.get('train_data')}`"
+    )
 
 
 def body(facts, fmt: str, options, name: str) -> str:
     config = facts.run_config
-    intro = (f"# {name}\n\nA {config['family']} masked language model ({config['size']}, "
-             f"{_n(facts.parameters)} parameters) {_origin(config)} with mlm_pretrain "
-             f"(Beam prepare pipeline, Keras 3 / keras-hub trainer). This folder is the "
-             f"{'Hugging Face transformers' if fmt == 'hf' else 'keras-hub preset'} export.")
-    sections = [intro, model_section(facts), tokenizer_section(facts), data_section(facts),
-                recipe_section(facts), results_section(facts),
-                usage_section(facts, fmt, options)]
+    intro = (
+        f"# {name}\n\nA {config['family']} masked language model ({config['size']}, "
+        f"{_n(facts.parameters)} parameters) {_origin(config)} with mlm_pretrain "
+        f"(Beam prepare pipeline, Keras 3 / keras-hub trainer). This folder is the "
+        f"{'Hugging Face transformers' if fmt == 'hf' else 'keras-hub preset'} export."
+    )
+    sections = [
+        intro,
+        model_section(facts),
+        tokenizer_section(facts),
+        data_section(facts),
+        recipe_section(facts),
+        results_section(facts),
+        usage_section(facts, fmt, options),
+    ]
     return "\n\n".join(sections) + "\n"

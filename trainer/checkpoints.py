@@ -23,9 +23,10 @@ import warnings
 from common import fs
 from common.errors import UserError
 from trainer import optimization, run_dir
-from trainer.run_dir import WEIGHTS_SUFFIX, RunDir
+from trainer.run_dir import RunDir
 
 # --- Writing -------------------------------------------------------------------------------
+
 
 def publish(model, path: str, upload: bool = True) -> None:
     """`model.save_weights(path)`, atomically: a kill or an error leaves no partial file.
@@ -44,7 +45,7 @@ def publish(model, path: str, upload: bool = True) -> None:
     if upload:
         view = image.getbuffer()
         try:
-            fs.upload_stream(path, (view[i:i + _CHUNK] for i in range(0, len(view), _CHUNK)))
+            fs.upload_stream(path, (view[i : i + _CHUNK] for i in range(0, len(view), _CHUNK)))
         finally:
             view.release()
 
@@ -65,8 +66,9 @@ def weights_image(model) -> io.BytesIO:
     image = io.BytesIO()
     store = saving_lib.H5IOStore(image, mode="w")
     try:
-        saving_lib._save_state(model, weights_store=store, assets_store=None, inner_path="",
-                               visited_saveables=set())
+        saving_lib._save_state(
+            model, weights_store=store, assets_store=None, inner_path="", visited_saveables=set()
+        )
     finally:
         store.close()
     return image
@@ -74,10 +76,11 @@ def weights_image(model) -> io.BytesIO:
 
 def prune(paths_newest_first: list[str], keep: int) -> None:
     """Deletes all but the newest `keep` files (after a new one was published)."""
-    fs.delete(paths_newest_first[max(keep, 1):])
+    fs.delete(paths_newest_first[max(keep, 1) :])
 
 
 # --- Reading -------------------------------------------------------------------------------
+
 
 def unreadable_reason(path: str) -> str | None:
     """None if `path` opens as a complete HDF5 weight file, else why not (cheap: h5py checks
@@ -168,15 +171,18 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
     if checkpoint is None:
         raise UnreadableRunError(
             f"{run.root} has {len(backups)} backup(s) and no checkpoint that can be read; "
-            "move them away to restart from scratch, or use a new --output_dir.")
+            "move them away to restart from scratch, or use a new --output_dir."
+        )
     load_weights(masked_lm, checkpoint)
     step = run_dir.step_of(checkpoint)
     optimizer = trainer_model.optimizer
     for variable in optimizer.variables:
         variable.assign(variable.numpy() * 0)
     optimization.set_update_count(optimizer, step)
-    _warn(f"no readable backup: resuming from {checkpoint} at step {step} with a fresh "
-          "optimizer state (moments restart at zero).")
+    _warn(
+        f"no readable backup: resuming from {checkpoint} at step {step} with a fresh "
+        "optimizer state (moments restart at zero)."
+    )
     return step
 
 
@@ -209,28 +215,33 @@ def load_backup(trainer_model, path: str) -> None:
             _restore_other_layout(trainer_model, f[OPTIMIZER_VARS], saved_count, step, path)
 
 
-def _restore_other_layout(trainer_model, saved, saved_count: int, step: int,
-                          path: str) -> None:
+def _restore_other_layout(trainer_model, saved, saved_count: int, step: int, path: str) -> None:
     """Assigns the optimizer state `saved` (h5 datasets "0", "1"..., written with
     accumulation the other way) by variable name: moments and velocities as saved,
     accumulators at zero (a backup lies between updates), the step of the file's name."""
     optimizer = trainer_model.optimizer
     other_steps = None if optimizer.gradient_accumulation_steps else 2  # any N > 1: same names
     layout = type(optimizer).from_config(
-        {**optimizer.get_config(), "gradient_accumulation_steps": other_steps})
+        {**optimizer.get_config(), "gradient_accumulation_steps": other_steps}
+    )
     layout.build(trainer_model.trainable_variables)  # only for its variables' names, in order
     index = {variable.name: str(i) for i, variable in enumerate(layout.variables)}
     del layout
     if len(index) != saved_count:
-        raise ValueError(f"its optimizer state has {saved_count} variables, this run's "
-                         f"{len(optimizer.variables)} (with or without accumulation "
-                         f"{len(index)}): not a backup of this model")
+        raise ValueError(
+            f"its optimizer state has {saved_count} variables, this run's "
+            f"{len(optimizer.variables)} (with or without accumulation "
+            f"{len(index)}): not a backup of this model"
+        )
     for variable in optimizer.variables:  # one array in memory at a time
-        variable.assign(saved[index[variable.name]][()] if variable.name in index
-                        else variable.numpy() * 0)
+        variable.assign(
+            saved[index[variable.name]][()] if variable.name in index else variable.numpy() * 0
+        )
     optimization.set_update_count(optimizer, step)  # the saved count is in its micro-batches
-    print(f"{path}: optimizer state of another --grad_accum_steps restored exactly (step "
-          f"{step}, moments as saved).")
+    print(
+        f"{path}: optimizer state of another --grad_accum_steps restored exactly (step "
+        f"{step}, moments as saved)."
+    )
 
 
 def latest_checkpoint(output_dir: str) -> str | None:

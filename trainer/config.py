@@ -39,113 +39,173 @@ _LEGACY_MODEL_CONFIGS = {
 @dataclasses.dataclass
 class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the export at the end
     # Data and files.
-    train_data: str = flag("Folder of training shards (manifest or legacy format), local or "
-                            "gs://.", aliases=["--train_dataset"], required=True)
-    eval_data: str = flag("Folder of evaluation shards.", aliases=["--eval_dataset"],
-                           required=True)
-    tokenizer: str = flag("Tokenizer folder (tokenizer.json, tokenizer_config.json); by "
-                           "default the one the training split's manifest names.")
-    output_dir: str = flag("Where checkpoints, logs and metrics go (local or gs://).",
-                            required=True)
-    max_length: int = flag("Sequence length of the data; read from the manifest when "
-                            "omitted (required for legacy-format shards).", minimum=1)
+    train_data: str = flag(
+        "Folder of training shards (manifest or legacy format), local or gs://.",
+        aliases=["--train_dataset"],
+        required=True,
+    )
+    eval_data: str = flag("Folder of evaluation shards.", aliases=["--eval_dataset"], required=True)
+    tokenizer: str = flag(
+        "Tokenizer folder (tokenizer.json, tokenizer_config.json); by "
+        "default the one the training split's manifest names."
+    )
+    output_dir: str = flag(
+        "Where checkpoints, logs and metrics go (local or gs://).", required=True
+    )
+    max_length: int = flag(
+        "Sequence length of the data; read from the manifest when "
+        "omitted (required for legacy-format shards).",
+        minimum=1,
+    )
     # Model.
     model: str = flag("Named size.", "base", choices=sizes.NAMES)
     family: str = flag("Model family.", "roberta", choices=families.NAMES)
-    config: dict = flag("JSON overrides of the backbone config, e.g. "
-                         '\'{"num_layers": 1, "hidden_dim": 32}\': arguments the family\'s '
-                         "keras-hub backbone takes (trainer/model.py check_overrides).")
+    config: dict = flag(
+        "JSON overrides of the backbone config, e.g. "
+        '\'{"num_layers": 1, "hidden_dim": 32}\': arguments the family\'s '
+        "keras-hub backbone takes (trainer/model.py check_overrides)."
+    )
     init_from: str = flag(
         "Continue pretraining this model (continued / domain-adaptive pretraining): a Hugging "
         "Face folder (config.json + model.safetensors) or Hub id, a keras-hub preset we "
         "exported, or one of our run folders. Family, sizes and positions come from it, the "
         "data must use its tokenizer; default learning rate "
-        f"{CONTINUED_LEARNING_RATE:g} (docs/training.md).")
+        f"{CONTINUED_LEARNING_RATE:g} (docs/training.md)."
+    )
     pretrained_model_config: str = flag(
         "Legacy flag (HF example): a Hugging Face config name mapped to --family/--model "
         "(weights are not "
-        f"loaded). One of {sorted(_LEGACY_MODEL_CONFIGS)}.")
+        f"loaded). One of {sorted(_LEGACY_MODEL_CONFIGS)}."
+    )
     # Distribution and precision.
-    backend: str = flag("Keras backend; default KERAS_BACKEND, else tensorflow. Read before "
-                         "Keras is imported (trainer/keras_backend.py); a run keeps the "
-                         "backend it started with.", choices=keras_backend.BACKENDS)
-    strategy: str = flag("Where to train; `auto` picks TPU, then GPUs, then CPU.", "auto",
-                          choices=("auto", "tpu", "gpu", "cpu"))
-    tpu: str = flag("TPU name; `local` on a TPU VM (the default for --strategy tpu).",
-                     aliases=["--tpu_name"])
+    backend: str = flag(
+        "Keras backend; default KERAS_BACKEND, else tensorflow. Read before "
+        "Keras is imported (trainer/keras_backend.py); a run keeps the "
+        "backend it started with.",
+        choices=keras_backend.BACKENDS,
+    )
+    strategy: str = flag(
+        "Where to train; `auto` picks TPU, then GPUs, then CPU.",
+        "auto",
+        choices=("auto", "tpu", "gpu", "cpu"),
+    )
+    tpu: str = flag(
+        "TPU name; `local` on a TPU VM (the default for --strategy tpu).", aliases=["--tpu_name"]
+    )
     tpu_zone: str = flag("Zone of a named TPU.")
     gcp_project: str = flag("Project of a named TPU.")
-    no_tpu: bool = flag("Legacy flag (HF example): never use a TPU (same as --strategy "
-                         "gpu/cpu).", False)
-    cpu_replicas: int = flag("With --strategy cpu: split the CPU into N logical devices under "
-                              "MirroredStrategy (exercises the multi-replica path).", 1,
-                              minimum=1)
-    precision: str = flag("bf16 = mixed_bfloat16 (the default on GPU and TPU), fp32 on a CPU.",
-                           None, choices=("bf16", "fp32"))
+    no_tpu: bool = flag(
+        "Legacy flag (HF example): never use a TPU (same as --strategy gpu/cpu).", False
+    )
+    cpu_replicas: int = flag(
+        "With --strategy cpu: split the CPU into N logical devices under "
+        "MirroredStrategy (exercises the multi-replica path).",
+        1,
+        minimum=1,
+    )
+    precision: str = flag(
+        "bf16 = mixed_bfloat16 (the default on GPU and TPU), fp32 on a CPU.",
+        None,
+        choices=("bf16", "fp32"),
+    )
     bfloat16: bool = flag("Legacy flag (HF example): same as --precision bf16.", False)
-    jit_compile: str = flag("XLA-compile the train step: auto = yes, except MirroredStrategy "
-                             "over CPU devices (keras#19005).", "auto",
-                             choices=("auto", "true", "false"))
-    steps_per_execution: int = flag("Train steps per compiled call (default: 100 on GPU and "
-                                     "TPU, 1 on a CPU).", minimum=1)
+    jit_compile: str = flag(
+        "XLA-compile the train step: auto = yes, except MirroredStrategy "
+        "over CPU devices (keras#19005).",
+        "auto",
+        choices=("auto", "true", "false"),
+    )
+    steps_per_execution: int = flag(
+        "Train steps per compiled call (default: 100 on GPU and TPU, 1 on a CPU).", minimum=1
+    )
     fused_attention: str = flag(
         "No dropout on the attention probabilities (the hidden states keep theirs), so that "
-        "attention runs as one fused op (cuDNN's on a GPU): auto = on GPU and TPU.", "auto",
-        choices=("auto", "true", "false"))
+        "attention runs as one fused op (cuDNN's on a GPU): auto = on GPU and TPU.",
+        "auto",
+        choices=("auto", "true", "false"),
+    )
     # Batch, length of training.
-    per_replica_batch_size: int = flag("Examples per replica per micro-batch (per step "
-                                        "without --grad_accum_steps).", 8, minimum=1)
+    per_replica_batch_size: int = flag(
+        "Examples per replica per micro-batch (per step without --grad_accum_steps).", 8, minimum=1
+    )
     grad_accum_steps: int = flag(
         "Micro-batches per optimizer update (gradient accumulation): the global batch is "
         "per_replica_batch_size x replicas x N. Steps (--train_steps, --save_every, "
-        "--eval_every, warmup, logs, the resume point) count updates.", 1,
-        aliases=["--gradient_accumulation_steps"], minimum=1)
+        "--eval_every, warmup, logs, the resume point) count updates.",
+        1,
+        aliases=["--gradient_accumulation_steps"],
+        minimum=1,
+    )
     train_steps: int = flag("Optimizer steps (alternative to --epochs).", minimum=1)
     epochs: int = flag("Passes over the training data.", aliases=["--num_epochs"], minimum=1)
     # Optimisation.
     learning_rate: float | None = flag(
-        "Peak learning rate. Default: by --model size (" + ", ".join(
-            f"{size} {rate:g}" for size, rate in DEFAULT_LEARNING_RATES.items())
-        + "), or the rate a resumed run used.", greater_than=0)
-    warmup_ratio: float = flag("Fraction of steps of linear warmup (the legacy HF example "
-                                "uses 0.05).", 0.05, minimum=0, maximum=1)
-    weight_decay: float = flag("AdamW decoupled weight decay (not on biases/LayerNorm).", 1e-3,
-                                aliases=["--weight_decay_rate"], minimum=0)
+        "Peak learning rate. Default: by --model size ("
+        + ", ".join(f"{size} {rate:g}" for size, rate in DEFAULT_LEARNING_RATES.items())
+        + "), or the rate a resumed run used.",
+        greater_than=0,
+    )
+    warmup_ratio: float = flag(
+        "Fraction of steps of linear warmup (the legacy HF example uses 0.05).",
+        0.05,
+        minimum=0,
+        maximum=1,
+    )
+    weight_decay: float = flag(
+        "AdamW decoupled weight decay (not on biases/LayerNorm).",
+        1e-3,
+        aliases=["--weight_decay_rate"],
+        minimum=0,
+    )
     # A beta of 1 divides by zero in Adam's bias correction (1 - beta**t).
     adam_beta1: float = flag("AdamW beta_1.", 0.9, minimum=0, less_than=1)
     adam_beta2: float = flag("AdamW beta_2.", 0.98, minimum=0, less_than=1)
     adam_epsilon: float = flag("AdamW epsilon.", 1e-6, greater_than=0)
     clip_norm: float = flag("Global gradient-norm clipping (0 = off).", 1.0, minimum=0)
-    mlm_probability: float = flag("Fraction of maskable tokens selected.", 0.15,
-                                  greater_than=0, maximum=1)
-    masking: str = flag("What is masked together: single tokens (BERT/RoBERTa), every piece "
-                         "of a word (BERT whole-word masking) or spans of 1-10 tokens, "
-                         "geometric lengths (SpanBERT).", "token",
-                         choices=masking.MODES)
-    seed: int = flag("Seed for weights, data order, dropout and masking.", 42, minimum=0,
-                     maximum=MAX_SEED)
+    mlm_probability: float = flag(
+        "Fraction of maskable tokens selected.", 0.15, greater_than=0, maximum=1
+    )
+    masking: str = flag(
+        "What is masked together: single tokens (BERT/RoBERTa), every piece "
+        "of a word (BERT whole-word masking) or spans of 1-10 tokens, "
+        "geometric lengths (SpanBERT).",
+        "token",
+        choices=masking.MODES,
+    )
+    seed: int = flag(
+        "Seed for weights, data order, dropout and masking.", 42, minimum=0, maximum=MAX_SEED
+    )
     # Input pipeline.
-    shuffle_buffer_size: int = flag("Records per shuffle window (trainer/data_order.py).", 2**16,
-                                    minimum=1)
+    shuffle_buffer_size: int = flag(
+        "Records per shuffle window (trainer/data_order.py).", 2**16, minimum=1
+    )
     # Loop, evaluation, checkpoints.
     eval_every: int = flag("Evaluate every N steps (and always at the end).", 1000, minimum=1)
-    save_every: int = flag("Checkpoint and back up every N steps (and at the end).", 1000,
-                           minimum=1)
+    save_every: int = flag(
+        "Checkpoint and back up every N steps (and at the end).", 1000, minimum=1
+    )
     # At least one: the newest checkpoint is what export and predict read.
     keep_checkpoints: int = flag("How many ckpt-*.weights.h5 to keep.", 3, minimum=1)
-    eval_seed: int = flag("Seed of the fixed evaluation masks.", 1234, minimum=0,
-                          maximum=MAX_SEED)
-    max_eval_batches: int = flag("Cap on evaluation batches per evaluation (default: all).",
-                                 minimum=1)
-    verbose: int = flag("Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1,
-                        minimum=0, maximum=2)
+    eval_seed: int = flag("Seed of the fixed evaluation masks.", 1234, minimum=0, maximum=MAX_SEED)
+    max_eval_batches: int = flag(
+        "Cap on evaluation batches per evaluation (default: all).", minimum=1
+    )
+    verbose: int = flag(
+        "Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1, minimum=0, maximum=2
+    )
     # The run folder's lock (one training run per --output_dir; trainer/folder_lock.py).
-    takeover_lock: bool = flag("Take --output_dir over from a training run that holds its "
-                                "lock (only when that run is dead).", False)
+    takeover_lock: bool = flag(
+        "Take --output_dir over from a training run that holds its "
+        "lock (only when that run is dead).",
+        False,
+    )
     lock_timeout_hours: float = flag(
         "A run folder's lock whose heartbeat (refreshed every minute while its run lives) is "
         "older than this is taken over without --takeover_lock (a run restarted on another "
-        "machine after a preemption waits this long at most).", 0.25, minimum=0.01)
+        "machine after a preemption waits this long at most).",
+        0.25,
+        minimum=0.01,
+    )
 
     def __post_init__(self):
         self.check_push_flags()  # a bad target or card metadata fails now, not after training
@@ -153,7 +213,8 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
             if self.pretrained_model_config not in _LEGACY_MODEL_CONFIGS:
                 raise ValueError(
                     f"--pretrained_model_config {self.pretrained_model_config!r} is not one of "
-                    f"{sorted(_LEGACY_MODEL_CONFIGS)}; use --family and --model instead.")
+                    f"{sorted(_LEGACY_MODEL_CONFIGS)}; use --family and --model instead."
+                )
             self.family, self.model = _LEGACY_MODEL_CONFIGS[self.pretrained_model_config]
         if self.bfloat16:
             self.precision = "bf16"
@@ -167,8 +228,10 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
             raise ValueError(problem)
         model.check_overrides(self.family, self.model, self.config)
         if self.init_from and (self.config or self.pretrained_model_config):
-            raise ValueError("--init_from takes the model's family and sizes from the "
-                             "checkpoint: drop --config / --pretrained_model_config")
+            raise ValueError(
+                "--init_from takes the model's family and sizes from the "
+                "checkpoint: drop --config / --pretrained_model_config"
+            )
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -178,5 +241,6 @@ def parse_args(argv=None) -> TrainConfig:
     """Parses flags into a `TrainConfig`; a usage error is one line, exit 2."""
     parser = flags.ArgumentParser(
         prog="python -m trainer.task",
-        description="Pretrain a RoBERTa/BERT masked language model with Keras 3 / keras-hub.")
+        description="Pretrain a RoBERTa/BERT masked language model with Keras 3 / keras-hub.",
+    )
     return flags.parse(parser, TrainConfig, argv)

@@ -36,6 +36,7 @@ from common.manifest import ManifestError
 from trainer import data_order
 from trainer.data_order import ROW, STEP  # noqa: F401  (re-exported: data.STEP, data.ROW)
 
+
 class DataError(UserError):
     """Data that is well-formed but does not fit the run (too few examples for a batch...)."""
 
@@ -87,19 +88,22 @@ class SplitSource:
     @property
     def min_examples(self) -> int:
         """The smallest `num_examples` over the pipelines sharing the split by records."""
-        return sum(self.counts) // self.record_shard[1] if self.record_shard else \
-            self.num_examples
+        return sum(self.counts) // self.record_shard[1] if self.record_shard else self.num_examples
 
-    def for_pipeline(self, pipeline_id: int, num_pipelines: int,
-                     by_records: bool = False) -> "SplitSource":
+    def for_pipeline(
+        self, pipeline_id: int, num_pipelines: int, by_records: bool = False
+    ) -> SplitSource:
         """What one input pipeline (one TPU host) reads: every `num_pipelines`-th file, or
         every `num_pipelines`-th record when there are too few files (or `by_records`)."""
         if num_pipelines == 1:
             return self
         if by_records or len(self.files) < num_pipelines:
             return dataclasses.replace(self, record_shard=(pipeline_id, num_pipelines))
-        return dataclasses.replace(self, files=self.files[pipeline_id::num_pipelines],
-                                   counts=self.counts[pipeline_id::num_pipelines])
+        return dataclasses.replace(
+            self,
+            files=self.files[pipeline_id::num_pipelines],
+            counts=self.counts[pipeline_id::num_pipelines],
+        )
 
 
 def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None) -> SplitSource:
@@ -107,19 +111,29 @@ def resolve_split(split_dir: str, tokenizer_info, max_length: int | None = None)
     split_dir = split_dir.rstrip("/")
     files = fs.glob_in(split_dir, "*" + shards.SHARD_SUFFIX)
     has_manifest = fs.exists(prepared_dir.manifest_path(split_dir)) or fs.exists(
-        prepared_dir.marker_path(split_dir))
+        prepared_dir.marker_path(split_dir)
+    )
     ours = files and all(shards.parse_shard_name(f) for f in files)
     if has_manifest or ours:  # our pipeline's output: only trusted through its manifest
         found = manifest.read_manifest(
-            split_dir, max_length=max_length, tokenizer_fingerprint=tokenizer_info.fingerprint,
-            vocab_size=tokenizer_info.vocab_size)
-        return SplitSource(split_dir, tuple(found.shard_paths(split_dir)),
-                           tuple(s.num_examples for s in found.shards), found.max_length,
-                           digest=_manifest_digest(found), run_id=found.run_id)
+            split_dir,
+            max_length=max_length,
+            tokenizer_fingerprint=tokenizer_info.fingerprint,
+            vocab_size=tokenizer_info.vocab_size,
+        )
+        return SplitSource(
+            split_dir,
+            tuple(found.shard_paths(split_dir)),
+            tuple(s.num_examples for s in found.shards),
+            found.max_length,
+            digest=_manifest_digest(found),
+            run_id=found.run_id,
+        )
     if not files:
         raise ManifestError(
             f"{split_dir} holds no {prepared_dir.MANIFEST} and no *{shards.SHARD_SUFFIX} shards; "
-            "point it at a split folder written by the prepare pipeline.")
+            "point it at a split folder written by the prepare pipeline."
+        )
     return _legacy_format_split(split_dir, files, tokenizer_info, max_length)
 
 
@@ -144,7 +158,8 @@ def _legacy_format_split(split_dir, files, tokenizer_info, max_length) -> SplitS
         bad = files[counts.index(None)]
         raise ManifestError(
             f"{bad} has no record count in its name (expected *-INDEX-COUNT.tfrecord) and "
-            f"{split_dir} has no {prepared_dir.MANIFEST}.")
+            f"{split_dir} has no {prepared_dir.MANIFEST}."
+        )
     # No manifest to check against: look at the first record instead (cheap, one read).
     try:
         with fs.open_read(files[0]) as stream:
@@ -157,13 +172,21 @@ def _legacy_format_split(split_dir, files, tokenizer_info, max_length) -> SplitS
     if max_length is not None and len(ids) != max_length:
         raise ManifestError(
             f"{split_dir} holds sequences of length {len(ids)}, but {max_length} was asked "
-            "for. Prepare the data again or pass the matching --max_length.")
+            "for. Prepare the data again or pass the matching --max_length."
+        )
     if ids and max(ids) >= tokenizer_info.vocab_size:
         raise ManifestError(
             f"{split_dir} holds token id {max(ids)}, outside the tokenizer's vocabulary of "
-            f"{tokenizer_info.vocab_size}; it was tokenized with another tokenizer.")
-    return SplitSource(split_dir, tuple(files), tuple(counts), len(ids),
-                       digest=_listing_digest(files), legacy_format=True)
+            f"{tokenizer_info.vocab_size}; it was tokenized with another tokenizer."
+        )
+    return SplitSource(
+        split_dir,
+        tuple(files),
+        tuple(counts),
+        len(ids),
+        digest=_listing_digest(files),
+        legacy_format=True,
+    )
 
 
 def _manifest_digest(found: manifest.Manifest) -> str:
@@ -217,8 +240,7 @@ def _unparsable_reason(err: BaseException) -> str | None:
         return first
     if tf is not None and isinstance(err, tf.errors.DataLossError):
         return first  # TensorFlow's "corrupted record" (a checksum)
-    if tf is not None and isinstance(err, tf.errors.InvalidArgumentError) \
-            and "Example" in message:
+    if tf is not None and isinstance(err, tf.errors.InvalidArgumentError) and "Example" in message:
         return first
     return None
 
@@ -239,24 +261,32 @@ def replaced_splits_named(*sources: SplitSource):
                     f"{source.split_dir} changed while this run was reading it (a prepare run "
                     "committed other shards there and deleted the ones being read). Prepare "
                     "new data into a new folder; to go on, restore the old data there (a "
-                    "restart with other data is refused).") from err
+                    "restart with other data is refused)."
+                ) from err
         names = " or ".join(s.split_dir for s in sources)
         reason = _unparsable_reason(err)
         if reason is not None:
             raise UnparsableRecordError(
                 f"a record of {names} is not an Example of {sources[0].max_length} input_ids "
                 f"and attention_mask ({reason}); python -m common.verify names the "
-                "shard.") from None
+                "shard."
+            ) from None
         gone = _missing_shards(sources)
         if gone:
             raise MissingShardError(
                 f"{gone[0]} is gone although its split's manifest still lists it; restore it, "
-                "or prepare the data again into a new folder.") from None
+                "or prepare the data again into a new folder."
+            ) from None
         raise
 
 
-def start_position(source: SplitSource, batch_size: int, start_step: int,
-                   local_replicas: int = 1, micro_batches: int = 1) -> tuple[int, int, int]:
+def start_position(
+    source: SplitSource,
+    batch_size: int,
+    start_step: int,
+    local_replicas: int = 1,
+    micro_batches: int = 1,
+) -> tuple[int, int, int]:
     """(data epoch, batches to skip in it, batches per epoch) of a pipeline at `start_step`
     (`data_order.start_position`): the examples of a step are the same whether one replica
     takes a batch of 16 or two replicas take 8 each, or one replica takes two micro-batches
@@ -265,7 +295,8 @@ def start_position(source: SplitSource, batch_size: int, start_step: int,
     if data_order.steps_per_epoch(source.num_examples, batch_size, per_step) < 1:
         raise DataError(
             f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
-            f"than one step of {per_step} batch(es) of {batch_size}.")
+            f"than one step of {per_step} batch(es) of {batch_size}."
+        )
     return data_order.start_position(source.num_examples, batch_size, start_step, per_step)
 
 
@@ -280,20 +311,27 @@ def _module(pipeline: str):
     return data_tf
 
 
-def train_dataset(source: SplitSource, batch_size: int, seed: int, start_step: int = 0,
-                  shuffle_buffer: int = 2**16, share: PipelineShare = PipelineShare(),
-                  micro_batches: int = 1):
+def train_dataset(
+    source: SplitSource,
+    batch_size: int,
+    seed: int,
+    start_step: int = 0,
+    shuffle_buffer: int = 2**16,
+    share: PipelineShare = PipelineShare(),
+    micro_batches: int = 1,
+):
     """Endless batches of `{input_ids, attention_mask}` (int32) with their `step` and `row`,
     starting at `start_step` (`micro_batches` batches per replica per step), from the
     pipeline `share` names (a tf.data or a grain dataset)."""
-    position = start_position(source, batch_size, start_step, share.batches_per_step,
-                              micro_batches)
-    return _module(share.pipeline).train_dataset(source, batch_size, seed, shuffle_buffer,
-                                                 start_step, position, share, micro_batches)
+    position = start_position(source, batch_size, start_step, share.batches_per_step, micro_batches)
+    return _module(share.pipeline).train_dataset(
+        source, batch_size, seed, shuffle_buffer, start_step, position, share, micro_batches
+    )
 
 
-def eval_batch_count(source: SplitSource, batch_size: int, max_batches: int | None = None,
-                     local_replicas: int = 1) -> int:
+def eval_batch_count(
+    source: SplitSource, batch_size: int, max_batches: int | None = None, local_replicas: int = 1
+) -> int:
     """Batches of one evaluation pass: a multiple of `local_replicas`, so every replica gets
     a full batch at every step (fixed shapes for XLA)."""
     num_batches = source.min_examples // batch_size // local_replicas * local_replicas
@@ -302,35 +340,53 @@ def eval_batch_count(source: SplitSource, batch_size: int, max_batches: int | No
     if num_batches < 1:
         raise DataError(
             f"{source.split_dir} has {source.num_examples} examples per input pipeline, fewer "
-            f"than one evaluation batch of {batch_size} per replica.")
+            f"than one evaluation batch of {batch_size} per replica."
+        )
     return num_batches
 
 
-def eval_dataset(source: SplitSource, batch_size: int, max_batches: int | None = None,
-                 local_replicas: int = 1, pipeline: str = TF_DATA):
+def eval_dataset(
+    source: SplitSource,
+    batch_size: int,
+    max_batches: int | None = None,
+    local_replicas: int = 1,
+    pipeline: str = TF_DATA,
+):
     """One pass in file order (no shuffle), so every evaluation sees the same batches."""
     num_batches = eval_batch_count(source, batch_size, max_batches, local_replicas)
     return _module(pipeline).eval_dataset(source, batch_size, num_batches)
 
 
-def train_dataset_fn(source: SplitSource, per_replica_batch_size: int, seed: int,
-                     start_step: int = 0, shuffle_buffer: int = 2**16,
-                     micro_batches: int = 1):
+def train_dataset_fn(
+    source: SplitSource,
+    per_replica_batch_size: int,
+    seed: int,
+    start_step: int = 0,
+    shuffle_buffer: int = 2**16,
+    micro_batches: int = 1,
+):
     """A function of a `PipelineShare`: each host reads only its files (or its share of the
     records when there are fewer files than hosts). The seed is the same on every host, so
     record shares of a common file order stay disjoint."""
+
     def dataset_fn(share: PipelineShare):
         mine = source.for_pipeline(share.pipeline_id, share.num_pipelines)
-        return train_dataset(mine, per_replica_batch_size, seed, start_step, shuffle_buffer,
-                             share, micro_batches)
+        return train_dataset(
+            mine, per_replica_batch_size, seed, start_step, shuffle_buffer, share, micro_batches
+        )
+
     return dataset_fn
 
 
-def eval_dataset_fn(source: SplitSource, per_replica_batch_size: int,
-                    max_batches: int | None = None):
+def eval_dataset_fn(
+    source: SplitSource, per_replica_batch_size: int, max_batches: int | None = None
+):
     """Evaluation shares by records: every host then runs the same number of batches."""
+
     def dataset_fn(share: PipelineShare):
         mine = source.for_pipeline(share.pipeline_id, share.num_pipelines, by_records=True)
-        return eval_dataset(mine, per_replica_batch_size, max_batches, share.batches_per_step,
-                            share.pipeline)
+        return eval_dataset(
+            mine, per_replica_batch_size, max_batches, share.batches_per_step, share.pipeline
+        )
+
     return dataset_fn

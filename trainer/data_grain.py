@@ -36,8 +36,9 @@ def _file_records(path: str, read: data_order.Read):
             gap = read.first if kept == 0 else read.stride - 1
             record = next(records, None) if tfrecord.skip(stream, gap) == gap else None
             if record is None:  # a file shorter than its manifest says: never a short batch
-                raise tfrecord.RecordError(f"{path} ends before its record "
-                                           f"{read.first + kept * read.stride}")
+                raise tfrecord.RecordError(
+                    f"{path} ends before its record {read.first + kept * read.stride}"
+                )
             yield record
 
 
@@ -66,22 +67,22 @@ def _stream(pipeline, seed: int, window: int, position: tuple, batch_size: int):
     used = per_epoch * batch_size
     for epoch in itertools.count(first_epoch):
         start = skip * batch_size if epoch == first_epoch else 0
-        plan = data_order.epoch_plan(pipeline.counts, pipeline.record_shard, seed, epoch,
-                                     window, used, start)
+        plan = data_order.epoch_plan(
+            pipeline.counts, pipeline.record_shard, seed, epoch, window, used, start
+        )
         windows = _windows(_records(pipeline, plan.reads), plan.window)
         records = data_order.shuffled(plan, seed, windows)
         for _ in range(plan.take // batch_size):
             yield list(itertools.islice(records, batch_size))
 
 
-def _train_batches(pipeline, seed, window, position, batch_size, start_step, share,
-                   micro_batches):
+def _train_batches(pipeline, seed, window, position, batch_size, start_step, share, micro_batches):
     stream = _stream(pipeline, seed, window, position, batch_size)
     for index, records in enumerate(stream):
         batch = _decoded(records, pipeline.max_length)
         step, first_row = data_order.batch_position(
-            index, start_step, batch_size, share.pipeline_id, share.batches_per_step,
-            micro_batches)
+            index, start_step, batch_size, share.pipeline_id, share.batches_per_step, micro_batches
+        )
         batch[data_order.STEP] = np.full(batch_size, step, np.int32)  # per row: split over devices
         batch[data_order.ROW] = np.arange(first_row, first_row + batch_size, dtype=np.int32)
         yield batch
@@ -129,8 +130,9 @@ class _Prefetched(grain.IterDataset):
     unclosed, and a prefetch thread blocks on its full queue forever otherwise."""
 
     def __init__(self, parent, buffer: int):
-        super().__init__(grain.experimental.ThreadPrefetchIterDataset(
-            parent, prefetch_buffer_size=buffer))
+        super().__init__(
+            grain.experimental.ThreadPrefetchIterDataset(parent, prefetch_buffer_size=buffer)
+        )
 
     def __iter__(self):
         return _ClosingIterator(self._parent.__iter__())
@@ -153,16 +155,30 @@ class _ClosingIterator(grain.DatasetIterator):
         self._parent.close()
 
 
-def train_dataset(pipeline, batch_size: int, seed: int, window: int, start_step: int,
-                  position: tuple, share, micro_batches: int = 1) -> grain.IterDataset:
+def train_dataset(
+    pipeline,
+    batch_size: int,
+    seed: int,
+    window: int,
+    start_step: int,
+    position: tuple,
+    share,
+    micro_batches: int = 1,
+) -> grain.IterDataset:
     """Endless batches of `{input_ids, attention_mask, step, row}` (int32) from `start_step`;
     `position` is `data_order.start_position`'s (epoch, batches to skip, batches per epoch)."""
-    return _Prefetched(_Batches(lambda: _train_batches(
-        pipeline, seed, window, position, batch_size, start_step, share, micro_batches)),
-        PREFETCH_BATCHES)
+    return _Prefetched(
+        _Batches(
+            lambda: _train_batches(
+                pipeline, seed, window, position, batch_size, start_step, share, micro_batches
+            )
+        ),
+        PREFETCH_BATCHES,
+    )
 
 
 def eval_dataset(pipeline, batch_size: int, num_batches: int) -> grain.IterDataset:
     """`num_batches` batches of the features, one unshuffled pass; every `iter` the same."""
-    return _Prefetched(_Batches(lambda: _eval_batches(pipeline, batch_size, num_batches)),
-                       PREFETCH_BATCHES)
+    return _Prefetched(
+        _Batches(lambda: _eval_batches(pipeline, batch_size, num_batches)), PREFETCH_BATCHES
+    )

@@ -139,15 +139,22 @@ def reads(counts, record_shard, order, start: int = 0) -> list[Read]:
     return out
 
 
-def epoch_plan(counts, record_shard, seed: int, epoch: int, window: int, used: int,
-               start: int = 0) -> EpochPlan:
+def epoch_plan(
+    counts, record_shard, seed: int, epoch: int, window: int, used: int, start: int = 0
+) -> EpochPlan:
     """Data epoch `epoch` of the training stream from its `start`-th shuffled record to its
     `used`-th (exclusive): the first window read is the one holding `start`."""
     window = max(1, min(window, num_records(counts, record_shard)))
     first_window = start // window
     order = file_order(len(counts), seed, epoch)
-    return EpochPlan(epoch, tuple(reads(counts, record_shard, order, first_window * window)),
-                     window, first_window, start - first_window * window, used - start)
+    return EpochPlan(
+        epoch,
+        tuple(reads(counts, record_shard, order, first_window * window)),
+        window,
+        first_window,
+        start - first_window * window,
+        used - start,
+    )
 
 
 def eval_reads(counts, record_shard) -> list[Read]:
@@ -160,29 +167,38 @@ def steps_per_epoch(records: int, batch_size: int, per_step: int) -> int:
     return records // (batch_size * per_step)
 
 
-def start_position(records: int, batch_size: int, start_step: int,
-                   per_step: int) -> tuple[int, int, int]:
+def start_position(
+    records: int, batch_size: int, start_step: int, per_step: int
+) -> tuple[int, int, int]:
     """(data epoch, batches to skip in it, batches per epoch) of a pipeline at `start_step`:
     a data epoch is a whole number of steps of `per_step` batches each (replicas x
     micro-batches), so a resume may change how a step's examples are split."""
     steps = steps_per_epoch(records, batch_size, per_step)
     if steps < 1:
-        raise ValueError(f"{records} records are less than one step of {per_step} batch(es) "
-                         f"of {batch_size}")
+        raise ValueError(
+            f"{records} records are less than one step of {per_step} batch(es) of {batch_size}"
+        )
     epoch, step_in_epoch = divmod(start_step, steps)
     return epoch, step_in_epoch * per_step, steps * per_step
 
 
-def batch_position(index, start_step, batch_size: int, pipeline_id: int,
-                   batches_per_step: int, micro_batches: int = 1):
+def batch_position(
+    index,
+    start_step,
+    batch_size: int,
+    pipeline_id: int,
+    batches_per_step: int,
+    micro_batches: int = 1,
+):
     """(step, first row in the global batch) of this pipeline's `index`-th batch since
     `start_step`: a row's place is its record's place in the step's share of the stream
     (pipelines own consecutive blocks, as TPU hosts do), so an example keeps its place, hence
     its mask, however the step is split into replicas and micro-batches. Plain arithmetic:
     `index` may be an int, a numpy or a TensorFlow integer."""
     micro, in_micro = index // batches_per_step, index % batches_per_step
-    batches_before = (pipeline_id * micro_batches + micro % micro_batches) \
-        * batches_per_step + in_micro
+    batches_before = (
+        pipeline_id * micro_batches + micro % micro_batches
+    ) * batches_per_step + in_micro
     return start_step + micro // micro_batches, batches_before * batch_size
 
 
@@ -193,6 +209,6 @@ def shuffled(plan: EpochPlan, seed: int, windows):
     for number, records in enumerate(windows, plan.first_window):
         if left <= 0:
             return
-        order = window_permutation(seed, plan.epoch, number, len(records))[skip:left + skip]
+        order = window_permutation(seed, plan.epoch, number, len(records))[skip : left + skip]
         skip, left = 0, left - len(order)
         yield from (records[i] for i in order)

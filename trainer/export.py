@@ -62,8 +62,11 @@ def weight_table(family: str, num_layers: int) -> list[tuple]:
         ('pooled_dense/kernel', None, None)
     """
     record = families.get(family)
-    layers = [(k.format(i=i), h.format(i=i, m=record.hf_prefix), t)
-              for i in range(num_layers) for k, h, t in encoder_weights.ENCODER_LAYER]
+    layers = [
+        (k.format(i=i), h.format(i=i, m=record.hf_prefix), t)
+        for i in range(num_layers)
+        for k, h, t in encoder_weights.ENCODER_LAYER
+    ]
     return list(record.weight_rows) + layers
 
 
@@ -126,8 +129,9 @@ def export_keras_hub(masked_lm, source, output_dir: str) -> str:
         _save_preset(masked_lm, output_dir)
     run_config = {**source.run_config, "exported_from": source.path}
     fs.write_json(fs.join(output_dir, run_dir.RUN_CONFIG), run_config)
-    tokenizer_files.copy(source.tokenizer_dir, fs.join(output_dir, run_dir.TOKENIZER_DIR),
-                         source.max_sequence_length)
+    tokenizer_files.copy(
+        source.tokenizer_dir, fs.join(output_dir, run_dir.TOKENIZER_DIR), source.max_sequence_length
+    )
     return output_dir
 
 
@@ -140,13 +144,17 @@ def _save_preset(masked_lm, folder: str) -> None:
     """`save_to_preset`, once the disk is known to hold the weights: keras-hub writes them
     with h5py, which on a full disk raises again in its finaliser and kills the process
     with a segmentation fault at exit instead of letting it report one line."""
-    need = _HDF5_FILE_OVERHEAD + sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize
-                                     + _HDF5_VARIABLE_OVERHEAD for v in masked_lm.weights)
+    need = _HDF5_FILE_OVERHEAD + sum(
+        int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize + _HDF5_VARIABLE_OVERHEAD
+        for v in masked_lm.weights
+    )
     free = shutil.disk_usage(folder).free
     if free < need:
-        raise ExportError(f"cannot write the keras-hub preset in {fs.unstaged(folder)}: it "
-                          f"needs about {need / 2**20:,.1f} MiB and {free / 2**20:,.1f} MiB "
-                          "are free; the previous export (if any) is kept.")
+        raise ExportError(
+            f"cannot write the keras-hub preset in {fs.unstaged(folder)}: it "
+            f"needs about {need / 2**20:,.1f} MiB and {free / 2**20:,.1f} MiB "
+            "are free; the previous export (if any) is kept."
+        )
     masked_lm.save_to_preset(folder)
 
 
@@ -154,13 +162,15 @@ def _tokenizer_info(source):
     """(tokenizer, its ids), checked against the tokenizer the model was trained with."""
     if source.tokenizer_dir is None:
         raise ExportError(
-            f"{source.path} has no {run_dir.TOKENIZER_DIR}/ folder to export with it.")
+            f"{source.path} has no {run_dir.TOKENIZER_DIR}/ folder to export with it."
+        )
     tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
     trained = source.run_config.get("tokenizer", {}).get("fingerprint")
     if trained and trained != info.fingerprint:
         raise ExportError(
             f"{source.tokenizer_dir} is not the tokenizer the model was trained with "
-            f"(fingerprint {info.fingerprint[:12]} != {trained[:12]}).")
+            f"(fingerprint {info.fingerprint[:12]} != {trained[:12]})."
+        )
     return tokenizer, info
 
 
@@ -170,8 +180,9 @@ def formats_of(fmt: str) -> tuple:
     return (KERAS_HUB, HF) if fmt == "all" else (fmt,)
 
 
-def export(checkpoint: str, output_dir: str, fmt: str = "all",
-           card: model_card.CardOptions | None = None) -> dict[str, str]:
+def export(
+    checkpoint: str, output_dir: str, fmt: str = "all", card: model_card.CardOptions | None = None
+) -> dict[str, str]:
     """Exports `checkpoint` in `fmt` (keras-hub, hf or all), each folder with its model
     card; returns {format: folder}.
 
@@ -197,24 +208,29 @@ def export(checkpoint: str, output_dir: str, fmt: str = "all",
     return {f: fs.join(output_dir, f) if fmt == "all" else output_dir for f in formats}
 
 
-def export_and_push(checkpoint: str, output_dir: str, fmt: str,
-                    push_flags: publish.PushFlags) -> tuple[dict, dict]:
+def export_and_push(
+    checkpoint: str, output_dir: str, fmt: str, push_flags: publish.PushFlags
+) -> tuple[dict, dict]:
     """`export`, then `--push_to` (checked, credentials too, before anything is written);
     returns ({format: folder}, {format: where it was pushed})."""
     repos, target = {}, push_flags.push_target
     if target:
         repos = publish.repos_for(target, formats_of(fmt))
         push.check_credentials(target)
-    card = model_card.CardOptions(push_flags.language, push_flags.license,
-                                  {f: t.uri for f, t in repos.items()})
+    card = model_card.CardOptions(
+        push_flags.language, push_flags.license, {f: t.uri for f, t in repos.items()}
+    )
     paths = export(checkpoint, output_dir, fmt, card)
     return paths, push.push_export(paths, repos)
 
 
 def main(argv=None) -> int:
     parser = flags.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", required=True,
-                        help="training output dir, a .weights.h5 checkpoint or a keras-hub preset")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="training output dir, a .weights.h5 checkpoint or a keras-hub preset",
+    )
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--format", default="all", choices=FORMATS)
     flags.add_flags(parser, publish.PushFlags)
@@ -223,12 +239,17 @@ def main(argv=None) -> int:
     def body():
         keras_backend.check()
         push_flags = publish.PushFlags(args.push_to, args.language, args.license)
-        paths, pushed = export_and_push(args.checkpoint, args.output_dir, args.format,
-                                        push_flags)
+        paths, pushed = export_and_push(args.checkpoint, args.output_dir, args.format, push_flags)
         for fmt, path in paths.items():
-            note = (f" (pushed to {pushed[fmt]})" if fmt in pushed else
-                    " (not pushed: Kaggle takes the keras-hub preset)" if args.push_to else "")
+            note = (
+                f" (pushed to {pushed[fmt]})"
+                if fmt in pushed
+                else " (not pushed: Kaggle takes the keras-hub preset)"
+                if args.push_to
+                else ""
+            )
             print(f"{fmt}: {path}{note}")
+
     return run_cli(body, argv)
 
 

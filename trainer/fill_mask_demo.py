@@ -17,9 +17,9 @@ import random
 import re
 import sys
 
-from common.splits import hash_split
 from common import flags
 from common.errors import UserError, run_cli
+from common.splits import hash_split
 from trainer import keras_backend
 from trainer.predict import MaskPredictor
 
@@ -58,7 +58,9 @@ def mask_one_word(predictor: MaskPredictor, sentence: str, rng: random.Random):
         word = sentence[start:end]
         starts_word = start > 0 and sentence[start - 1] == " "
         ends_word = end == len(sentence) or not sentence[end].isalnum()
-        next_is_new = i + 1 == len(spans) or spans[i + 1][0] > end or not sentence[end:end + 1].isalnum()
+        next_is_new = (
+            i + 1 == len(spans) or spans[i + 1][0] > end or not sentence[end : end + 1].isalnum()
+        )
         if starts_word and ends_word and next_is_new and word.isalpha() and len(word) >= 3:
             candidates.append((start, end))
     if not candidates:
@@ -80,8 +82,9 @@ def run(model: str, corpus: str, validation_fraction: float, num: int, seed: int
         if len(blanks) == num:
             break
     if not blanks:
-        raise UserError(f"no held-out sentence found in {corpus} (validation fraction "
-                        f"{validation_fraction})")
+        raise UserError(
+            f"no held-out sentence found in {corpus} (validation fraction {validation_fraction})"
+        )
     results = predictor.predict([text for text, _ in blanks], top_k=3)
     lines, top1, top3 = [], 0, 0
     for (text, expected), masks in zip(blanks, results):
@@ -91,8 +94,10 @@ def run(model: str, corpus: str, validation_fraction: float, num: int, seed: int
         top3 += hit
         shown = ", ".join(f"{token.strip()!r} {p:.2f}" for token, p in masks[0])
         lines.append(f"{'+' if hit else ' '} {text}\n    expected {expected!r:<14} top 3: {shown}")
-    lines.append(f"held-out blanks filled: {top1} of {len(blanks)} at top 1, {top3} of "
-                 f"{len(blanks)} in the top 3")
+    lines.append(
+        f"held-out blanks filled: {top1} of {len(blanks)} at top 1, {top3} of "
+        f"{len(blanks)} in the top 3"
+    )
     return "\n".join(lines)
 
 
@@ -100,8 +105,9 @@ def main(argv=None) -> int:
     parser = flags.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="training run, export or checkpoint")
     parser.add_argument("--corpus", required=True, help="the JSONL corpus given to prepare")
-    parser.add_argument("--validation_fraction", type=float, required=True,
-                        help="the same value prepare used")
+    parser.add_argument(
+        "--validation_fraction", type=float, required=True, help="the same value prepare used"
+    )
     parser.add_argument("--num", type=int, default=10, help="blanks to fill")
     parser.add_argument("--seed", type=int, default=0, help="which sentences and words")
     args = parser.parse_args(argv)
@@ -109,6 +115,7 @@ def main(argv=None) -> int:
     def body():
         keras_backend.check()
         print(run(args.model, args.corpus, args.validation_fraction, args.num, args.seed))
+
     return run_cli(body, argv)
 
 

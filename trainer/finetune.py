@@ -30,8 +30,16 @@ from common import flags, fs, tokenizer_files
 from common.errors import UserError, run_cli
 from common.flags import flag
 from trainer import families, keras_backend, model_source, run_dir
-from trainer.finetuning import (card_scores, datasets, glue, metrics, packing, pretraining,
-                                protocol, results)
+from trainer.finetuning import (
+    card_scores,
+    datasets,
+    glue,
+    metrics,
+    packing,
+    pretraining,
+    protocol,
+    results,
+)
 
 DEFAULT_MAX_LENGTH = 128  # cramming's GLUE length
 ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
@@ -41,53 +49,89 @@ DEFAULT_RECIPE = glue.Recipe(learning_rate=4e-5, epochs=5, batch_size=16, seeds=
 
 @dataclasses.dataclass
 class FinetuneFlags:
-    model: str = flag("The pretrained model: a training run folder (newest checkpoint), a "
-                      ".weights.h5 checkpoint or our keras-hub export.", required=True)
+    model: str = flag(
+        "The pretrained model: a training run folder (newest checkpoint), a "
+        ".weights.h5 checkpoint or our keras-hub export.",
+        required=True,
+    )
     output_dir: str = flag("Where results.json and the TensorBoard logs go.", required=True)
-    train: str = flag("Training examples: a .jsonl, .csv or .tsv file, or a Hugging Face "
-                      "save_to_disk folder of one split (required without --task).")
-    dev: str = flag("Development examples (selection of the best epoch; required without "
-                    "--task).")
+    train: str = flag(
+        "Training examples: a .jsonl, .csv or .tsv file, or a Hugging Face "
+        "save_to_disk folder of one split (required without --task)."
+    )
+    dev: str = flag("Development examples (selection of the best epoch; required without --task).")
     test: str = flag("Test examples, scored once with the selected epoch's weights.")
-    task: str = flag("A GLUE task read from --glue_dir with its own columns, metrics and "
-                     "recipe, or glue: the 8 tasks (no WNLI) and the GLUE score.",
-                     choices=glue.NAMES)
-    glue_dir: str = flag("GLUE's download (CoLA/train.tsv, MNLI/dev_matched.tsv, ...) or "
-                         "save_to_disk folders of nyu-mll/glue configs (cola/train, ...).")
-    mnli_start: bool = flag("With --task glue: RTE, MRPC and STS-B start from the backbone "
-                            "of MNLI's best seed, as MosaicBERT does.", False)
-    card: str = flag("An export (trainer.export's output_dir, or one of its keras-hub/ or "
-                     "hf/ folders) whose model card(s) get the dev scores in model-index.")
-    input_format: str = flag("File format; default: hf for a folder, else by extension.",
-                             choices=datasets.FORMATS)
+    task: str = flag(
+        "A GLUE task read from --glue_dir with its own columns, metrics and "
+        "recipe, or glue: the 8 tasks (no WNLI) and the GLUE score.",
+        choices=glue.NAMES,
+    )
+    glue_dir: str = flag(
+        "GLUE's download (CoLA/train.tsv, MNLI/dev_matched.tsv, ...) or "
+        "save_to_disk folders of nyu-mll/glue configs (cola/train, ...)."
+    )
+    mnli_start: bool = flag(
+        "With --task glue: RTE, MRPC and STS-B start from the backbone "
+        "of MNLI's best seed, as MosaicBERT does.",
+        False,
+    )
+    card: str = flag(
+        "An export (trainer.export's output_dir, or one of its keras-hub/ or "
+        "hf/ folders) whose model card(s) get the dev scores in model-index."
+    )
+    input_format: str = flag(
+        "File format; default: hf for a folder, else by extension.", choices=datasets.FORMATS
+    )
     text_column: str = flag("The column of the (first) text.", "text")
     text_pair_column: str = flag("The column of the second text (a text-pair task).")
     label_column: str = flag("The column of the label.", "label")
-    task_type: str = flag("classification (labels named in train) or regression (a number).",
-                          "classification", choices=datasets.TASK_TYPES)
-    metric: str = flag("The dev score that selects the best epoch; default accuracy for "
-                       "classification, spearman for regression (a GLUE task: its own).",
-                       choices=ALL_METRICS)
-    max_length: int = flag("Tokens per example, special tokens included; longer ones are "
-                           "truncated and counted. Default: 128, or the model's positions "
-                           "if fewer.", minimum=8)
+    task_type: str = flag(
+        "classification (labels named in train) or regression (a number).",
+        "classification",
+        choices=datasets.TASK_TYPES,
+    )
+    metric: str = flag(
+        "The dev score that selects the best epoch; default accuracy for "
+        "classification, spearman for regression (a GLUE task: its own).",
+        choices=ALL_METRICS,
+    )
+    max_length: int = flag(
+        "Tokens per example, special tokens included; longer ones are "
+        "truncated and counted. Default: 128, or the model's positions "
+        "if fewer.",
+        minimum=8,
+    )
     epochs: int = flag("Epochs per seed. Default: 5, a GLUE task's own.", minimum=1)
     batch_size: int = flag("Examples per step. Default: 16, a GLUE task's own.", minimum=1)
-    learning_rate: float = flag("Peak learning rate (a tiny model needs more, e.g. 1e-3). "
-                                "Default: 4e-5, a GLUE task's own.", minimum=0.0)
-    warmup_ratio: float = flag("Share of the steps spent warming up linearly.", 0.1,
-                               minimum=0.0, maximum=1.0)
-    weight_decay: float = flag("AdamW weight decay (not on biases and LayerNorm).", 0.01,
-                               minimum=0.0)
-    seeds: str = flag("Comma-separated seeds, one fine-tuning each. Default: 1,2,3, a GLUE "
-                      "task's own (5 on RTE, MRPC, STS-B; 1 on MNLI).")
-    from_scratch: bool = flag("Same architecture, random weights: the reference that shows "
-                              "what pretraining bought.", False)
-    jit_compile: str = flag("XLA-compile the step: auto = yes on JAX and on accelerators, "
-                            "no for TensorFlow on a CPU (the compile outlasts a short "
-                            "fine-tune).", "auto", choices=("auto", "true", "false"))
-    backend: str = flag("Keras backend; default KERAS_BACKEND, else tensorflow.",
-                        choices=keras_backend.BACKENDS)
+    learning_rate: float = flag(
+        "Peak learning rate (a tiny model needs more, e.g. 1e-3). "
+        "Default: 4e-5, a GLUE task's own.",
+        minimum=0.0,
+    )
+    warmup_ratio: float = flag(
+        "Share of the steps spent warming up linearly.", 0.1, minimum=0.0, maximum=1.0
+    )
+    weight_decay: float = flag(
+        "AdamW weight decay (not on biases and LayerNorm).", 0.01, minimum=0.0
+    )
+    seeds: str = flag(
+        "Comma-separated seeds, one fine-tuning each. Default: 1,2,3, a GLUE "
+        "task's own (5 on RTE, MRPC, STS-B; 1 on MNLI)."
+    )
+    from_scratch: bool = flag(
+        "Same architecture, random weights: the reference that shows what pretraining bought.",
+        False,
+    )
+    jit_compile: str = flag(
+        "XLA-compile the step: auto = yes on JAX and on accelerators, "
+        "no for TensorFlow on a CPU (the compile outlasts a short "
+        "fine-tune).",
+        "auto",
+        choices=("auto", "true", "false"),
+    )
+    backend: str = flag(
+        "Keras backend; default KERAS_BACKEND, else tensorflow.", choices=keras_backend.BACKENDS
+    )
 
     def __post_init__(self):
         problem = flags.out_of_bounds(FinetuneFlags, self)
@@ -97,21 +141,23 @@ class FinetuneFlags:
         self._check_sources()
         if self.task:
             return
-        self.metric = self.metric or ("spearman" if self.task_type == "regression"
-                                      else "accuracy")
-        wanted = metrics.REGRESSION if self.task_type == "regression" else \
-            metrics.CLASSIFICATION
+        self.metric = self.metric or ("spearman" if self.task_type == "regression" else "accuracy")
+        wanted = metrics.REGRESSION if self.task_type == "regression" else metrics.CLASSIFICATION
         if self.metric not in wanted:
-            raise ValueError(f"--metric {self.metric} does not score a {self.task_type} task "
-                             f"(choose one of {', '.join(wanted)})")
+            raise ValueError(
+                f"--metric {self.metric} does not score a {self.task_type} task "
+                f"(choose one of {', '.join(wanted)})"
+            )
 
     def _check_sources(self) -> None:
         """Either --task with --glue_dir, or --train and --dev: never a mix."""
         if self.mnli_start and self.task != "glue":
             raise ValueError("--mnli_start needs --task glue (MNLI is fine-tuned first)")
         if self.card and self.from_scratch:
-            raise ValueError("--card with --from_scratch would put random weights' scores "
-                             "on the pretrained model's card")
+            raise ValueError(
+                "--card with --from_scratch would put random weights' scores "
+                "on the pretrained model's card"
+            )
         if not self.task:
             if self.glue_dir:
                 raise ValueError("--glue_dir needs --task")
@@ -120,11 +166,15 @@ class FinetuneFlags:
             return
         if not self.glue_dir:
             raise ValueError(f"--task {self.task} needs --glue_dir")
-        given = [f"--{n}" for n in ("train", "dev", "test", "metric", "text_pair_column")
-                 if getattr(self, n)]
+        given = [
+            f"--{n}"
+            for n in ("train", "dev", "test", "metric", "text_pair_column")
+            if getattr(self, n)
+        ]
         if given:
-            raise ValueError(f"--task brings its own files, columns and metric: drop "
-                             f"{', '.join(given)}")
+            raise ValueError(
+                f"--task brings its own files, columns and metric: drop {', '.join(given)}"
+            )
 
     def seed_list(self, default=DEFAULT_RECIPE.seeds) -> list[int]:
         if self.seeds is None:
@@ -132,23 +182,28 @@ class FinetuneFlags:
         try:
             seeds = [int(s) for s in self.seeds.split(",") if s.strip()]
         except ValueError:
-            raise ValueError(f"--seeds must be comma-separated integers, not "
-                             f"{self.seeds!r}") from None
+            raise ValueError(
+                f"--seeds must be comma-separated integers, not {self.seeds!r}"
+            ) from None
         if not seeds or len(set(seeds)) != len(seeds):
             raise ValueError(f"--seeds must name at least one seed, each once: {self.seeds!r}")
         return seeds
 
     def spec(self) -> datasets.TaskSpec:
-        return datasets.TaskSpec(self.task_type, self.text_column, self.text_pair_column,
-                                 self.label_column)
+        return datasets.TaskSpec(
+            self.task_type, self.text_column, self.text_pair_column, self.label_column
+        )
 
     def recipe(self, metric: str, default: glue.Recipe = DEFAULT_RECIPE) -> protocol.Recipe:
         """The flags where given, else `default` (cramming's, or a GLUE task's own)."""
-        return protocol.Recipe(self.epochs or default.epochs,
-                               self.batch_size or default.batch_size,
-                               default.learning_rate if self.learning_rate is None
-                               else self.learning_rate,
-                               self.warmup_ratio, self.weight_decay, metric)
+        return protocol.Recipe(
+            self.epochs or default.epochs,
+            self.batch_size or default.batch_size,
+            default.learning_rate if self.learning_rate is None else self.learning_rate,
+            self.warmup_ratio,
+            self.weight_decay,
+            metric,
+        )
 
 
 @dataclasses.dataclass
@@ -167,8 +222,7 @@ class Job:
 
 
 def _targets(job_splits: dict, spec, names) -> dict:
-    return {name: datasets.encode_labels(split, spec, names)
-            for name, split in job_splits.items()}
+    return {name: datasets.encode_labels(split, spec, names) for name, split in job_splits.items()}
 
 
 def read_task(config: FinetuneFlags) -> tuple[dict, tuple | None, dict]:
@@ -176,19 +230,31 @@ def read_task(config: FinetuneFlags) -> tuple[dict, tuple | None, dict]:
     so that bad data fails fast."""
     spec = config.spec()
     paths = {"train": config.train, "dev": config.dev, "test": config.test}
-    splits = {name: datasets.read_split(path, spec, config.input_format)
-              for name, path in paths.items() if path}
+    splits = {
+        name: datasets.read_split(path, spec, config.input_format)
+        for name, path in paths.items()
+        if path
+    }
     names = None if config.task_type == "regression" else datasets.label_names(splits["train"])
     if names is not None and config.metric == "f1" and len(names) != 2:
-        raise UserError(f"--metric f1 is the binary F1, but {config.train} has {len(names)} "
-                        "labels; use macro_f1")
+        raise UserError(
+            f"--metric f1 is the binary F1, but {config.train} has {len(names)} "
+            "labels; use macro_f1"
+        )
     return splits, names, _targets(splits, spec, names)
 
 
 def own_job(config: FinetuneFlags) -> Job:
     splits, names, _ = read_task(config)
-    return Job("task", config.task_type, splits, names, config.recipe(config.metric),
-               config.seed_list(), config.output_dir)
+    return Job(
+        "task",
+        config.task_type,
+        splits,
+        names,
+        config.recipe(config.metric),
+        config.seed_list(),
+        config.output_dir,
+    )
 
 
 def glue_jobs(config: FinetuneFlags) -> list[Job]:
@@ -197,16 +263,25 @@ def glue_jobs(config: FinetuneFlags) -> list[Job]:
     for task in glue.tasks_of(config.task):
         splits = glue.read(config.glue_dir, task)
         _targets(splits, task.spec, task.labels or None)  # a dev label train lacks: now
-        folder = fs.join(config.output_dir, task.name) if config.task == "glue" \
-            else config.output_dir
+        folder = (
+            fs.join(config.output_dir, task.name) if config.task == "glue" else config.output_dir
+        )
         extra = {"glue": task.name, "reported": list(task.reported)}
         if task.name == "mnli":
-            extra.update(test_split="dev_mismatched (reported as accuracy_mm)",
-                         test_label="dev_mm")
-        jobs.append(Job(task.name, task.task_type, splits, task.labels or None,
-                        config.recipe(task.metric, task.recipe),
-                        config.seed_list(task.recipe.seeds), folder, glue.RECIPE_SOURCE,
-                        extra))
+            extra.update(test_split="dev_mismatched (reported as accuracy_mm)", test_label="dev_mm")
+        jobs.append(
+            Job(
+                task.name,
+                task.task_type,
+                splits,
+                task.labels or None,
+                config.recipe(task.metric, task.recipe),
+                config.seed_list(task.recipe.seeds),
+                folder,
+                glue.RECIPE_SOURCE,
+                extra,
+            )
+        )
     return jobs
 
 
@@ -216,23 +291,35 @@ def pack_task(config, source, job: Job):
     tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
     max_length = config.max_length or min(DEFAULT_MAX_LENGTH, source.max_sequence_length)
     if max_length > source.max_sequence_length:
-        raise UserError(f"--max_length {max_length} is more than the model's "
-                        f"{source.max_sequence_length} positions")
+        raise UserError(
+            f"--max_length {max_length} is more than the model's "
+            f"{source.max_sequence_length} positions"
+        )
     spec = datasets.TaskSpec(job.task_type, "", "pair" if _is_pair(job) else None, "")
     targets = _targets(job.splits, spec, job.names)
     packer = packing.Packer(tokenizer, info, source.family, max_length)
     packed = {name: packer.pack(split.texts, split.pairs) for name, split in job.splits.items()}
     length = max(len(row) for p in packed.values() for row in p.rows)
     segments = families.get(source.family).takes_segment_ids
-    arrays = {name: (p.features(length, info.pad_id, segments), targets[name])
-              for name, p in packed.items()}
+    arrays = {
+        name: (p.features(length, info.pad_id, segments), targets[name])
+        for name, p in packed.items()
+    }
     outputs = 1 if job.names is None else len(job.names)
-    data = protocol.TaskData(job.task_type, outputs, arrays["train"], arrays["dev"],
-                             arrays.get("test"))
-    counts = {name: {"examples": len(split), "skipped_empty": split.skipped_empty,
-                     "skipped_malformed": split.skipped_malformed,
-                     "truncated": packed[name].truncated, "path": split.path,
-                     "max_length": max_length} for name, split in job.splits.items()}
+    data = protocol.TaskData(
+        job.task_type, outputs, arrays["train"], arrays["dev"], arrays.get("test")
+    )
+    counts = {
+        name: {
+            "examples": len(split),
+            "skipped_empty": split.skipped_empty,
+            "skipped_malformed": split.skipped_malformed,
+            "truncated": packed[name].truncated,
+            "path": split.path,
+            "max_length": max_length,
+        }
+        for name, split in job.splits.items()
+    }
     return data, counts, info
 
 
@@ -244,7 +331,8 @@ def resolve_model(path: str):
     source = model_source.resolve(path)
     if source.tokenizer_dir is None:
         raise model_source.ModelNotFoundError(
-            f"{path} has no {run_dir.TOKENIZER_DIR}/ folder: cannot tokenize the text")
+            f"{path} has no {run_dir.TOKENIZER_DIR}/ folder: cannot tokenize the text"
+        )
     return source
 
 
@@ -260,16 +348,23 @@ def run_job(config, source, backbone, pretrained: dict, job: Job, after_seed=Non
     metric = job.recipe.metric
     for seed in job.seeds:
         record = protocol.run_seed(models, seed, scalars)
-        print(f"{job.name} seed {seed}: best epoch {record['best_epoch']}, dev {metric} "
-              f"{record['dev'][metric]:.4f} ({record['seconds']:.1f} s)", flush=True)
+        print(
+            f"{job.name} seed {seed}: best epoch {record['best_epoch']}, dev {metric} "
+            f"{record['dev'][metric]:.4f} ({record['seconds']:.1f} s)",
+            flush=True,
+        )
         records.append(record)
         if after_seed:
             after_seed(record, models.model)
     constant = protocol.constant_scores(data)
     document = _document(config, source, backbone, job, counts)
     document["pretraining"] = pretrained
-    document["scores"] = {"metric": metric, "seeds": records, "constant_answer_dev": constant,
-                          "summary": protocol.summarise(records, metric, constant)}
+    document["scores"] = {
+        "metric": metric,
+        "seeds": records,
+        "constant_answer_dev": constant,
+        "summary": protocol.summarise(records, metric, constant),
+    }
     results.write(job.output_dir, document)
     return document
 
@@ -325,8 +420,11 @@ def glue_run(config, source, backbone, pretrained: dict, jobs: list[Job]) -> dic
     document = glue_summary(documents)
     document["pretraining"] = pretrained
     document["model"] = next(iter(documents.values()))["model"]
-    document["protocol"] = {"recipe_source": glue.RECIPE_SOURCE, "mnli_start":
-                            config.mnli_start, "glue_dir": config.glue_dir}
+    document["protocol"] = {
+        "recipe_source": glue.RECIPE_SOURCE,
+        "mnli_start": config.mnli_start,
+        "glue_dir": config.glue_dir,
+    }
     results.write(config.output_dir, document)
     return document
 
@@ -337,10 +435,13 @@ def glue_summary(documents: dict) -> dict:
     for name, document in documents.items():
         scores = document["scores"]
         reported[name] = glue.reported(glue.TASKS[name], scores["summary"])
-        tasks[name] = {"reported": reported[name], "metric": scores["metric"],
-                       "seeds": [r["seed"] for r in scores["seeds"]],
-                       "collapsed_seeds": scores["summary"]["collapsed_seeds"],
-                       "results": fs.join(name, results.RESULTS)}
+        tasks[name] = {
+            "reported": reported[name],
+            "metric": scores["metric"],
+            "seeds": [r["seed"] for r in scores["seeds"]],
+            "collapsed_seeds": scores["summary"]["collapsed_seeds"],
+            "results": fs.join(name, results.RESULTS),
+        }
     return {"glue": glue.glue_score(reported), "tasks": tasks}
 
 
@@ -348,20 +449,36 @@ def _document(config, source, backbone, job: Job, counts: dict) -> dict:
     import keras
 
     return {
-        "protocol": {**dataclasses.asdict(config), "seeds": job.seeds,
-                     "epochs": job.recipe.epochs, "batch_size": job.recipe.batch_size,
-                     "learning_rate": job.recipe.learning_rate, "metric": job.recipe.metric,
-                     "max_length": counts["train"]["max_length"],
-                     "backend": keras.backend.backend(), "recipe_source": job.recipe_source,
-                     "selection": "best epoch on dev by the metric", "notes":
-                     results.PROTOCOL_NOTES, "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, "
-                     "global norm clip 1.0, linear warmup then linear decay to 0"},
-        "model": {"path": config.model, "kind": source.kind, "checkpoint": source.path,
-                  "family": source.family, "from_scratch": config.from_scratch,
-                  "backbone_parameters": backbone.parameters},
-        "task": {"name": job.name, "type": job.task_type,
-                 "labels": list(job.names) if job.names else None, "pair": _is_pair(job),
-                 **job.extra},
+        "protocol": {
+            **dataclasses.asdict(config),
+            "seeds": job.seeds,
+            "epochs": job.recipe.epochs,
+            "batch_size": job.recipe.batch_size,
+            "learning_rate": job.recipe.learning_rate,
+            "metric": job.recipe.metric,
+            "max_length": counts["train"]["max_length"],
+            "backend": keras.backend.backend(),
+            "recipe_source": job.recipe_source,
+            "selection": "best epoch on dev by the metric",
+            "notes": results.PROTOCOL_NOTES,
+            "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, "
+            "global norm clip 1.0, linear warmup then linear decay to 0",
+        },
+        "model": {
+            "path": config.model,
+            "kind": source.kind,
+            "checkpoint": source.path,
+            "family": source.family,
+            "from_scratch": config.from_scratch,
+            "backbone_parameters": backbone.parameters,
+        },
+        "task": {
+            "name": job.name,
+            "type": job.task_type,
+            "labels": list(job.names) if job.names else None,
+            "pair": _is_pair(job),
+            **job.extra,
+        },
         "data": counts,
     }
 
@@ -374,9 +491,9 @@ def main(argv=None) -> int:
         if config.backend is None:  # else the flag chose it
             keras_backend.check()
         document = finetune(config)
-        print(results.glue_table(document) if config.task == "glue"
-              else results.table(document))
+        print(results.glue_table(document) if config.task == "glue" else results.table(document))
         print(f"results: {fs.join(config.output_dir, results.RESULTS)}")
+
     return run_cli(body, argv)
 
 

@@ -44,10 +44,15 @@ def held(config, chief: bool, heartbeat_seconds: float = run_lock.HEARTBEAT_SECO
     output_dir = config.output_dir.rstrip("/")
     new_folder = not fs.is_remote(output_dir) and not os.path.exists(output_dir)
     run_id = new_run_id()
-    lock = run_lock.acquire(output_dir, run_id, f"trainer ({keras.backend.backend()})",
-                            takeover=config.takeover_lock,
-                            timeout_hours=config.lock_timeout_hours,
-                            heartbeat_seconds=heartbeat_seconds, kind=run_lock.TRAINING)
+    lock = run_lock.acquire(
+        output_dir,
+        run_id,
+        f"trainer ({keras.backend.backend()})",
+        takeover=config.takeover_lock,
+        timeout_hours=config.lock_timeout_hours,
+        heartbeat_seconds=heartbeat_seconds,
+        kind=run_lock.TRAINING,
+    )
     try:
         with lock.heartbeat():
             yield lock

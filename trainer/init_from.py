@@ -38,22 +38,44 @@ from trainer.families import encoder_weights
 
 HF_CONFIG, HF_WEIGHTS = "config.json", "model.safetensors"
 # transformers duplicates the tied LM decoder in some checkpoints: (copy, the tensor it equals).
-_TIED = {"roberta": {"lm_head.decoder.weight": "roberta.embeddings.word_embeddings.weight",
-                     "lm_head.decoder.bias": "lm_head.bias"},
-         "bert": {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
-                  "cls.predictions.decoder.bias": "cls.predictions.bias"}}
+_TIED = {
+    "roberta": {
+        "lm_head.decoder.weight": "roberta.embeddings.word_embeddings.weight",
+        "lm_head.decoder.bias": "lm_head.bias",
+    },
+    "bert": {
+        "cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
+        "cls.predictions.decoder.bias": "cls.predictions.bias",
+    },
+}
 # Tensors of heads that transformers' own *ForMaskedLM drops on loading ("Some weights of the
 # model checkpoint were not used"): roberta-base and bert-base ship a pooler, BERT its
 # next-sentence head. Neither takes part in the masked-LM loss; they are skipped with a note.
 _NOT_MLM = {"roberta": ("roberta.pooler.",), "bert": ("bert.pooler.", "cls.seq_relationship.")}
 # Config fields that change what the model computes: each must be what our export would write
 # for the same backbone (the family's `hf_config`), else the logits would differ.
-_COMPUTED = ("hidden_act", "layer_norm_eps", "type_vocab_size", "max_position_embeddings",
-             "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-             "vocab_size", "attention_probs_dropout_prob", "tie_word_embeddings", "is_decoder",
-             "add_cross_attention", "position_embedding_type")
-_DEFAULTS = {"position_embedding_type": "absolute", "is_decoder": False,
-             "add_cross_attention": False, "tie_word_embeddings": True}
+_COMPUTED = (
+    "hidden_act",
+    "layer_norm_eps",
+    "type_vocab_size",
+    "max_position_embeddings",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "vocab_size",
+    "attention_probs_dropout_prob",
+    "tie_word_embeddings",
+    "is_decoder",
+    "add_cross_attention",
+    "position_embedding_type",
+)
+_DEFAULTS = {
+    "position_embedding_type": "absolute",
+    "is_decoder": False,
+    "add_cross_attention": False,
+    "tie_word_embeddings": True,
+}
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
@@ -96,12 +118,21 @@ def _download(repo_id: str) -> str:
     try:
         from huggingface_hub import snapshot_download
 
-        return snapshot_download(repo_id, allow_patterns=[
-            HF_CONFIG, HF_WEIGHTS, tokenizer_files.TOKENIZER_JSON,
-            tokenizer_files.TOKENIZER_CONFIG, tokenizer_files.SPECIAL_TOKENS_MAP])
+        return snapshot_download(
+            repo_id,
+            allow_patterns=[
+                HF_CONFIG,
+                HF_WEIGHTS,
+                tokenizer_files.TOKENIZER_JSON,
+                tokenizer_files.TOKENIZER_CONFIG,
+                tokenizer_files.SPECIAL_TOKENS_MAP,
+            ],
+        )
     except Exception as err:  # offline, unknown repo, no access: all one line
-        raise InitFromError(f"--init_from {repo_id}: no such folder here, and the Hugging Face "
-                            f"Hub download failed ({str(err).splitlines()[0][:160]}).") from None
+        raise InitFromError(
+            f"--init_from {repo_id}: no such folder here, and the Hugging Face "
+            f"Hub download failed ({str(err).splitlines()[0][:160]})."
+        ) from None
 
 
 def _read_config(path: str) -> dict:
@@ -118,35 +149,63 @@ def _ours(path: str) -> Initial:
         raise InitFromError(f"--init_from: {err}") from None
     info = None
     if source.tokenizer_dir is not None and fs.exists(
-            fs.join(source.tokenizer_dir, tokenizer_files.TOKENIZER_JSON)):
+        fs.join(source.tokenizer_dir, tokenizer_files.TOKENIZER_JSON)
+    ):
         info = tokenizer_files.load(source.tokenizer_dir)[1]
     pad = source.run_config.get("tokenizer", {}).get("special_token_ids", {}).get("pad_token")
-    files = ([source.path] if source.kind == "checkpoint" else
-             [fs.join(source.path, HF_CONFIG)] + fs.glob_in(source.path, "*.weights.h5"))
-    return Initial(source.kind, source.path, source.family, dict(source.run_config[
-        "backbone_config"]), info, pad, _digest(files))
+    files = (
+        [source.path]
+        if source.kind == "checkpoint"
+        else [fs.join(source.path, HF_CONFIG)] + fs.glob_in(source.path, "*.weights.h5")
+    )
+    return Initial(
+        source.kind,
+        source.path,
+        source.family,
+        dict(source.run_config["backbone_config"]),
+        info,
+        pad,
+        _digest(files),
+    )
 
 
 def _transformers(path: str, config: dict) -> Initial:
     model_type = config.get("model_type")
     if model_type not in families.NAMES:
-        raise InitFromError(f"{path} holds a {model_type!r} model; --init_from takes "
-                            f"{' or '.join(families.NAMES)} masked LMs.")
+        raise InitFromError(
+            f"{path} holds a {model_type!r} model; --init_from takes "
+            f"{' or '.join(families.NAMES)} masked LMs."
+        )
     family = families.get(model_type)
-    for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                "intermediate_size", "max_position_embeddings", "pad_token_id"):
+    for key in (
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "max_position_embeddings",
+        "pad_token_id",
+    ):
         if not isinstance(config.get(key), int):
             raise InitFromError(f"{fs.join(path, HF_CONFIG)} has no integer {key}.")
     backbone = family.backbone_config_of(config)
     _check_config(path, family, config, backbone)
     weights = fs.join(path, HF_WEIGHTS)
     if not fs.exists(weights):
-        raise InitFromError(f"{path} has no {HF_WEIGHTS} (only safetensors weights are read: "
-                            "a pickle file can run code).")
+        raise InitFromError(
+            f"{path} has no {HF_WEIGHTS} (only safetensors weights are read: "
+            "a pickle file can run code)."
+        )
     _check_names(path, model_type, _tensor_names(weights), backbone["num_layers"])
-    return Initial("hf", path, model_type, backbone, _shipped_tokenizer(path),
-                   config["pad_token_id"],
-                   _digest([fs.join(path, HF_CONFIG), weights]))
+    return Initial(
+        "hf",
+        path,
+        model_type,
+        backbone,
+        _shipped_tokenizer(path),
+        config["pad_token_id"],
+        _digest([fs.join(path, HF_CONFIG), weights]),
+    )
 
 
 def _shipped_tokenizer(path: str):
@@ -158,15 +217,20 @@ def _shipped_tokenizer(path: str):
     try:
         return tokenizer_files.load(path)[1]
     except tokenizer_files.TokenizerFilesError as err:
-        print(f"note: the checkpoint's tokenizer is not checked against the data's beyond "
-              f"its size and pad id: {err}")
+        print(
+            f"note: the checkpoint's tokenizer is not checked against the data's beyond "
+            f"its size and pad id: {err}"
+        )
         return None
 
 
 def _check_config(path: str, family, config: dict, backbone: dict) -> None:
     """Refuses a config whose computation our model does not reproduce, naming the field."""
-    ids = {"pad_token": config["pad_token_id"], "cls_token": config.get("bos_token_id"),
-           "sep_token": config.get("eos_token_id")}
+    ids = {
+        "pad_token": config["pad_token_id"],
+        "cls_token": config.get("bos_token_id"),
+        "sep_token": config.get("eos_token_id"),
+    }
     ours = family.hf_config(backbone, ids)
     try:
         theirs = type(ours).from_dict(config)
@@ -177,11 +241,14 @@ def _check_config(path: str, family, config: dict, backbone: dict) -> None:
         if want != have:
             raise InitFromError(
                 f"{path}: {key} is {have!r}, but keras-hub's {family.backbone_class} computes "
-                f"{want!r}; this checkpoint cannot be continued without changing its outputs.")
+                f"{want!r}; this checkpoint cannot be continued without changing its outputs."
+            )
     if backbone["max_sequence_length"] < 1 or backbone["hidden_dim"] % backbone["num_heads"]:
-        raise InitFromError(f"{path}: max_position_embeddings {config['max_position_embeddings']}"
-                            f" or hidden_size / num_attention_heads cannot make a "
-                            f"{family.backbone_class}.")
+        raise InitFromError(
+            f"{path}: max_position_embeddings {config['max_position_embeddings']}"
+            f" or hidden_size / num_attention_heads cannot make a "
+            f"{family.backbone_class}."
+        )
 
 
 def _tensor_names(weights: str) -> dict:
@@ -201,18 +268,24 @@ def _check_names(path: str, family: str, names: dict, num_layers: int) -> None:
     buffers = {n for n in names if n.endswith(".position_ids")}  # integer ranges, not weights
     skipped = sorted(n for n in names if n.startswith(_NOT_MLM[family]))
     if skipped:
-        print(f"note: {path}: not loading {', '.join(skipped)} (not part of a masked LM; "
-              f"transformers' {family} masked LM does not load them either)")
+        print(
+            f"note: {path}: not loading {', '.join(skipped)} (not part of a masked LM; "
+            f"transformers' {family} masked LM does not load them either)"
+        )
     unknown = sorted(set(names) - table - set(_TIED[family]) - buffers - set(skipped))
     missing = sorted(table - set(names))
     if unknown:
-        raise InitFromError(f"{path} holds weights that the {family} masked LM has no place "
-                            f"for: {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''}"
-                            "; loading the rest would be a partial load.")
+        raise InitFromError(
+            f"{path} holds weights that the {family} masked LM has no place "
+            f"for: {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''}"
+            "; loading the rest would be a partial load."
+        )
     if missing:
-        raise InitFromError(f"{path} lacks {', '.join(missing[:3])}"
-                            f"{' ...' if len(missing) > 3 else ''} (a model without the MLM "
-                            "head, or another layer count than config.json says).")
+        raise InitFromError(
+            f"{path} lacks {', '.join(missing[:3])}"
+            f"{' ...' if len(missing) > 3 else ''} (a model without the MLM "
+            "head, or another layer count than config.json says)."
+        )
     odd = sorted(n for n in table if names[n] not in ("F32", "F16", "BF16"))
     if odd:
         raise InitFromError(f"{path}: {odd[0]} is {names[odd[0]]}, not a float tensor.")
@@ -226,7 +299,7 @@ def _read_tensors(weights: str) -> dict[str, np.ndarray]:
 
     data = fs.read_bytes(weights)
     size = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + size])
+    header = json.loads(data[8 : 8 + size])
     tensors = {}
     for name, entry in header.items():
         if name == "__metadata__" or entry["dtype"] not in ("F32", "F16", "BF16"):
@@ -252,12 +325,16 @@ def load_into(masked_lm, initial: Initial) -> None:
         values = {v.path: np.asarray(v.numpy()) for v in source.weights}
     variables = {v.path: v for v in masked_lm.weights}
     if not set(values) <= set(variables):
-        raise InitFromError(f"{initial.path}: variables {sorted(set(values) - set(variables))[:3]}"
-                            " are not in the model built from its own config.")
+        raise InitFromError(
+            f"{initial.path}: variables {sorted(set(values) - set(variables))[:3]}"
+            " are not in the model built from its own config."
+        )
     for path, value in values.items():
         if tuple(value.shape) != tuple(variables[path].shape):
-            raise InitFromError(f"{initial.path}: {path} has shape {tuple(value.shape)}, the "
-                                f"model {tuple(variables[path].shape)}.")
+            raise InitFromError(
+                f"{initial.path}: {path} has shape {tuple(value.shape)}, the "
+                f"model {tuple(variables[path].shape)}."
+            )
         variables[path].assign(value.astype(variables[path].dtype))
 
 
@@ -268,16 +345,23 @@ def _from_transformers(masked_lm, initial: Initial) -> dict[str, np.ndarray]:
     tensors = _read_tensors(fs.join(initial.path, HF_WEIGHTS))
     for copy, original in _TIED[initial.family].items():
         if copy in tensors and not np.array_equal(tensors[copy], tensors[original]):
-            raise InitFromError(f"{initial.path}: {copy} differs from {original}; keras-hub "
-                                "ties the LM decoder to it (untied decoders are not supported).")
+            raise InitFromError(
+                f"{initial.path}: {copy} differs from {original}; keras-hub "
+                "ties the LM decoder to it (untied decoders are not supported)."
+            )
     shapes = {v.path: tuple(v.shape) for v in masked_lm.weights}
     values = {}
     for keras_path, hf_name, transform in export.weight_table(
-            initial.family, initial.backbone_config["num_layers"]):
+        initial.family, initial.backbone_config["num_layers"]
+    ):
         if keras_path is None or hf_name is None:
             continue  # a tensor folded into another (RoBERTa's token type), or not exported
-        ctx = encoder_weights.Context(pad_id=initial.pad_id, hidden_dim=masked_lm.backbone.
-                                      hidden_dim, hf=tensors, shape=shapes[keras_path])
+        ctx = encoder_weights.Context(
+            pad_id=initial.pad_id,
+            hidden_dim=masked_lm.backbone.hidden_dim,
+            hf=tensors,
+            shape=shapes[keras_path],
+        )
         values[keras_path] = transform.inverse(tensors[hf_name], ctx)
     return values
 
@@ -291,16 +375,23 @@ def check_tokenizer(initial: Initial, info, tokenizer_dir: str) -> None:
         raise InitFromError(
             f"the data's tokenizer ({tokenizer_dir}, sha256 {info.fingerprint[:12]}) is not "
             f"the one {initial.path} ships ({theirs.fingerprint[:12]}); prepare the data with "
-            f"--tokenizer {_tokenizer_folder(initial)}.")
+            f"--tokenizer {_tokenizer_folder(initial)}."
+        )
     if info.vocab_size != vocab:
-        raise InitFromError(f"the data's tokenizer has {info.vocab_size} tokens, {initial.path} "
-                            f"has {vocab} embeddings; prepare the data with its tokenizer.")
+        raise InitFromError(
+            f"the data's tokenizer has {info.vocab_size} tokens, {initial.path} "
+            f"has {vocab} embeddings; prepare the data with its tokenizer."
+        )
     if theirs is not None and theirs.special_token_ids != info.special_token_ids:
-        raise InitFromError(f"the data's special token ids {info.special_token_ids} are not "
-                            f"{initial.path}'s {theirs.special_token_ids}.")
+        raise InitFromError(
+            f"the data's special token ids {info.special_token_ids} are not "
+            f"{initial.path}'s {theirs.special_token_ids}."
+        )
     if initial.pad_id is not None and initial.pad_id != info.pad_id:
-        raise InitFromError(f"the data pads with id {info.pad_id}, {initial.path} with "
-                            f"{initial.pad_id}; prepare the data with its tokenizer.")
+        raise InitFromError(
+            f"the data pads with id {info.pad_id}, {initial.path} with "
+            f"{initial.pad_id}; prepare the data with its tokenizer."
+        )
 
 
 def _tokenizer_folder(initial: Initial) -> str:
@@ -314,12 +405,17 @@ def check_length(initial: Initial, max_length: int) -> None:
     (a RoBERTa table of N rows holds N - pad_id - 1 positions: HF numbers them after pad)."""
     positions = initial.backbone_config["max_sequence_length"]
     if max_length > positions:
-        note = (f" (max_position_embeddings less the {initial.pad_id + 1} rows RoBERTa "
-                "reserves for pad_id + 1)" if initial.family == "roberta"
-                and initial.kind == "hf" else "")
-        raise InitFromError(f"the data's sequences have {max_length} tokens, but {initial.path}"
-                            f" has positions for {positions}{note}; prepare the data with "
-                            f"--max_length {positions} or less.")
+        note = (
+            f" (max_position_embeddings less the {initial.pad_id + 1} rows RoBERTa "
+            "reserves for pad_id + 1)"
+            if initial.family == "roberta" and initial.kind == "hf"
+            else ""
+        )
+        raise InitFromError(
+            f"the data's sequences have {max_length} tokens, but {initial.path}"
+            f" has positions for {positions}{note}; prepare the data with "
+            f"--max_length {positions} or less."
+        )
 
 
 def _digest(files) -> str:

@@ -59,5 +59,7 @@ def choose(argv: list[str] | None = None) -> str:
 def check() -> None:
     """Raises BackendError if the backend came from a KERAS_BACKEND this trainer cannot use."""
     if _refused is not None:
-        raise BackendError(f"KERAS_BACKEND={_refused} is not a backend of this trainer; use "
-                           f"{' or '.join(BACKENDS)} (KERAS_BACKEND or --backend).")
+        raise BackendError(
+            f"KERAS_BACKEND={_refused} is not a backend of this trainer; use "
+            f"{' or '.join(BACKENDS)} (KERAS_BACKEND or --backend)."
+        )

@@ -82,13 +82,18 @@ class MaskingSpec:
         if self.masking not in MODES:
             raise ValueError(f"masking {self.masking!r} is not one of {MODES}")
         if self.masking == "whole_word" and len(self.word_starts) != self.vocab_size:
-            raise ValueError("whole_word masking needs word_starts for every token id "
-                             f"({len(self.word_starts)} given, vocabulary {self.vocab_size})")
+            raise ValueError(
+                "whole_word masking needs word_starts for every token id "
+                f"({len(self.word_starts)} given, vocabulary {self.vocab_size})"
+            )
         if {len(self.unit_ends), len(self.mid_character)} - {0} - {self.vocab_size} or (
-                len(self.unit_ends) != len(self.mid_character)):
-            raise ValueError("unit_ends and mid_character need an entry for every token id "
-                             f"({len(self.unit_ends)}, {len(self.mid_character)} given, "
-                             f"vocabulary {self.vocab_size})")
+            len(self.unit_ends) != len(self.mid_character)
+        ):
+            raise ValueError(
+                "unit_ends and mid_character need an entry for every token id "
+                f"({len(self.unit_ends)}, {len(self.mid_character)} given, "
+                f"vocabulary {self.vocab_size})"
+            )
 
     def max_predictions(self, sequence_length: int) -> int:
         """Slots per sequence; enough for `floor(rate * n + u)` with n <= sequence_length.
@@ -160,10 +165,11 @@ def uniforms(keys, length: int):
     counter = ops.arange(NUM_DRAWS * length, dtype="int32")
     counter = ops.reshape(counter, (NUM_DRAWS, 1, length))
     bits = mix(ops.bitwise_xor(ops.cast(keys, "int32")[None, :, None], mix(counter + _GOLDEN)))
-    return ops.cast(_srl(bits, 8), "float32") * np.float32(2.0 ** -24)
+    return ops.cast(_srl(bits, 8), "float32") * np.float32(2.0**-24)
 
 
 # --- Selection ------------------------------------------------------------------------------
+
 
 def _random_non_special(uniform, spec: MaskingSpec):
     """Maps U[0, 1) to a uniform token id that is not special.
@@ -195,8 +201,11 @@ def _ranks(scores, candidates):
     pos = ops.arange(scores.shape[1], dtype="int32")
     before = ops.logical_or(
         scores[:, None, :] < scores[:, :, None],
-        ops.logical_and(ops.equal(scores[:, None, :], scores[:, :, None]),
-                        pos[None, None, :] < pos[None, :, None]))  # [batch, i, j]: j before i
+        ops.logical_and(
+            ops.equal(scores[:, None, :], scores[:, :, None]),
+            pos[None, None, :] < pos[None, :, None],
+        ),
+    )  # [batch, i, j]: j before i
     return ops.sum(ops.cast(before, "int32"), axis=2)
 
 
@@ -204,7 +213,7 @@ def span_length_cdf(spec: MaskingSpec) -> np.ndarray:
     """F(k) = P(length <= k), k = 1..span_max-1, of the truncated geometric distribution."""
     q = 1.0 - spec.span_p
     k = np.arange(1, spec.span_max)
-    return ((1.0 - q ** k) / (1.0 - q ** spec.span_max)).astype(np.float32)
+    return ((1.0 - q**k) / (1.0 - q**spec.span_max)).astype(np.float32)
 
 
 def _unit_starts(input_ids, candidates, uniform, spec: MaskingSpec):
@@ -225,8 +234,7 @@ def _unit_starts(input_ids, candidates, uniform, spec: MaskingSpec):
         pos = ops.arange(length, dtype="int32")
         starts = ops.any(ops.equal(offsets[:, :, None], pos[None, None, :]), axis=1)
     not_candidate = ops.logical_not(candidates)
-    after_other = ops.concatenate([ops.ones_like(candidates[:, :1]), not_candidate[:, :-1]],
-                                  axis=1)
+    after_other = ops.concatenate([ops.ones_like(candidates[:, :1]), not_candidate[:, :-1]], axis=1)
     return ops.logical_or(ops.logical_or(starts, not_candidate), after_other)
 
 
@@ -235,6 +243,7 @@ def _word_starts(input_ids, spec: MaskingSpec):
     unspaced script that does not continue its character (`tokenizer_files.starts_in` is
     the same steps in NumPy: continuation bytes end the unit whose first bytes came up to
     3 tokens before)."""
+
     def table(values, dtype):
         return ops.take(ops.convert_to_tensor(np.array(values, dtype)), input_ids)
 
@@ -259,8 +268,7 @@ def _unit_start_of(starts):
     max of start positions, done as a masked max because XLA has no cumulative max)."""
     pos = ops.arange(starts.shape[1], dtype="int32")
     upto = pos[None, :] <= pos[:, None]  # [i, j]: j at or before i
-    start_pos = ops.where(ops.logical_and(starts[:, None, :], upto[None]),
-                          pos[None, None, :], -1)
+    start_pos = ops.where(ops.logical_and(starts[:, None, :], upto[None]), pos[None, None, :], -1)
     return ops.max(start_pos, axis=2)
 
 
@@ -280,8 +288,11 @@ def _select_units(candidates, start_of, order, cut, budget, num_slots):
     same = ops.equal(start_of[:, None, :], start_of[:, :, None])  # [batch, i, j]
     earlier = ops.logical_or(
         score[:, None, :] < score[:, :, None],
-        ops.logical_and(ops.equal(score[:, None, :], score[:, :, None]),
-                        start_of[:, None, :] < start_of[:, :, None]))
+        ops.logical_and(
+            ops.equal(score[:, None, :], score[:, :, None]),
+            start_of[:, None, :] < start_of[:, :, None],
+        ),
+    )
     unit_length = ops.sum(ops.cast(same, "int32") * cand[:, None, :], axis=2)
     before = ops.sum(ops.cast(earlier, "int32") * cand[:, None, :], axis=2)
     reach = ops.cast(before, "float32") + cut * ops.cast(unit_length, "float32")
@@ -300,8 +311,9 @@ def _select(input_ids, candidates, draws, spec: MaskingSpec, num_slots: int):
         return ops.logical_and(candidates, ranks < num_to_mask[:, None]), ranks, choice
     starts = _unit_starts(input_ids, candidates, draws[4], spec)
     start_of = _unit_start_of(starts)
-    selected = _select_units(candidates, start_of, draws[0], draws[3],
-                             spec.rate * num_candidates, num_slots)
+    selected = _select_units(
+        candidates, start_of, draws[0], draws[3], spec.rate * num_candidates, num_slots
+    )
     # Exclusive running count: selected positions fill slots in position order.
     as_int = ops.cast(selected, "int32")
     slot_of = ops.cumsum(as_int, axis=1) - as_int
@@ -335,8 +347,9 @@ def mask_tokens(input_ids, attention_mask, keys, spec: MaskingSpec) -> dict:
 
     # A one-hot match of slot and position instead of a gather/sort.
     slots = ops.arange(num_slots, dtype="int32")
-    match = ops.logical_and(selected[:, None, :],
-                            ops.equal(slot_of[:, None, :], slots[None, :, None]))
+    match = ops.logical_and(
+        selected[:, None, :], ops.equal(slot_of[:, None, :], slots[None, :, None])
+    )
     match = ops.cast(match, "int32")  # [batch, slots, length]
     mask_positions = ops.sum(match * ops.arange(length, dtype="int32")[None, None, :], axis=2)
     mask_ids = ops.sum(match * input_ids[:, None, :], axis=2)
@@ -345,8 +358,12 @@ def mask_tokens(input_ids, attention_mask, keys, spec: MaskingSpec) -> dict:
     replacement = ops.where(
         choice < spec.mask_fraction,
         spec.mask_id,
-        ops.where(choice < spec.mask_fraction + spec.random_fraction,
-                  _random_non_special(draws[2], spec), input_ids))
+        ops.where(
+            choice < spec.mask_fraction + spec.random_fraction,
+            _random_non_special(draws[2], spec),
+            input_ids,
+        ),
+    )
     return {
         "token_ids": ops.where(selected, ops.cast(replacement, "int32"), input_ids),
         "padding_mask": ops.cast(attention_mask, "int32"),

@@ -16,8 +16,11 @@ from trainer import families
 from trainer.families.sizes import SIZES, Shape
 
 # Backbone arguments that the trainer fills in itself, and from what.
-SET_BY_TRAINER = {"vocabulary_size": "the tokenizer", "max_sequence_length": "the data",
-                  "dtype": "--precision"}
+SET_BY_TRAINER = {
+    "vocabulary_size": "the tokenizer",
+    "max_sequence_length": "the data",
+    "dtype": "--precision",
+}
 _NUMBER_TYPES = {"int": (int,), "float": (int, float)}
 
 
@@ -28,36 +31,44 @@ def check_overrides(family: str, size: str, overrides) -> None:
     if overrides is None:
         return
     if not isinstance(overrides, dict):
-        raise ValueError(f"--config must be a JSON object such as '{{\"num_layers\": 2}}', "
-                         f"not {json.dumps(overrides)}")
+        raise ValueError(
+            f"--config must be a JSON object such as '{{\"num_layers\": 2}}', "
+            f"not {json.dumps(overrides)}"
+        )
     record = families.get(family)
     takes = record.backbone_args()
     for key in overrides:
         if key in SET_BY_TRAINER:
-            raise ValueError(f"--config {key!r}: the trainer sets it from "
-                             f"{SET_BY_TRAINER[key]}")
+            raise ValueError(f"--config {key!r}: the trainer sets it from {SET_BY_TRAINER[key]}")
         if key not in takes:
             close = difflib.get_close_matches(key, takes, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ValueError(f"--config {key!r} is not an argument of keras_hub.models."
-                             f"{record.backbone_class} ({hint}it takes "
-                             f"{', '.join(k for k in takes if k not in SET_BY_TRAINER)})")
+            raise ValueError(
+                f"--config {key!r} is not an argument of keras_hub.models."
+                f"{record.backbone_class} ({hint}it takes "
+                f"{', '.join(k for k in takes if k not in SET_BY_TRAINER)})"
+            )
     _check_shape(overrides)
     shape = {**SIZES.get(size, {}), **overrides}
     if shape.get("hidden_dim", 0) % shape.get("num_heads", 1):
-        raise ValueError(f"--config: hidden_dim {shape['hidden_dim']} is not a multiple of "
-                         f"num_heads {shape['num_heads']}")
+        raise ValueError(
+            f"--config: hidden_dim {shape['hidden_dim']} is not a multiple of "
+            f"num_heads {shape['num_heads']}"
+        )
 
 
 def _check_shape(overrides: dict) -> None:
-    values = types.SimpleNamespace(**{f.name: overrides.get(f.name)
-                                      for f in flags.flag_fields(Shape)})
+    values = types.SimpleNamespace(
+        **{f.name: overrides.get(f.name) for f in flags.flag_fields(Shape)}
+    )
     for field in flags.flag_fields(Shape):
         value, kinds = getattr(values, field.name), _NUMBER_TYPES[field.type]
         if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
-            raise ValueError(f"--config {field.name!r} must be a JSON number"
-                             f"{' without a fraction' if field.type == 'int' else ''}, not "
-                             f"{json.dumps(value)}")
+            raise ValueError(
+                f"--config {field.name!r} must be a JSON number"
+                f"{' without a fraction' if field.type == 'int' else ''}, not "
+                f"{json.dumps(value)}"
+            )
     if problem := flags.out_of_bounds(Shape, values, label="--config {!r}"):
         raise ValueError(problem)
 
@@ -73,8 +84,12 @@ def backbone_config(
     families.get(family)  # raises for an unknown family
     if size not in SIZES:
         raise ValueError(f"model size {size!r} is not one of {tuple(SIZES)}")
-    config = dict(SIZES[size], vocabulary_size=vocabulary_size, dropout=0.1,
-                  max_sequence_length=max_sequence_length)
+    config = dict(
+        SIZES[size],
+        vocabulary_size=vocabulary_size,
+        dropout=0.1,
+        max_sequence_length=max_sequence_length,
+    )
     config.update(overrides or {})
     return config
 
@@ -103,8 +118,10 @@ def fuse_attention(masked_lm) -> int:
             layer._dropout = 0.0  # read at each call (keras MultiHeadAttention._compute_attention)
             changed += 1
     if not changed:  # a keras-hub whose encoder no longer uses Keras' attention layer
-        raise ValueError(f"{type(masked_lm).__name__} has no keras MultiHeadAttention layer: "
-                         "pass --fused_attention false")
+        raise ValueError(
+            f"{type(masked_lm).__name__} has no keras MultiHeadAttention layer: "
+            "pass --fused_attention false"
+        )
     return changed
 
 
@@ -122,8 +139,10 @@ def bf16_lm_head(masked_lm) -> int:
 
     changed = 0
     for layer in masked_lm._flatten_layers(include_self=True, recursive=True):
-        if (isinstance(layer, keras.layers.ReversibleEmbedding)
-                and layer.compute_dtype != layer.variable_dtype):
+        if (
+            isinstance(layer, keras.layers.ReversibleEmbedding)
+            and layer.compute_dtype != layer.variable_dtype
+        ):
             layer.reverse_dtype = layer.compute_dtype
             changed += 1
     return changed

@@ -46,28 +46,48 @@ def _eval_results(facts) -> list[EvalResult] | None:
     if not facts.results:
         return None
     digest = (facts.train_data or {}).get("digest") or facts.run_config.get("train_data_digest")
-    common = dict(task_type="fill-mask", task_name="Masked language modeling",
-                  dataset_type="custom", dataset_name="held-out split of the pretraining data",
-                  dataset_split="validation",
-                  dataset_revision=(digest or "")[:12] or None)
-    values = [("loss", "eval loss", facts.results["eval_loss"]),
-              ("accuracy", "masked accuracy", facts.results["eval_accuracy"]),
-              ("perplexity", "perplexity", facts.results["eval_perplexity"])]
+    common = dict(
+        task_type="fill-mask",
+        task_name="Masked language modeling",
+        dataset_type="custom",
+        dataset_name="held-out split of the pretraining data",
+        dataset_split="validation",
+        dataset_revision=(digest or "")[:12] or None,
+    )
+    values = [
+        ("loss", "eval loss", facts.results["eval_loss"]),
+        ("accuracy", "masked accuracy", facts.results["eval_accuracy"]),
+        ("perplexity", "perplexity", facts.results["eval_perplexity"]),
+    ]
     if facts.baseline_ratio is not None:
-        values.append(("unigram_baseline_ratio", "masked accuracy / unigram baseline",
-                       facts.baseline_ratio))
-    return [EvalResult(metric_type=kind, metric_name=label, metric_value=round(float(v), 4),
-                       **common) for kind, label, v in values]
+        values.append(
+            ("unigram_baseline_ratio", "masked accuracy / unigram baseline", facts.baseline_ratio)
+        )
+    return [
+        EvalResult(metric_type=kind, metric_name=label, metric_value=round(float(v), 4), **common)
+        for kind, label, v in values
+    ]
 
 
 def card_data(facts, fmt: str, options: CardOptions) -> ModelCardData:
     name = model_name(facts)
     config = facts.run_config
-    tags = ["masked-lm", config["family"], LIBRARY[fmt], f"masking-{config.get('masking')}",
-            "pretrained-from-scratch"]
-    return ModelCardData(language=options.language, license=options.license,
-                         library_name=LIBRARY[fmt], pipeline_tag="fill-mask", tags=tags,
-                         model_name=name, eval_results=_eval_results(facts))
+    tags = [
+        "masked-lm",
+        config["family"],
+        LIBRARY[fmt],
+        f"masking-{config.get('masking')}",
+        "pretrained-from-scratch",
+    ]
+    return ModelCardData(
+        language=options.language,
+        license=options.license,
+        library_name=LIBRARY[fmt],
+        pipeline_tag="fill-mask",
+        tags=tags,
+        model_name=name,
+        eval_results=_eval_results(facts),
+    )
 
 
 def build(facts, fmt: str, options: CardOptions) -> ModelCard:

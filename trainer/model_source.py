@@ -115,8 +115,7 @@ def _preset_source(preset_dir: str) -> ModelSource:
     run_config_path = fs.join(preset_dir, RUN_CONFIG)
     # Presets that we did not export have no run config: rebuild the part we use.
     run_config = fs.read_json(run_config_path) if fs.exists(run_config_path) else {}
-    run_config = {**run_config, "family": family.name,
-                  "backbone_config": _backbone_kwargs(config)}
+    run_config = {**run_config, "family": family.name, "backbone_config": _backbone_kwargs(config)}
     tokenizer_dir = fs.join(preset_dir, TOKENIZER_DIR)
     if not fs.exists(fs.join(tokenizer_dir, "tokenizer.json")):
         tokenizer_dir = None

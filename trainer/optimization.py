@@ -44,15 +44,14 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         (0.0005, 0.001, 0.0)
     """
 
-    def __init__(self, peak: float, total_steps: int, warmup_steps: int,
-                 micro_batches: int = 1):
+    def __init__(self, peak: float, total_steps: int, warmup_steps: int, micro_batches: int = 1):
         self.peak = peak
         self.micro_batches = micro_batches
         self.total_steps = total_steps
         self.warmup_steps = warmup_steps
         self._decay = keras.optimizers.schedules.PolynomialDecay(
-            peak, decay_steps=max(1, total_steps - warmup_steps), end_learning_rate=0.0,
-            power=1.0)
+            peak, decay_steps=max(1, total_steps - warmup_steps), end_learning_rate=0.0, power=1.0
+        )
 
     def __call__(self, step):
         if self.micro_batches > 1:
@@ -63,22 +62,38 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         return keras.ops.where(step < self.warmup_steps, warmup, decay)
 
     def get_config(self):
-        return dict(peak=self.peak, total_steps=self.total_steps,
-                    warmup_steps=self.warmup_steps, micro_batches=self.micro_batches)
+        return dict(
+            peak=self.peak,
+            total_steps=self.total_steps,
+            warmup_steps=self.warmup_steps,
+            micro_batches=self.micro_batches,
+        )
 
 
-def build_optimizer(peak_learning_rate: float, total_steps: int, warmup_steps: int,
-                    weight_decay: float = 0.01, beta_1: float = 0.9, beta_2: float = 0.98,
-                    epsilon: float = 1e-6, clip_norm: float | None = 1.0,
-                    grad_accum_steps: int = 1):
+def build_optimizer(
+    peak_learning_rate: float,
+    total_steps: int,
+    warmup_steps: int,
+    weight_decay: float = 0.01,
+    beta_1: float = 0.9,
+    beta_2: float = 0.98,
+    epsilon: float = 1e-6,
+    clip_norm: float | None = 1.0,
+    grad_accum_steps: int = 1,
+):
     """Keras AdamW on the schedule, no decay on biases/LayerNorm, global-norm clipping,
     one update per `grad_accum_steps` micro-batches."""
     optimizer = keras.optimizers.AdamW(
-        learning_rate=WarmupLinearDecay(peak_learning_rate, total_steps, warmup_steps,
-                                        grad_accum_steps),
-        weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
+        learning_rate=WarmupLinearDecay(
+            peak_learning_rate, total_steps, warmup_steps, grad_accum_steps
+        ),
+        weight_decay=weight_decay,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
         global_clipnorm=clip_norm or None,
-        gradient_accumulation_steps=grad_accum_steps if grad_accum_steps > 1 else None)
+        gradient_accumulation_steps=grad_accum_steps if grad_accum_steps > 1 else None,
+    )
     optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
     return optimizer
 

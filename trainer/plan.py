@@ -55,8 +55,9 @@ DEFAULT_LEARNING_RATES = {"tiny": 2e-3, "small": 5e-4, "base": 5e-4, "large": 3e
 CONTINUED_LEARNING_RATE = 1e-4
 
 
-def learning_rate(explicit: float | None, size: str, saved: dict | None,
-                  continued: bool = False) -> float:
+def learning_rate(
+    explicit: float | None, size: str, saved: dict | None, continued: bool = False
+) -> float:
     """An explicit flag wins; else a resumed run keeps the rate it started with (a new
     default must not change a run half-way); else the default of continued training or of
     the size."""
@@ -95,9 +96,12 @@ class TrainPlan:
 
     def eval_epochs(self, first_step: int, intervals: int, length: int) -> list[int]:
         """1-based epochs of one `fit` call after which to evaluate."""
-        return [i for i in range(1, intervals + 1)
-                if (first_step + i * length) % self.eval_every == 0
-                or first_step + i * length == self.total_steps]
+        return [
+            i
+            for i in range(1, intervals + 1)
+            if (first_step + i * length) % self.eval_every == 0
+            or first_step + i * length == self.total_steps
+        ]
 
     def steps_per_execution_from(self, start_step: int) -> int:
         """Compiled steps per call: must divide every interval of `segments(start_step)`."""
@@ -114,10 +118,16 @@ class DeviceSettings:
     fused_attention: bool = False
 
 
-def device_settings(precision: str | None, jit_compile: str, steps_per_execution: int | None,
-                    on_tpu: bool, on_cpu_replicas: bool,
-                    cpu_without_xla: bool = False, on_gpu: bool = False,
-                    fused_attention: str = "auto") -> DeviceSettings:
+def device_settings(
+    precision: str | None,
+    jit_compile: str,
+    steps_per_execution: int | None,
+    on_tpu: bool,
+    on_cpu_replicas: bool,
+    cpu_without_xla: bool = False,
+    on_gpu: bool = False,
+    fused_attention: str = "auto",
+) -> DeviceSettings:
     """What runs where, each `None`/"auto" decided by the device (docs/training.md
     "Accelerator defaults"):
 
@@ -136,20 +146,36 @@ def device_settings(precision: str | None, jit_compile: str, steps_per_execution
       TPU build, tested on CPUs). The masks do not depend on it (trainer/masking.py is exact
       with and without XLA)."""
     accelerator = on_tpu or on_gpu
-    jit = {"true": True, "false": False,
-           "auto": not (on_cpu_replicas or cpu_without_xla)}[jit_compile]
+    jit = {"true": True, "false": False, "auto": not (on_cpu_replicas or cpu_without_xla)}[
+        jit_compile
+    ]
     fused = {"true": True, "false": False, "auto": accelerator}[fused_attention]
-    return DeviceSettings(precision or ("bf16" if accelerator else "fp32"), jit,
-                          steps_per_execution or (100 if accelerator else 1), fused)
+    return DeviceSettings(
+        precision or ("bf16" if accelerator else "fp32"),
+        jit,
+        steps_per_execution or (100 if accelerator else 1),
+        fused,
+    )
 
 
-def make_plan(total_steps: int, save_every: int, eval_every: int, steps_per_execution: int,
-              warmup_ratio: float, saved: dict | None = None) -> TrainPlan:
+def make_plan(
+    total_steps: int,
+    save_every: int,
+    eval_every: int,
+    steps_per_execution: int,
+    warmup_ratio: float,
+    saved: dict | None = None,
+) -> TrainPlan:
     """The plan of this attempt; `saved` is the run config of a run that has trained (None
     for a new run, or one killed before its first backup: that one is planned afresh)."""
     interval = math.gcd(save_every, eval_every, total_steps)
-    return TrainPlan(total_steps, interval, min(steps_per_execution, interval),
-                     warmup_steps(total_steps, warmup_ratio, saved), eval_every)
+    return TrainPlan(
+        total_steps,
+        interval,
+        min(steps_per_execution, interval),
+        warmup_steps(total_steps, warmup_ratio, saved),
+        eval_every,
+    )
 
 
 def warmup_steps(total_steps: int, warmup_ratio: float, saved: dict | None) -> int:
@@ -167,9 +193,11 @@ def warmup_change(saved: dict | None, plan: TrainPlan) -> str | None:
     old = (saved or {}).get("warmup_steps")
     if old is None or old == plan.warmup_steps:
         return None
-    return (f"--train_steps {plan.total_steps} ends inside this run's warmup of {old} steps: "
-            f"warmup re-planned to {plan.warmup_steps} steps, so that the learning rate "
-            f"decays to zero at step {plan.total_steps}.")
+    return (
+        f"--train_steps {plan.total_steps} ends inside this run's warmup of {old} steps: "
+        f"warmup re-planned to {plan.warmup_steps} steps, so that the learning rate "
+        f"decays to zero at step {plan.total_steps}."
+    )
 
 
 def check_continuation(saved: dict | None, now: dict, where: str) -> None:
@@ -180,7 +208,8 @@ def check_continuation(saved: dict | None, now: dict, where: str) -> None:
         raise PlanError(
             f"{where} holds a run with another {key} ({_short(saved[key])} there, "
             f"{_short(now.get(key))} now; flag: {flag}); use a new --output_dir or the same "
-            "settings.")
+            "settings."
+        )
 
 
 def check_accumulation(backend: str, replicas: int, grad_accum_steps: int) -> None:
@@ -191,14 +220,16 @@ def check_accumulation(backend: str, replicas: int, grad_accum_steps: int) -> No
         raise PlanError(
             f"--grad_accum_steps {grad_accum_steps} with {replicas} replicas needs the JAX "
             "backend (--backend jax): Keras accumulates gradients on TensorFlow with one "
-            "replica only.")
+            "replica only."
+        )
 
 
 def check_start(start_step: int, total_steps: int, where: str) -> None:
     if start_step > total_steps:
         raise PlanError(
             f"{where} has already trained {start_step} steps, more than the {total_steps} "
-            "asked for; pass --train_steps (or --epochs) of at least that many.")
+            "asked for; pass --train_steps (or --epochs) of at least that many."
+        )
 
 
 def digest(value) -> int:
@@ -222,12 +253,14 @@ def check_hosts_agree(gather, newest_step: int, run: dict) -> None:
     seen = [tuple(int(v) for v in row) for row in gather([newest_step, digest(run)])]
     if len(set(seen)) == 1:
         return
-    hosts = ", ".join(f"host {i} sees step {step} (run {value:07x})"
-                      for i, (step, value) in enumerate(seen))
+    hosts = ", ".join(
+        f"host {i} sees step {step} (run {value:07x})" for i, (step, value) in enumerate(seen)
+    )
     raise PlanError(
         f"the pod's hosts disagree on the run to continue: {hosts}; every host must see the "
         "same --output_dir (on a multi-host slice a gs:// folder, not a local disk) and run "
-        "the same command.")
+        "the same command."
+    )
 
 
 def _short(value) -> str:

@@ -1,6 +1,6 @@
 """Plots the training and evaluation curves of a run from its history.json.
 
-    python -m trainer.plot --run_dir runs/demo/train --output runs/demo/train/curves.png
+python -m trainer.plot --run_dir runs/demo/train --output runs/demo/train/curves.png
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def main(argv=None) -> int:
             raise UserError(f"{path} does not exist: is {args.run_dir} a training output?")
         plot(fs.read_json(path), args.output)
         print(f"curves written to {args.output}")
+
     return run_cli(body, argv)
 
 

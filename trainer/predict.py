@@ -48,7 +48,8 @@ class MaskPredictor:
         self.source = model_source.resolve(model_dir)
         if self.source.tokenizer_dir is None:
             raise model_source.ModelNotFoundError(
-                f"{model_dir} has no {run_dir.TOKENIZER_DIR}/ folder: cannot tokenize text.")
+                f"{model_dir} has no {run_dir.TOKENIZER_DIR}/ folder: cannot tokenize text."
+            )
         self.tokenizer, self.info = tokenizer_files.load(self.source.tokenizer_dir)
         # Over-long texts must be refused, not cut (the cut could drop the mask).
         self.tokenizer.no_truncation()
@@ -80,8 +81,10 @@ class MaskPredictor:
             if self.info.mask_id not in row:
                 raise InputError(f"text {number} has no {self.mask_token} token: {text!r}")
             if len(row) > self.max_length:
-                raise InputError(f"text {number} is {len(row)} tokens long; the model takes at "
-                                 f"most {self.max_length} (special tokens included)")
+                raise InputError(
+                    f"text {number} is {len(row)} tokens long; the model takes at "
+                    f"most {self.max_length} (special tokens included)"
+                )
         return ids
 
     def predict(self, texts: list[str], top_k: int = 5) -> list[list[list[tuple[str, float]]]]:
@@ -91,7 +94,7 @@ class MaskPredictor:
         ids = self.encode(texts)
         results = []
         for start in range(0, len(ids), BATCH_SIZE):
-            results += self._predict_batch(ids[start:start + BATCH_SIZE], top_k)
+            results += self._predict_batch(ids[start : start + BATCH_SIZE], top_k)
         return results
 
     def _predict_batch(self, ids: list[list[int]], top_k: int):
@@ -100,8 +103,13 @@ class MaskPredictor:
         probs = np.exp(logits - logits.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
         top = np.argsort(-probs, axis=-1)[..., :top_k]
-        return [[[(self._token_text(int(t)), float(probs[i, m, t])) for t in top[i, m]]
-                 for m in range(count)] for i, count in enumerate(mask_counts)]
+        return [
+            [
+                [(self._token_text(int(t)), float(probs[i, m, t])) for t in top[i, m]]
+                for m in range(count)
+            ]
+            for i, count in enumerate(mask_counts)
+        ]
 
     def _token_text(self, token_id: int) -> str:
         """The token as text; pieces that decode to nothing (a lone word-start marker such
@@ -121,11 +129,12 @@ class MaskPredictor:
         positions = [[p for p, t in enumerate(row) if t == self.info.mask_id] for row in ids]
         mask_positions = np.zeros((len(ids), max(map(len, positions))), np.int32)
         for i, row in enumerate(ids):
-            token_ids[i, :len(row)] = row
-            padding_mask[i, :len(row)] = 1
-            mask_positions[i, :len(positions[i])] = positions[i]
-        inputs = families.get(self.source.family).inputs(token_ids, padding_mask, mask_positions,
-                                                         np.zeros_like)
+            token_ids[i, : len(row)] = row
+            padding_mask[i, : len(row)] = 1
+            mask_positions[i, : len(positions[i])] = positions[i]
+        inputs = families.get(self.source.family).inputs(
+            token_ids, padding_mask, mask_positions, np.zeros_like
+        )
         return inputs, [len(p) for p in positions]
 
 
@@ -151,8 +160,11 @@ def format_results(texts, results) -> str:
 
 def main(argv=None) -> int:
     parser = flags.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True,
-                        help="keras-hub preset, training output dir or .weights.h5 checkpoint")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="keras-hub preset, training output dir or .weights.h5 checkpoint",
+    )
     parser.add_argument("texts", nargs="+", help="texts with the tokenizer's mask token")
     parser.add_argument("--top_k", type=int, default=5)
     args = parser.parse_args(argv)
@@ -161,6 +173,7 @@ def main(argv=None) -> int:
         keras_backend.check()
         results = MaskPredictor(args.model).predict(args.texts, args.top_k)
         print(format_results(args.texts, results))
+
     return run_cli(body, argv)
 
 

@@ -39,8 +39,10 @@ def check_credentials(target: publish.Target) -> None:
     if target.hub == publish.HF:
         hf_push.check_token(target)
     if target.hub == publish.KAGGLE and kagglehub.config.get_kaggle_credentials() is None:
-        raise PushError(f"no Kaggle credentials for --push_to {target.uri}: set "
-                        "KAGGLE_USERNAME and KAGGLE_KEY or write ~/.kaggle/kaggle.json first.")
+        raise PushError(
+            f"no Kaggle credentials for --push_to {target.uri}: set "
+            "KAGGLE_USERNAME and KAGGLE_KEY or write ~/.kaggle/kaggle.json first."
+        )
 
 
 def push_preset(folder: str, target: publish.Target) -> str:
@@ -56,9 +58,12 @@ def push_preset(folder: str, target: publish.Target) -> str:
             if target.hub == publish.HF and os.path.exists(os.path.join(local, README)):
                 api = huggingface_hub.HfApi()
                 api.create_repo(target.repo_id, exist_ok=True)
-                api.upload_file(path_or_fileobj=os.path.join(local, README),
-                                path_in_repo=README, repo_id=target.repo_id,
-                                commit_message="Model card")
+                api.upload_file(
+                    path_or_fileobj=os.path.join(local, README),
+                    path_in_repo=README,
+                    repo_id=target.repo_id,
+                    commit_message="Model card",
+                )
             keras_hub.upload_preset(target.uri, local)
     except _FAILURES as err:
         raise hf_push.failed(target.uri, err) from None

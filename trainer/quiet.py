@@ -24,17 +24,21 @@ import re
 import sys
 import tempfile
 
-HARMLESS = re.compile("|".join([
-    r"All log messages before absl::InitializeLog\(\) is called are written to STDERR",
-    r"cudart_stub\.cc.*Could not find cuda drivers on your machine",
-    r"cuda_platform\.cc.*failed call to cuInit",
-    r"cpu_feature_guard\.cc.*optimized to use available CPU instructions",
-    r"^To enable the following instructions: .* rebuild TensorFlow",
-    r"oneDNN custom operations are on",
-    r"Unable to register cu(DNN|FFT|BLAS) factory",
-    r"TF-TRT Warning: Could not find TensorRT",
-    r"util\.cc.*oneDNN supports DT_INT64 only on platforms with AVX-512",
-]))
+HARMLESS = re.compile(
+    "|".join(
+        [
+            r"All log messages before absl::InitializeLog\(\) is called are written to STDERR",
+            r"cudart_stub\.cc.*Could not find cuda drivers on your machine",
+            r"cuda_platform\.cc.*failed call to cuInit",
+            r"cpu_feature_guard\.cc.*optimized to use available CPU instructions",
+            r"^To enable the following instructions: .* rebuild TensorFlow",
+            r"oneDNN custom operations are on",
+            r"Unable to register cu(DNN|FFT|BLAS) factory",
+            r"TF-TRT Warning: Could not find TensorRT",
+            r"util\.cc.*oneDNN supports DT_INT64 only on platforms with AVX-512",
+        ]
+    )
+)
 
 
 def gpu_expected() -> bool:

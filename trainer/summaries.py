@@ -26,8 +26,10 @@ import time
 
 from common import fs, tfrecord
 
-_MISSING = ("TensorBoard logs are not written: the tensorboard package is not installed "
-            "(pip install tensorboard).")
+_MISSING = (
+    "TensorBoard logs are not written: the tensorboard package is not installed "
+    "(pip install tensorboard)."
+)
 _said_missing = False
 _counter = itertools.count()  # two logs of one process in one second get distinct names
 
@@ -36,8 +38,13 @@ def _protos():
     """tensorboard's protobuf modules, or None where the package is missing (said once)."""
     global _said_missing
     try:
-        from tensorboard.compat.proto import (event_pb2, summary_pb2, tensor_pb2,
-                                              tensor_shape_pb2, types_pb2)
+        from tensorboard.compat.proto import (
+            event_pb2,
+            summary_pb2,
+            tensor_pb2,
+            tensor_shape_pb2,
+            types_pb2,
+        )
     except ImportError:
         if not _said_missing:
             print(_MISSING)
@@ -52,12 +59,19 @@ def scalar_event(protos, step: int, scalars: dict, wall_time: float):
     event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2 = protos
     metadata = summary_pb2.SummaryMetadata(
         plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
-        data_class=summary_pb2.DATA_CLASS_SCALAR)
+        data_class=summary_pb2.DATA_CLASS_SCALAR,
+    )
     event = event_pb2.Event(wall_time=wall_time, step=int(step))
     for tag, value in scalars.items():
-        event.summary.value.add(tag=tag, metadata=metadata, tensor=tensor_pb2.TensorProto(
-            dtype=types_pb2.DT_FLOAT, tensor_shape=tensor_shape_pb2.TensorShapeProto(),
-            float_val=[float(value)]))
+        event.summary.value.add(
+            tag=tag,
+            metadata=metadata,
+            tensor=tensor_pb2.TensorProto(
+                dtype=types_pb2.DT_FLOAT,
+                tensor_shape=tensor_shape_pb2.TensorShapeProto(),
+                float_val=[float(value)],
+            ),
+        )
     return event
 
 
@@ -77,8 +91,11 @@ class EventLog:
         now = time.time()
         records = [scalar_event(self._protos, step, scalars, now).SerializeToString()]
         if self.path is None:
-            self.path = fs.join(self.folder, "events.out.tfevents.%010d.%s.%d.%d.v2" % (
-                now, socket.gethostname(), os.getpid(), next(_counter)))
+            self.path = fs.join(
+                self.folder,
+                f"events.out.tfevents.{int(now):010d}.{socket.gethostname()}.{os.getpid()}"
+                f".{next(_counter)}.v2",
+            )
             first = self._protos[0].Event(wall_time=now, file_version="brain.Event:2")
             records.insert(0, first.SerializeToString())
         data = tfrecord.frame(records)

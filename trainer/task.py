@@ -20,8 +20,19 @@ import keras
 
 from common import fs, manifest, prepared_dir, schema, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import (attempts, backends, checkpoints, data, export, folder_lock, init_from,
-                     model, push, quiet, run_dir)
+from trainer import (
+    attempts,
+    backends,
+    checkpoints,
+    data,
+    export,
+    folder_lock,
+    init_from,
+    model,
+    push,
+    quiet,
+    run_dir,
+)
 from trainer import callbacks as cb
 from trainer import plan as plans
 from trainer.config import TrainConfig, parse_args
@@ -52,8 +63,10 @@ def remove_orphans(run) -> None:
 def tokenizer_of(train_data: str) -> str:
     """The tokenizer folder recorded in the training split's manifest (prepare writes it)."""
     if not fs.exists(prepared_dir.manifest_path(train_data.rstrip("/"))):
-        raise RunConfigError(f"{train_data} has no manifest naming its tokenizer (legacy-format "
-                             "shards?); pass --tokenizer.")
+        raise RunConfigError(
+            f"{train_data} has no manifest naming its tokenizer (legacy-format "
+            "shards?); pass --tokenizer."
+        )
     path = manifest.read_manifest(train_data, check_shards=False).tokenizer.get("path")
     if not path:
         raise RunConfigError(f"{train_data} does not name its tokenizer; pass --tokenizer.")
@@ -82,8 +95,10 @@ def check_backend(config: TrainConfig) -> str:
     """The backend Keras runs, if --backend asks for no other."""
     backend = keras.backend.backend()
     if config.backend not in (None, backend):
-        raise RunConfigError(f"--backend {config.backend}, but Keras was already imported with "
-                             f"{backend}; pass --backend on the command line.")
+        raise RunConfigError(
+            f"--backend {config.backend}, but Keras was already imported with "
+            f"{backend}; pass --backend on the command line."
+        )
     return backend
 
 
@@ -92,9 +107,13 @@ def resolve(config: TrainConfig, saved: dict | None) -> TrainConfig:
     the tokenizer the manifest names, the learning rate of the size (or of the saved run)."""
     backend = check_backend(config)
     return dataclasses.replace(
-        config, backend=backend, tokenizer=config.tokenizer or tokenizer_of(config.train_data),
-        learning_rate=plans.learning_rate(config.learning_rate, config.model, saved,
-                                          continued=bool(config.init_from)))
+        config,
+        backend=backend,
+        tokenizer=config.tokenizer or tokenizer_of(config.train_data),
+        learning_rate=plans.learning_rate(
+            config.learning_rate, config.model, saved, continued=bool(config.init_from)
+        ),
+    )
 
 
 def _initial_model(config: TrainConfig):
@@ -108,8 +127,13 @@ def _initial_model(config: TrainConfig):
 def _backbone(config, inputs: Inputs, initial) -> dict:
     """The checkpoint's backbone (once the data is known to fit it), or one of the size."""
     if initial is None:
-        return model.backbone_config(config.family, config.model, inputs.info.vocab_size,
-                                     inputs.train.max_length, config.config)
+        return model.backbone_config(
+            config.family,
+            config.model,
+            inputs.info.vocab_size,
+            inputs.train.max_length,
+            config.config,
+        )
     init_from.check_tokenizer(initial, inputs.info, config.tokenizer)
     init_from.check_length(initial, inputs.train.max_length)
     return dict(initial.backbone_config)
@@ -118,26 +142,37 @@ def _backbone(config, inputs: Inputs, initial) -> dict:
 def _build(config, runtime, spec, backbone, plan):
     """The compiled trainer model with a built optimizer (ready for `restore_state`)."""
     keras.mixed_precision.set_dtype_policy(
-        "mixed_bfloat16" if runtime.device.precision == "bf16" else "float32")
+        "mixed_bfloat16" if runtime.device.precision == "bf16" else "float32"
+    )
     with runtime.scope():
         keras.utils.set_random_seed(config.seed)
         masked_lm = model.build_masked_lm(config.family, backbone)
         model.bf16_lm_head(masked_lm)  # a no-op in float32
         if runtime.device.fused_attention:
             model.fuse_attention(masked_lm)
-        trainer_model = MaskedLMTrainer(masked_lm, spec, seed=config.seed,
-                                        eval_seed=config.eval_seed)
+        trainer_model = MaskedLMTrainer(
+            masked_lm, spec, seed=config.seed, eval_seed=config.eval_seed
+        )
         length = backbone["max_sequence_length"]
         dummy = {name: keras.ops.ones((1, length), "int32") for name in schema.FEATURES}
         with quiet.harmless_lines_hidden():
             trainer_model(dummy)  # build the weights (eagerly)
         optimizer = build_optimizer(
-            config.learning_rate, plan.total_steps, plan.warmup_steps, config.weight_decay,
-            config.adam_beta1, config.adam_beta2, config.adam_epsilon, config.clip_norm,
-            config.grad_accum_steps)
-        trainer_model.compile(optimizer=optimizer, jit_compile=runtime.device.jit,
-                              steps_per_execution=plan.steps_per_execution
-                              * config.grad_accum_steps)
+            config.learning_rate,
+            plan.total_steps,
+            plan.warmup_steps,
+            config.weight_decay,
+            config.adam_beta1,
+            config.adam_beta2,
+            config.adam_epsilon,
+            config.clip_norm,
+            config.grad_accum_steps,
+        )
+        trainer_model.compile(
+            optimizer=optimizer,
+            jit_compile=runtime.device.jit,
+            steps_per_execution=plan.steps_per_execution * config.grad_accum_steps,
+        )
         optimizer.build(trainer_model.trainable_variables)  # so a backup can load into it
     return trainer_model, masked_lm
 
@@ -147,24 +182,42 @@ def _masking_spec(config, inputs: Inputs) -> MaskingSpec:
     tables = {}
     if config.masking == "whole_word":
         ends, mid = tokenizer_files.unit_tables(inputs.tokenizer)
-        tables = dict(word_starts=tuple(tokenizer_files.word_starts(inputs.tokenizer)),
-                      unit_ends=tuple(ends), mid_character=tuple(mid))
-    return MaskingSpec(info.vocab_size, info.mask_id, tuple(info.all_special_ids),
-                       rate=config.mlm_probability, masking=config.masking, **tables)
+        tables = dict(
+            word_starts=tuple(tokenizer_files.word_starts(inputs.tokenizer)),
+            unit_ends=tuple(ends),
+            mid_character=tuple(mid),
+        )
+    return MaskingSpec(
+        info.vocab_size,
+        info.mask_id,
+        tuple(info.all_special_ids),
+        rate=config.mlm_probability,
+        masking=config.masking,
+        **tables,
+    )
 
 
 def _run_config(config, runtime, inputs, plan, backbone, total_steps, global_batch) -> dict:
-    return {**config.to_dict(), "family": config.family, "size": config.model,
-            "init_from": None,
-            "backbone_config": backbone, "max_length": inputs.train.max_length,
-            "tokenizer": inputs.info.to_dict(), "seed": config.seed,
-            "precision": runtime.device.precision,
-            "total_steps": total_steps, "warmup_steps": plan.warmup_steps,
-            "global_batch_size": global_batch, "replicas": runtime.replicas,
-            "grad_accum_steps": config.grad_accum_steps,
-            "input_pipelines": runtime.num_pipelines,
-            "train_data_digest": inputs.train.digest, "jit_compile": runtime.device.jit,
-            "fused_attention": runtime.device.fused_attention}
+    return {
+        **config.to_dict(),
+        "family": config.family,
+        "size": config.model,
+        "init_from": None,
+        "backbone_config": backbone,
+        "max_length": inputs.train.max_length,
+        "tokenizer": inputs.info.to_dict(),
+        "seed": config.seed,
+        "precision": runtime.device.precision,
+        "total_steps": total_steps,
+        "warmup_steps": plan.warmup_steps,
+        "global_batch_size": global_batch,
+        "replicas": runtime.replicas,
+        "grad_accum_steps": config.grad_accum_steps,
+        "input_pipelines": runtime.num_pipelines,
+        "train_data_digest": inputs.train.digest,
+        "jit_compile": runtime.device.jit,
+        "fused_attention": runtime.device.fused_attention,
+    }
 
 
 def run(config: TrainConfig, extra_callbacks=()) -> dict:
@@ -186,24 +239,17 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     config, initial = _initial_model(resolve(config, trained))
     _check_push(config)
     inputs = _inputs(config)
-    plans.check_accumulation(runtime.backend, runtime.replicas, config.grad_accum_steps)
-    # Examples per optimizer update: Keras' own steps are micro-batches, ours are updates.
-    global_batch = config.per_replica_batch_size * runtime.replicas * config.grad_accum_steps
-    total_steps = config.train_steps or config.epochs * (inputs.train.num_examples // global_batch)
-    if total_steps < 1:
-        raise data.DataError(f"{config.train_data} holds fewer examples than one global "
-                             f"batch of {global_batch}.")
-    plan = plans.make_plan(total_steps, config.save_every, config.eval_every,
-                           runtime.device.steps_per_execution, config.warmup_ratio, trained)
+    global_batch, plan = _plan(config, runtime, inputs, trained)
+    total_steps = plan.total_steps
     backbone = _backbone(config, inputs, initial)
-    run_config = _run_config(config, runtime, inputs, plan, backbone, total_steps,
-                             global_batch)
+    run_config = _run_config(config, runtime, inputs, plan, backbone, total_steps, global_batch)
     if initial is not None:
         run_config.update(size="from --init_from", init_from=initial.record())
     _check_hosts_agree(runtime, run_files, saved, run_config)
     plans.check_continuation(saved, run_config, run_files.root)
-    trainer_model, masked_lm = _build(config, runtime, _masking_spec(config, inputs),
-                                      backbone, plan)
+    trainer_model, masked_lm = _build(
+        config, runtime, _masking_spec(config, inputs), backbone, plan
+    )
     start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
     if initial is not None and start_step == 0:  # a restart resumes the run, not the model
         init_from.load_into(masked_lm, initial)
@@ -216,15 +262,28 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     if replanned:
         print(replanned)
     if start_step == total_steps:
-        return finished_metrics(run_files, total_steps, global_batch, runtime.chief,
-                                lambda: _evaluate(config, runtime, trainer_model, inputs))
-    execution = plan.steps_per_execution_from(start_step)
-    if execution != plan.steps_per_execution:  # an earlier attempt used other intervals
-        trainer_model.compile(optimizer=trainer_model.optimizer, jit_compile=runtime.device.jit,
-                              steps_per_execution=execution * config.grad_accum_steps)
+        return finished_metrics(
+            run_files,
+            total_steps,
+            global_batch,
+            runtime.chief,
+            lambda: _evaluate(config, runtime, trainer_model, inputs),
+        )
+    _recompile_for(start_step, plan, trainer_model, config, runtime)
     with data.replaced_splits_named(inputs.train, inputs.eval):
-        log = _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files,
-                   inputs, global_batch, [folder_lock.LockKept(lock)], extra_callbacks)
+        log = _fit(
+            config,
+            runtime,
+            trainer_model,
+            masked_lm,
+            plan,
+            start_step,
+            run_files,
+            inputs,
+            global_batch,
+            [folder_lock.LockKept(lock)],
+            extra_callbacks,
+        )
     # The optimizer's own count, not the configured total: what the weights really saw.
     steps_done = update_count(trainer_model.optimizer)
     metrics = final_metrics(log.history, log.rates, steps_done, global_batch)
@@ -233,13 +292,49 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     return _published(config, run_files, runtime.chief, metrics)
 
 
+def _plan(config, runtime, inputs, trained) -> tuple:
+    """(global batch, plan): examples per optimizer update (Keras' own steps are
+    micro-batches, ours are updates) and the steps of this attempt."""
+    plans.check_accumulation(runtime.backend, runtime.replicas, config.grad_accum_steps)
+    global_batch = config.per_replica_batch_size * runtime.replicas * config.grad_accum_steps
+    total_steps = config.train_steps or config.epochs * (inputs.train.num_examples // global_batch)
+    if total_steps < 1:
+        raise data.DataError(
+            f"{config.train_data} holds fewer examples than one global batch of {global_batch}."
+        )
+    plan = plans.make_plan(
+        total_steps,
+        config.save_every,
+        config.eval_every,
+        runtime.device.steps_per_execution,
+        config.warmup_ratio,
+        trained,
+    )
+    return global_batch, plan
+
+
+def _recompile_for(start_step, plan, trainer_model, config, runtime) -> None:
+    """Steps per call that divide this attempt's intervals (an earlier attempt may have
+    used other intervals)."""
+    execution = plan.steps_per_execution_from(start_step)
+    if execution != plan.steps_per_execution:
+        trainer_model.compile(
+            optimizer=trainer_model.optimizer,
+            jit_compile=runtime.device.jit,
+            steps_per_execution=execution * config.grad_accum_steps,
+        )
+
+
 def _check_hosts_agree(runtime, run_files, saved, run_config) -> None:
     """Every process of a pod sees the same run (see `plan.check_hosts_agree`): compared
     before the first collective, which is the restore of the backup."""
     weights = run_files.backups() + run_files.checkpoints()
     newest = max((run_dir.step_of(path) or 0 for path in weights), default=0)
-    plans.check_hosts_agree(runtime.gather, newest, {
-        "saved": saved, "now": run_config, "weights": [fs.basename(p) for p in weights]})
+    plans.check_hosts_agree(
+        runtime.gather,
+        newest,
+        {"saved": saved, "now": run_config, "weights": [fs.basename(p) for p in weights]},
+    )
 
 
 def _check_push(config) -> None:
@@ -260,44 +355,79 @@ def _published(config, run_files, chief: bool, metrics: dict) -> dict:
     return metrics
 
 
-def _fit(config, runtime, trainer_model, masked_lm, plan, start_step, run_files, inputs,
-         global_batch, guards, extra_callbacks):
-    """Runs the `fit` calls of `plan.segments`; returns the TrainingLog. `guards` run at an
-    interval end before anything of it is written."""
+def _callbacks(config, runtime, masked_lm, plan, run_files, guards_and_log) -> list:
+    """The run's callbacks in their order: the non-finite stop first (a NaN interval
+    reaches none of the writers), the guards and the log, the writers, then the
+    preemption stop (a stop at an interval end follows the writers)."""
     chief = runtime.chief
-    log = cb.TrainingLog(run_files, global_batch,
-                         cb.read_history(run_files.history, start_step), chief=chief)
     callbacks = [
-        cb.StopOnNonFiniteLoss(),  # first: a NaN interval reaches none of the writers
+        cb.StopOnNonFiniteLoss(),
         cb.DeterministicDropout(config.seed),
-        *guards,
-        log,
-        cb.StepCheckpoints(run_files, masked_lm, config.save_every, plan.total_steps,
-                           config.keep_checkpoints, chief=chief),
+        *guards_and_log,
+        cb.StepCheckpoints(
+            run_files,
+            masked_lm,
+            config.save_every,
+            plan.total_steps,
+            config.keep_checkpoints,
+            chief=chief,
+        ),
         cb.StateBackup(run_files, config.save_every, plan.total_steps, chief=chief),
     ]
-    if runtime.preemption_sync:  # after the writers: a stop at an interval end follows them
-        callbacks.append(cb.PreemptionSync(runtime.preemption_sync, run_files,
-                                           config.save_every, plan.total_steps, chief))
+    if runtime.preemption_sync:
+        callbacks.append(
+            cb.PreemptionSync(
+                runtime.preemption_sync, run_files, config.save_every, plan.total_steps, chief
+            )
+        )
+    return callbacks
+
+
+def _fit(
+    config,
+    runtime,
+    trainer_model,
+    masked_lm,
+    plan,
+    start_step,
+    run_files,
+    inputs,
+    global_batch,
+    guards,
+    extra_callbacks,
+):
+    """Runs the `fit` calls of `plan.segments`; returns the TrainingLog. `guards` run at an
+    interval end before anything of it is written."""
+    log = cb.TrainingLog(
+        run_files, global_batch, cb.read_history(run_files.history, start_step), chief=runtime.chief
+    )
+    callbacks = _callbacks(config, runtime, masked_lm, plan, run_files, [*guards, log])
     callbacks.extend(extra_callbacks)
     batch_size = runtime.pipeline_batch_size(config.per_replica_batch_size)
-    eval_batches = runtime.distribute(data.eval_dataset_fn(
-        inputs.eval, batch_size, config.max_eval_batches))
+    eval_batches = runtime.distribute(
+        data.eval_dataset_fn(inputs.eval, batch_size, config.max_eval_batches)
+    )
     micro = config.grad_accum_steps
     for first_step, intervals, length in plan.segments(start_step):
-        train_batches = runtime.distribute(data.train_dataset_fn(
-            inputs.train, batch_size, config.seed, first_step, config.shuffle_buffer_size,
-            micro))
-        trainer_model.fit(train_batches, epochs=intervals, steps_per_epoch=length * micro,
-                          validation_data=eval_batches,
-                          validation_freq=plan.eval_epochs(first_step, intervals, length),
-                          callbacks=callbacks, verbose=config.verbose,
-                          shuffle=False)  # data_order shuffles; Keras would warn it cannot
+        train_batches = runtime.distribute(
+            data.train_dataset_fn(
+                inputs.train, batch_size, config.seed, first_step, config.shuffle_buffer_size, micro
+            )
+        )
+        trainer_model.fit(
+            train_batches,
+            epochs=intervals,
+            steps_per_epoch=length * micro,
+            validation_data=eval_batches,
+            validation_freq=plan.eval_epochs(first_step, intervals, length),
+            callbacks=callbacks,
+            verbose=config.verbose,
+            shuffle=False,
+        )  # data_order shuffles; Keras would warn it cannot
     return log
 
 
-def finished_metrics(run_files, total_steps: int, global_batch: int, chief: bool,
-                     evaluate) -> dict:
+def finished_metrics(run_files, total_steps: int, global_batch: int, chief: bool, evaluate) -> dict:
     """metrics.json of a run whose backup is at the total. Rebuilt from history.json if a kill
     came between the last backup and its writing, or if the total was lowered to the backed-up
     step: then that step may never have been evaluated, and `evaluate()` is run first."""
@@ -306,18 +436,23 @@ def finished_metrics(run_files, total_steps: int, global_batch: int, chief: bool
         return fs.read_json(run_files.metrics)
     history = cb.read_history(run_files.history, total_steps)
     if not history or history[-1]["step"] != total_steps:
-        raise RunConfigError(f"{run_files.history} has no entry for step {total_steps}, the "
-                             "backed-up step; pass a larger --train_steps to go on training.")
+        raise RunConfigError(
+            f"{run_files.history} has no entry for step {total_steps}, the "
+            "backed-up step; pass a larger --train_steps to go on training."
+        )
     if "eval_loss" in history[-1]:
         print(f"{run_files.root} already finished {total_steps} steps; nothing to do.")
     else:
-        print(f"{run_files.root} already trained {total_steps} steps, the new --train_steps; "
-              "evaluating the last step to finish the run.")
+        print(
+            f"{run_files.root} already trained {total_steps} steps, the new --train_steps; "
+            "evaluating the last step to finish the run."
+        )
         history[-1].update(evaluate())
         if chief:
             fs.write_json(run_files.history, history)
-    metrics = final_metrics(history, [e["examples_per_second"] for e in history],
-                            total_steps, global_batch)
+    metrics = final_metrics(
+        history, [e["examples_per_second"] for e in history], total_steps, global_batch
+    )
     if chief:
         fs.write_json(run_files.metrics, metrics)
     return metrics
@@ -325,9 +460,13 @@ def finished_metrics(run_files, total_steps: int, global_batch: int, chief: bool
 
 def _evaluate(config, runtime, trainer_model, inputs) -> dict:
     """The restored model on the evaluation split, as `fit` evaluates it (eval_* names)."""
-    batches = runtime.distribute(data.eval_dataset_fn(
-        inputs.eval, runtime.pipeline_batch_size(config.per_replica_batch_size),
-        config.max_eval_batches))
+    batches = runtime.distribute(
+        data.eval_dataset_fn(
+            inputs.eval,
+            runtime.pipeline_batch_size(config.per_replica_batch_size),
+            config.max_eval_batches,
+        )
+    )
     with data.replaced_splits_named(inputs.train, inputs.eval):
         logs = trainer_model.evaluate(batches, verbose=0, return_dict=True)
     return {"eval_" + name: float(value) for name, value in logs.items()}
@@ -340,10 +479,14 @@ def final_metrics(history: list, rates: list, steps: int, global_batch: int) -> 
     last = history[-1]
     steady = rates[1:] or rates
     return {
-        "eval_loss": last_eval["eval_loss"], "eval_accuracy": last_eval["eval_accuracy"],
-        "eval_perplexity": last_eval["eval_perplexity"], "train_loss": last["loss"],
-        "train_accuracy": last["accuracy"], "train_perplexity": last["perplexity"],
-        "steps": steps, "examples": steps * global_batch,
+        "eval_loss": last_eval["eval_loss"],
+        "eval_accuracy": last_eval["eval_accuracy"],
+        "eval_perplexity": last_eval["eval_perplexity"],
+        "train_loss": last["loss"],
+        "train_accuracy": last["accuracy"],
+        "train_perplexity": last["perplexity"],
+        "steps": steps,
+        "examples": steps * global_batch,
         "examples_per_second": sum(steady) / len(steady),
     }
 
@@ -355,6 +498,7 @@ def main(argv=None) -> int:
     def body():
         metrics = run(config)
         print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
+
     return run_cli(body, argv)
 
 

@@ -49,8 +49,9 @@ class MaskedLMTrainer(keras.Model):
         eval_seed: masking seed for evaluation (combined with each row's tokens).
     """
 
-    def __init__(self, masked_lm, spec: MaskingSpec, seed: int = 0, eval_seed: int = 1234,
-                 **kwargs):
+    def __init__(
+        self, masked_lm, spec: MaskingSpec, seed: int = 0, eval_seed: int = 1234, **kwargs
+    ):
         super().__init__(**kwargs)
         self.masked_lm = masked_lm
         self.spec = spec
@@ -59,7 +60,8 @@ class MaskedLMTrainer(keras.Model):
         self.family = families.of_model(masked_lm)
         # A Loss object: under tf.distribute it scales by 1/replicas as Keras expects.
         self._cross_entropy = keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight")
+            from_logits=True, reduction="mean_with_sample_weight"
+        )
         self.accuracy = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
         self.perplexity = Perplexity(name="perplexity")
 
@@ -75,11 +77,15 @@ class MaskedLMTrainer(keras.Model):
     def call(self, inputs, training=False):
         """`{logits, mask_ids, mask_weights}` at the masked slots of a raw batch."""
         masked = self.mask(inputs)
-        features = self.family.inputs(masked["token_ids"], masked["padding_mask"],
-                                      masked["mask_positions"], ops.zeros_like)
+        features = self.family.inputs(
+            masked["token_ids"], masked["padding_mask"], masked["mask_positions"], ops.zeros_like
+        )
         logits = self.masked_lm(features, training=training)
-        return {"logits": ops.cast(logits, "float32"), "mask_ids": masked["mask_ids"],
-                "mask_weights": masked["mask_weights"]}
+        return {
+            "logits": ops.cast(logits, "float32"),
+            "mask_ids": masked["mask_ids"],
+            "mask_weights": masked["mask_weights"],
+        }
 
     def outside_vocabulary(self, x):
         """Whether the batch holds an id the model has no row for (data that lies).
@@ -96,16 +102,17 @@ class MaskedLMTrainer(keras.Model):
         return ops.where(self.outside_vocabulary(x), float("nan"), loss)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        loss = self._cross_entropy(y_pred["mask_ids"], y_pred["logits"],
-                                   sample_weight=y_pred["mask_weights"])
+        loss = self._cross_entropy(
+            y_pred["mask_ids"], y_pred["logits"], sample_weight=y_pred["mask_weights"]
+        )
         return self._poisoned(x, loss)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         weights = y_pred["mask_weights"]
         per_slot = keras.losses.sparse_categorical_crossentropy(
-            y_pred["mask_ids"], y_pred["logits"], from_logits=True)
-        loss = self._poisoned(
-            x, ops.sum(per_slot * weights) / ops.maximum(ops.sum(weights), 1.0))
+            y_pred["mask_ids"], y_pred["logits"], from_logits=True
+        )
+        loss = self._poisoned(x, ops.sum(per_slot * weights) / ops.maximum(ops.sum(weights), 1.0))
         self.perplexity.update_state(loss)
         self.accuracy.update_state(y_pred["mask_ids"], y_pred["logits"], sample_weight=weights)
         return self.get_metrics_result()

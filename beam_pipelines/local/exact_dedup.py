@@ -41,17 +41,26 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import progress, quality, shard_writer
+from beam_pipelines.accounting import STATS, emit_stat, removal_key
+from beam_pipelines.dedup import BLANK, copy_removed, exact_key
+from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, doc_position, split_of
 from beam_pipelines.hashing import key_bytes, key_halves, position_hash
 from beam_pipelines.local import shuffle as local_shuffle
-from beam_pipelines.accounting import STATS, emit_stat, removal_key
-from beam_pipelines.documents import EXCERPT_CHARS, REMOVED, Document, doc_position, split_of
-from beam_pipelines.dedup import BLANK, copy_removed, exact_key
 
 # A document's record: its key's two halves (hi first: sorting by (hi, lo) is sorting the
 # key's bytes), its source (an index into the run's sorted list of sources), place, split
 # and the number of later copies of its text and split in its run that it stands for.
-RECORD = np.dtype([("hi", "<u8"), ("lo", "<u8"), ("source", "<u4"), ("offset", "<i8"),
-                   ("line", "<i8"), ("split", "u1"), ("copies", "<u4")])
+RECORD = np.dtype(
+    [
+        ("hi", "<u8"),
+        ("lo", "<u8"),
+        ("source", "<u4"),
+        ("offset", "<i8"),
+        ("line", "<i8"),
+        ("split", "u1"),
+        ("copies", "<u4"),
+    ]
+)
 PLACE = ["source", "offset", "line"]  # with sources sorted by name: the order of places
 RUN_RECORDS = 1 << 20  # records per sorted run (~37 MB)
 RANGE_RECORDS = 1 << 20  # records per range decided at once
@@ -98,7 +107,7 @@ class SpillPositions(beam.DoFn):
         names = sorted(self.source_ids)
         rank = np.zeros(len(names), np.uint32)
         rank[[self.source_ids[name] for name in names]] = np.arange(len(names))
-        records = self.records[:self.size]
+        records = self.records[: self.size]
         records["source"] = rank[records["source"]]
         records = np.sort(records, order=["hi", "lo", "split", *PLACE])
         first = _starts(records, ["hi", "lo", "split"])
@@ -116,8 +125,12 @@ class SpillPositions(beam.DoFn):
         if self.size:
             yield GlobalWindows.windowed_value(self._spill())
         if self.blank[0]:
-            yield beam.pvalue.TaggedOutput(BLANK, GlobalWindows.windowed_value(
-                (np.array(self.blank[0], np.uint64), np.array(self.blank[1], np.uint8))))
+            yield beam.pvalue.TaggedOutput(
+                BLANK,
+                GlobalWindows.windowed_value(
+                    (np.array(self.blank[0], np.uint64), np.array(self.blank[1], np.uint8))
+                ),
+            )
         self.tally.flush()
 
 
@@ -137,8 +150,9 @@ def range_tasks(runs: list, range_records: int | None = None):
         yield index, n, paths
 
 
-def load_range(paths: list[str], index: int, n: int,
-               dtype=RECORD) -> tuple[np.ndarray, list[str], np.ndarray]:
+def load_range(
+    paths: list[str], index: int, n: int, dtype=RECORD
+) -> tuple[np.ndarray, list[str], np.ndarray]:
     """The records (of `dtype`, keyed by "hi" then "lo") of every run whose key's top 64 bits
     fall in range `index` of `n`, with their sources as indexes into one sorted list of all
     the runs' sources, and for each record the index of its run in `paths`."""
@@ -175,21 +189,36 @@ class DecideRange(beam.DoFn):
     def process(self, task):
         index, n, paths = task
         records, names, _ = load_range(paths, index, n)
-        records = records[np.lexsort((records["line"], records["offset"], records["source"],
-                                      records["lo"], records["hi"]))]
+        records = records[
+            np.lexsort(
+                (
+                    records["line"],
+                    records["offset"],
+                    records["source"],
+                    records["lo"],
+                    records["hi"],
+                )
+            )
+        ]
         first = _starts(records, ["hi", "lo"])
         starts = np.flatnonzero(first)
         # Removed copies per kept text: the records after its first, and every record's own.
-        copies = np.add.reduceat(records["copies"].astype(np.int64) + 1, starts) - 1 \
-            if len(records) else np.zeros(0, np.int64)
+        copies = (
+            np.add.reduceat(records["copies"].astype(np.int64) + 1, starts) - 1
+            if len(records)
+            else np.zeros(0, np.int64)
+        )
         kept = records[starts]
         places = [(names[int(r["source"])], int(r["offset"]), int(r["line"])) for r in kept]
-        yield (np.array([position_hash(place) for place in places], np.uint64),
-               np.array(kept["split"], np.uint8))
+        yield (
+            np.array([position_hash(place) for place in places], np.uint64),
+            np.array(kept["split"], np.uint8),
+        )
         for r, place in zip(kept[copies > 0], itertools.compress(places, copies > 0)):
             yield beam.pvalue.TaggedOutput(COPIED, (key_bytes(r["hi"], r["lo"]), place))
-        removed = np.bincount(records["split"], weights=records["copies"] + ~first,
-                              minlength=len(self.splits)).astype(np.int64)
+        removed = np.bincount(
+            records["split"], weights=records["copies"] + ~first, minlength=len(self.splits)
+        ).astype(np.int64)
         for split, count in zip(self.splits, removed.tolist()):
             if count:
                 yield emit_stat(removal_key(split, "documents_duplicate", "exact"), count)
@@ -235,8 +264,9 @@ class KeepFirstCopies(beam.DoFn):
             # (a document the filter drops was filtered before the dedup: not a copy)
             first = copied.get(exact_key(doc.text))  # only for the documents not kept
             if first is not None:
-                yield beam.pvalue.TaggedOutput(REMOVED, copy_removed(
-                    doc_position(doc), doc.text[:EXCERPT_CHARS], first))
+                yield beam.pvalue.TaggedOutput(
+                    REMOVED, copy_removed(doc_position(doc), doc.text[:EXCERPT_CHARS], first)
+                )
 
 
 class KeptOnly(beam.DoFn):
@@ -267,25 +297,32 @@ class ExactDedupByRereading(beam.PTransform):
         self.progress_dir = progress_dir
 
     def expand(self, docs):
-        spilled = docs | "SpillPositions" >> beam.ParDo(SpillPositions(
-            self.folder, self.splits, self.progress_dir)).with_outputs(BLANK, main="runs")
-        decided = (spilled.runs
-                   | "ListRuns" >> beam.combiners.ToList()
-                   | "RangeTasks" >> beam.FlatMap(range_tasks)
-                   | "SpreadRanges" >> beam.Reshuffle()
-                   | "DecideRange" >> beam.ParDo(DecideRange(self.splits)).with_outputs(
-                       COPIED, STATS, main="kept"))
-        kept = ((decided.kept, spilled[BLANK])
-                | "KeptAndBlank" >> beam.Flatten()
-                | "KeptPositions" >> beam.CombineGlobally(sorted_union))
+        spilled = docs | "SpillPositions" >> beam.ParDo(
+            SpillPositions(self.folder, self.splits, self.progress_dir)
+        ).with_outputs(BLANK, main="runs")
+        decided = (
+            spilled.runs
+            | "ListRuns" >> beam.combiners.ToList()
+            | "RangeTasks" >> beam.FlatMap(range_tasks)
+            | "SpreadRanges" >> beam.Reshuffle()
+            | "DecideRange"
+            >> beam.ParDo(DecideRange(self.splits)).with_outputs(COPIED, STATS, main="kept")
+        )
+        kept = (
+            (decided.kept, spilled[BLANK])
+            | "KeptAndBlank" >> beam.Flatten()
+            | "KeptPositions" >> beam.CombineGlobally(sorted_union)
+        )
         self.kept = kept  # for `survivors`
         second = self.reread(kept) | "KeepFirstCopies" >> beam.ParDo(
             KeepFirstCopies(self.splits, self.quality_config),
             kept=beam.pvalue.AsSingleton(kept),
-            copied=beam.pvalue.AsDict(decided[COPIED])).with_outputs(REMOVED, main="docs")
+            copied=beam.pvalue.AsDict(decided[COPIED]),
+        ).with_outputs(REMOVED, main="docs")
         return second.docs, second[REMOVED], decided[STATS]
 
     def survivors(self, docs):
         """Another read's documents -> those this dedup's output holds (after `expand`)."""
         return docs | "KeptByExactDedup" >> beam.ParDo(
-            KeptOnly(self.splits), kept=beam.pvalue.AsSingleton(self.kept))
+            KeptOnly(self.splits), kept=beam.pvalue.AsSingleton(self.kept)
+        )

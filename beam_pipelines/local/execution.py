@@ -23,8 +23,14 @@ class OnDiskExecution:
         progress_dir: where running totals go for the progress lines; None: none.
     """
 
-    def __init__(self, settings: Settings, run_id: str, reader, spill_dir: str,
-                 progress_dir: str | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        run_id: str,
+        reader,
+        spill_dir: str,
+        progress_dir: str | None = None,
+    ):
         self.settings, self.run_id, self.reader = settings, run_id, reader
         self.spill_dir, self.progress_dir = spill_dir, progress_dir
 
@@ -38,8 +44,12 @@ class OnDiskExecution:
         if not self.settings.exact:
             return None, None
         exact = exact_dedup.ExactDedupByRereading(
-            self.reader.again, self.spill_dir, self.settings.splits, self.progress_dir,
-            self.settings.quality)
+            self.reader.again,
+            self.spill_dir,
+            self.settings.splits,
+            self.progress_dir,
+            self.settings.quality,
+        )
         if self.settings.near is None:
             return exact, None
 
@@ -53,5 +63,12 @@ class OnDiskExecution:
         would hold its output in memory)."""
         flags = self.settings.flags
         return blocks | "ShuffleOnDisk" >> shuffle.ShuffleOnDisk(
-            self.spill_dir, flags.output_dir, self.run_id, flags.seed, flags.max_length,
-            self.settings.shard_size, self.settings.fixed_shards, self.progress_dir)
+            self.spill_dir,
+            flags.output_dir,
+            self.run_id,
+            flags.seed,
+            flags.max_length,
+            self.settings.shard_size,
+            self.settings.fixed_shards,
+            self.progress_dir,
+        )

@@ -25,7 +25,9 @@ from beam_pipelines import sources
 from common import fs
 
 BASE_BYTES = 800e6  # launcher, Beam, tokenizer, one sorted run and one shard being written
-BYTES_PER_DOCUMENT = 120  # the exact dedup's per-document state (kept places and splits, 9 bytes each)
+BYTES_PER_DOCUMENT = (
+    120  # the exact dedup's per-document state (kept places and splits, 9 bytes each)
+)
 NEAR_DISK_BYTES_PER_DOCUMENT = 1008  # --dedup near: 14 band records of 40 bytes, a signature
 TEXT_BYTES_PER_TOKEN = 3.5  # conservative: 3.9 with the demo's 3k unigram, more with larger
 TEXT_BYTES_PER_DOCUMENT = 1000  # conservative for counting documents (web pages: ~3,000)
@@ -87,35 +89,54 @@ def estimate_peak_bytes(text_bytes: float) -> float:
     return BASE_BYTES + BYTES_PER_DOCUMENT * text_bytes / TEXT_BYTES_PER_DOCUMENT
 
 
-def estimate_disk_bytes(text_bytes: float, max_length: int, vocab_size: int,
-                        near: bool = False) -> float:
+def estimate_disk_bytes(
+    text_bytes: float, max_length: int, vocab_size: int, near: bool = False
+) -> float:
     tokens = text_bytes / TEXT_BYTES_PER_TOKEN
     near_runs = NEAR_DISK_BYTES_PER_DOCUMENT * text_bytes / TEXT_BYTES_PER_DOCUMENT
-    return (tokens * (2 if vocab_size <= 1 << 16 else 4) + tokens / max_length * ROW_BYTES
-            + (near_runs if near else 0))
+    return (
+        tokens * (2 if vocab_size <= 1 << 16 else 4)
+        + tokens / max_length * ROW_BYTES
+        + (near_runs if near else 0)
+    )
 
 
-def warning(tasks, max_length: int, vocab_size: int, near: bool = False,
-            available: float | None = None, free_disk: float | None = None) -> str | None:
+def warning(
+    tasks,
+    max_length: int,
+    vocab_size: int,
+    near: bool = False,
+    available: float | None = None,
+    free_disk: float | None = None,
+) -> str | None:
     """The warning to print before a local run, or None when it should fit (or is unknown)."""
     text_bytes = input_text_bytes(tasks)
     if not text_bytes:
         return None
     available = available_bytes() if available is None else available
     free_disk = free_disk_bytes() if free_disk is None else free_disk
-    peak, disk = estimate_peak_bytes(text_bytes), estimate_disk_bytes(
-        text_bytes, max_length, vocab_size, near)
+    peak, disk = (
+        estimate_peak_bytes(text_bytes),
+        estimate_disk_bytes(text_bytes, max_length, vocab_size, near),
+    )
     problems = []
     if available and peak > FIT * available:
-        problems.append(f"~{peak / 1e9:.1f} GB of memory and {available / 1e9:.1f} GB is "
-                        f"available (~{BYTES_PER_DOCUMENT} bytes per document)")
+        problems.append(
+            f"~{peak / 1e9:.1f} GB of memory and {available / 1e9:.1f} GB is "
+            f"available (~{BYTES_PER_DOCUMENT} bytes per document)"
+        )
     if disk > FIT * free_disk:
         what = "the shuffle and near dedup" if near else "the shuffle"
-        problems.append(f"~{disk / 1e9:.1f} GB of temporary disk for {what} and "
-                        f"{free_disk / 1e9:.1f} GB is free in {tempfile.gettempdir()} (set "
-                        "TMPDIR to a larger disk)")
+        problems.append(
+            f"~{disk / 1e9:.1f} GB of temporary disk for {what} and "
+            f"{free_disk / 1e9:.1f} GB is free in {tempfile.gettempdir()} (set "
+            "TMPDIR to a larger disk)"
+        )
     if not problems:
         return None
-    return (f"warning: this local prepare of {text_bytes / 1e6:,.0f} MB of text may need "
-            + " and ".join(problems) + ". Run it on Dataflow (`make prepare`, --runner "
-            "DataflowRunner), or prepare a part of the input. Going on.")
+    return (
+        f"warning: this local prepare of {text_bytes / 1e6:,.0f} MB of text may need "
+        + " and ".join(problems)
+        + ". Run it on Dataflow (`make prepare`, --runner "
+        "DataflowRunner), or prepare a part of the input. Going on."
+    )

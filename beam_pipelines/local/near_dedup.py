@@ -44,12 +44,21 @@ from beam_pipelines.near_dedup import near_removed
 # A band record: its key (hi: 64 bits of the band's hash; lo: the band's index and the
 # hash's last 32 bits), the document's source (an index into the run's sources), place,
 # and its row in the run's signature file.
-BAND = np.dtype([("hi", "<u8"), ("lo", "<u8"), ("source", "<u4"), ("offset", "<i8"),
-                 ("line", "<i8"), ("row", "<u4")])
+BAND = np.dtype(
+    [
+        ("hi", "<u8"),
+        ("lo", "<u8"),
+        ("source", "<u4"),
+        ("offset", "<i8"),
+        ("line", "<i8"),
+        ("row", "<u4"),
+    ]
+)
 # A match: the removed document's place hash, the earlier document's place (source as an
 # index into `names`), and their estimated Jaccard.
-MATCH = np.dtype([("hash", "<u8"), ("source", "<u4"), ("offset", "<i8"), ("line", "<i8"),
-                  ("jaccard", "<f8")])
+MATCH = np.dtype(
+    [("hash", "<u8"), ("source", "<u4"), ("offset", "<i8"), ("line", "<i8"), ("jaccard", "<f8")]
+)
 RUN_DOCS = 1 << 15  # documents per sorted run (~33 MB of band records and signatures)
 RANGE_RECORDS = 1 << 20  # band records per range decided at once (~40 MB)
 NAMES = "names"  # the sorted sources of all runs: what MATCH's source indexes
@@ -58,8 +67,10 @@ NAMES = "names"  # the sorted sources of all runs: what MATCH's source indexes
 def split_key(key: bytes) -> tuple[int, int]:
     """A `minhash.band_keys` key (2 bytes band, 12 bytes hash) as (hi, lo) uint64s whose
     order spreads evenly over the key space (hi is hash bits)."""
-    return (int.from_bytes(key[2:10], "big"),
-            int.from_bytes(key[:2], "big") << 32 | int.from_bytes(key[10:14], "big"))
+    return (
+        int.from_bytes(key[2:10], "big"),
+        int.from_bytes(key[:2], "big") << 32 | int.from_bytes(key[10:14], "big"),
+    )
 
 
 class SpillBands(beam.DoFn):
@@ -86,9 +97,10 @@ class SpillBands(beam.DoFn):
         source = self.source_ids.setdefault(doc.source, len(self.source_ids))
         row, n = self.size, self.config.near_bands
         self.sigs[row] = sig
-        self.bands[row * n:(row + 1) * n] = [
+        self.bands[row * n : (row + 1) * n] = [
             (*split_key(key), source, offset, line, row)
-            for key in minhash.band_keys(sig, self.config)]
+            for key in minhash.band_keys(sig, self.config)
+        ]
         self.size += 1
         if self.size == self.run_docs:
             yield self._spill()
@@ -98,7 +110,7 @@ class SpillBands(beam.DoFn):
         bands = np.sort(self.bands[:count], order=["hi", "lo"], kind="stable")
         path = os.path.join(self.folder, f"bands-{uuid.uuid4().hex}")
         np.save(f"{path}.npy", bands)
-        np.save(f"{path}.sigs.npy", self.sigs[:self.size])
+        np.save(f"{path}.sigs.npy", self.sigs[: self.size])
         with open(f"{path}.sources.json", "w") as f:
             json.dump(sorted(self.source_ids, key=self.source_ids.get), f)
         self._new_run()
@@ -119,12 +131,14 @@ class DecideBuckets(beam.DoFn):
     def process(self, task):
         index, n, paths = task
         records, names, runs = load_range(paths, index, n, BAND)
-        order = np.lexsort((records["line"], records["offset"], records["source"],
-                            records["lo"], records["hi"]))  # by key, then input order
+        order = np.lexsort(
+            (records["line"], records["offset"], records["source"], records["lo"], records["hi"])
+        )  # by key, then input order
         records, runs = records[order], runs[order]
         first = np.ones(len(records), bool)
         first[1:] = (records["hi"][1:] != records["hi"][:-1]) | (
-            records["lo"][1:] != records["lo"][:-1])
+            records["lo"][1:] != records["lo"][:-1]
+        )
         starts = np.flatnonzero(first)
         sizes = np.diff(np.append(starts, len(records)))
         yield from self._count_capped(sizes)
@@ -132,14 +146,22 @@ class DecideBuckets(beam.DoFn):
         rank = {name: i for i, name in enumerate(names)}
         cap, found = self.config.near_max_bucket, []
         for start, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist()):
-            members = [((names[int(r["source"])], int(r["offset"]), int(r["line"])),
-                        sigs[run][int(r["row"])].tobytes())
-                       for r, run in zip(records[start:start + min(size, cap)],
-                                         runs[start:start + min(size, cap)].tolist())]
+            members = [
+                (
+                    (names[int(r["source"])], int(r["offset"]), int(r["line"])),
+                    sigs[run][int(r["row"])].tobytes(),
+                )
+                for r, run in zip(
+                    records[start : start + min(size, cap)],
+                    runs[start : start + min(size, cap)].tolist(),
+                )
+            ]
             for position, earlier, jaccard in minhash.earlier_matches(
-                    members, self.config.near_threshold):
-                found.append((position_hash(position), rank[earlier[0]], earlier[1],
-                              earlier[2], jaccard))
+                members, self.config.near_threshold
+            ):
+                found.append(
+                    (position_hash(position), rank[earlier[0]], earlier[1], earlier[2], jaccard)
+                )
         yield np.array(found, MATCH)
         if index == 0:
             yield beam.pvalue.TaggedOutput(NAMES, names)
@@ -148,16 +170,27 @@ class DecideBuckets(beam.DoFn):
         over = sizes[sizes > self.config.near_max_bucket]
         if len(over):  # as MatchInBuckets counts: only buckets over the cap
             yield emit_stat(RUN_PREFIX + "near_buckets_capped", len(over))
-            yield emit_stat(RUN_PREFIX + "near_bucket_members_unchecked",
-                            int((over - self.config.near_max_bucket).sum()))
+            yield emit_stat(
+                RUN_PREFIX + "near_bucket_members_unchecked",
+                int((over - self.config.near_max_bucket).sum()),
+            )
 
 
 def earliest_matches(arrays) -> np.ndarray:
     """MATCH arrays -> one, sorted by removed hash, holding each removed document's earliest
     match (the least earlier place, then Jaccard: `min` of the Beam path's tuples)."""
     matches = np.concatenate([np.zeros(0, MATCH), *arrays])
-    matches = matches[np.lexsort((matches["jaccard"], matches["line"], matches["offset"],
-                                  matches["source"], matches["hash"]))]
+    matches = matches[
+        np.lexsort(
+            (
+                matches["jaccard"],
+                matches["line"],
+                matches["offset"],
+                matches["source"],
+                matches["hash"],
+            )
+        )
+    ]
     first = np.ones(len(matches), bool)
     first[1:] = matches["hash"][1:] != matches["hash"][:-1]
     return matches[first]
@@ -183,8 +216,9 @@ class DropNearMatched(beam.DoFn):
         m = matches[i]
         earlier = (names[int(m["source"])], int(m["offset"]), int(m["line"]))
         self.stats[removal_key(split_of(doc), "documents_duplicate", "near")] += 1
-        yield beam.pvalue.TaggedOutput(REMOVED, near_removed(place, earlier,
-                                                             float(m["jaccard"]), doc.text))
+        yield beam.pvalue.TaggedOutput(
+            REMOVED, near_removed(place, earlier, float(m["jaccard"]), doc.text)
+        )
 
     def finish_bundle(self):
         yield from emit_stats(self.stats)
@@ -200,17 +234,20 @@ class NearDedupByRereading(beam.PTransform):
         self.reread, self.folder, self.config = reread, folder, config
 
     def expand(self, docs):
-        decided = (docs
-                   | "SpillBands" >> beam.ParDo(SpillBands(self.folder, self.config))
-                   | "ListBandRuns" >> beam.combiners.ToList()
-                   | "BandRanges" >> beam.FlatMap(range_tasks, RANGE_RECORDS)
-                   | "SpreadBandRanges" >> beam.Reshuffle()
-                   | "DecideBuckets" >> beam.ParDo(DecideBuckets(self.config)).with_outputs(
-                       NAMES, STATS, main="matches"))
+        decided = (
+            docs
+            | "SpillBands" >> beam.ParDo(SpillBands(self.folder, self.config))
+            | "ListBandRuns" >> beam.combiners.ToList()
+            | "BandRanges" >> beam.FlatMap(range_tasks, RANGE_RECORDS)
+            | "SpreadBandRanges" >> beam.Reshuffle()
+            | "DecideBuckets"
+            >> beam.ParDo(DecideBuckets(self.config)).with_outputs(NAMES, STATS, main="matches")
+        )
         matches = decided.matches | "EarliestMatches" >> beam.CombineGlobally(earliest_matches)
         third = self.reread(matches) | "DropNearMatched" >> beam.ParDo(
-            DropNearMatched(), matches=beam.pvalue.AsSingleton(matches),
-            names=beam.pvalue.AsSingleton(decided[NAMES])).with_outputs(
-                REMOVED, STATS, main="docs")
+            DropNearMatched(),
+            matches=beam.pvalue.AsSingleton(matches),
+            names=beam.pvalue.AsSingleton(decided[NAMES]),
+        ).with_outputs(REMOVED, STATS, main="docs")
         stats = (decided[STATS], third[STATS]) | "NearCounts" >> beam.Flatten()
         return third.docs, third[REMOVED], stats

@@ -51,16 +51,16 @@ def save_run(folder: str, split: str, keys, ids, lengths) -> str:
 def key_slice(keys: np.ndarray, low: int, high: int) -> tuple[int, int]:
     """[start, stop) of the sorted uint64 `keys` that lie in [low, high) (high <= 2**64)."""
     start = int(np.searchsorted(keys, np.uint64(low), side="left"))
-    stop = len(keys) if high >= 2**64 else int(
-        np.searchsorted(keys, np.uint64(high), side="left"))
+    stop = len(keys) if high >= 2**64 else int(np.searchsorted(keys, np.uint64(high), side="left"))
     return start, stop
 
 
 def load_slice(path: str, low: int, high: int) -> tuple[np.ndarray, ...]:
     """The rows of run `path` whose keys lie in [low, high), read through memory maps."""
     start, stop = key_slice(np.load(f"{path}.keys.npy", mmap_mode="r"), low, high)
-    return tuple(np.array(np.load(f"{path}.{part}.npy", mmap_mode="r")[start:stop])
-                 for part in PARTS)
+    return tuple(
+        np.array(np.load(f"{path}.{part}.npy", mmap_mode="r")[start:stop]) for part in PARTS
+    )
 
 
 class SpillRows(beam.DoFn):
@@ -107,8 +107,7 @@ def shard_tasks(runs: list, shard_size: int, fixed_shards: int):
     for split, path, rows in runs:
         by_split.setdefault(split, []).append((path, rows))
     for split, found in sorted(by_split.items()):
-        n = shard_writer.num_shards_for(sum(rows for _, rows in found), shard_size,
-                                        fixed_shards)
+        n = shard_writer.num_shards_for(sum(rows for _, rows in found), shard_size, fixed_shards)
         paths = sorted(path for path, rows in found if rows)
         for shard in range(n):
             yield split, shard, n, paths
@@ -121,8 +120,11 @@ class WriteSpilledShard(shard_writer.WriteShard):
     def rows(self, task) -> tuple:
         split, shard, n, paths = task
         low, high = shard_writer.key_range(shard, n)
-        return split, shard, shard_writer.concat_rows(
-            [load_slice(path, low, high) for path in paths])
+        return (
+            split,
+            shard,
+            shard_writer.concat_rows([load_slice(path, low, high) for path in paths]),
+        )
 
 
 class ShuffleOnDisk(beam.PTransform):
@@ -135,8 +137,17 @@ class ShuffleOnDisk(beam.PTransform):
     step that made the blocks.
     """
 
-    def __init__(self, folder, output_dir, run_id, seed, max_length, shard_size, fixed_shards,
-                 progress_dir=None):
+    def __init__(
+        self,
+        folder,
+        output_dir,
+        run_id,
+        seed,
+        max_length,
+        shard_size,
+        fixed_shards,
+        progress_dir=None,
+    ):
         super().__init__()
         self.folder, self.output_dir, self.run_id = folder, output_dir, run_id
         self.seed, self.max_length = seed, max_length
@@ -145,15 +156,18 @@ class ShuffleOnDisk(beam.PTransform):
 
     def expand(self, block_parts):
         spill = SpillRows(self.folder, self.seed, self.max_length)
-        spilled = [part | f"SpillRows{i}" >> beam.ParDo(spill).with_outputs(STATS, main="runs")
-                   for i, part in enumerate(block_parts)]
+        spilled = [
+            part | f"SpillRows{i}" >> beam.ParDo(spill).with_outputs(STATS, main="runs")
+            for i, part in enumerate(block_parts)
+        ]
         stats = [s[STATS] for s in spilled] | "ShuffleStats" >> beam.Flatten()
-        written = ([s.runs for s in spilled]
-                   | "AllRuns" >> beam.Flatten()
-                   | "ListRuns" >> beam.combiners.ToList()
-                   | "ShardTasks" >> beam.FlatMap(shard_tasks, self.shard_size,
-                                                  self.fixed_shards)
-                   | "SpreadShards" >> beam.Reshuffle()
-                   | "WriteSpilledShards" >> beam.ParDo(WriteSpilledShard(
-                       self.output_dir, self.run_id, self.progress_dir)))
+        written = (
+            [s.runs for s in spilled]
+            | "AllRuns" >> beam.Flatten()
+            | "ListRuns" >> beam.combiners.ToList()
+            | "ShardTasks" >> beam.FlatMap(shard_tasks, self.shard_size, self.fixed_shards)
+            | "SpreadShards" >> beam.Reshuffle()
+            | "WriteSpilledShards"
+            >> beam.ParDo(WriteSpilledShard(self.output_dir, self.run_id, self.progress_dir))
+        )
         return written, stats

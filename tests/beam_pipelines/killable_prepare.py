@@ -14,8 +14,7 @@ import signal
 import sys
 
 from beam_pipelines import prepare
-from common import run_lock
-from common import fs, manifest
+from common import fs, manifest, run_lock
 
 _count: dict = {}
 _signal = [signal.SIGKILL]
@@ -44,10 +43,12 @@ def arm(point: str, nth: int) -> None:
         if not path.endswith(".tfrecord"):
             return upload(path, chunks)
         if point == "shard_write" and _reached(point, nth):
+
             def half_then_die():
                 for chunk in chunks:
                     yield chunk[: len(chunk) // 2]
                     _kill()
+
             return upload(path, half_then_die())
         upload(path, chunks)
         if point == "shards" and _reached(point, nth):
@@ -59,8 +60,11 @@ def arm(point: str, nth: int) -> None:
             _kill()
         return digest
 
-    run_lock.acquire, fs.upload_stream, manifest.write_manifest = \
-        acquire_then_die, watched_upload, manifest_then_die
+    run_lock.acquire, fs.upload_stream, manifest.write_manifest = (
+        acquire_then_die,
+        watched_upload,
+        manifest_then_die,
+    )
 
 
 if __name__ == "__main__":

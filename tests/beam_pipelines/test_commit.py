@@ -22,9 +22,22 @@ SPLITS = ("train", "validation")
 
 
 def _args(src, tok, out, *extra):
-    return ["--runner=FnApiRunner", "--input", str(src), "--tokenizer", tok, "--output_dir",
-            str(out), "--max_length", "32", "--validation_fraction", "0.2", "--num_shards",
-            "2", *map(str, extra)]
+    return [
+        "--runner=FnApiRunner",
+        "--input",
+        str(src),
+        "--tokenizer",
+        tok,
+        "--output_dir",
+        str(out),
+        "--max_length",
+        "32",
+        "--validation_fraction",
+        "0.2",
+        "--num_shards",
+        "2",
+        *map(str, extra),
+    ]
 
 
 def _run_ids(out):
@@ -54,11 +67,16 @@ def staged(tmp_path_factory, corpus_texts, bpe_tokenizer_dir):
             prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", "1"))
     finally:
         commit.Commit.process = original
-    (step, written, stats, dead), = captured
+    ((step, written, stats, dead),) = captured
     snapshot = root / "snapshot"
     shutil.copytree(out, snapshot)
-    return {"out": out, "snapshot": snapshot, "run_a": run_a, "run_b": step.run_id,
-            "commit": lambda: list(step.process(written, stats, dead))}
+    return {
+        "out": out,
+        "snapshot": snapshot,
+        "run_a": run_a,
+        "run_b": step.run_id,
+        "commit": lambda: list(step.process(written, stats, dead)),
+    }
 
 
 def _restore(staged):
@@ -90,6 +108,7 @@ def _fail_at(monkeypatch, k):
             if calls["n"] == k:
                 raise _Fault(f"injected at I/O step {k}")
             return _real(*args, **kwargs)
+
         monkeypatch.setattr(fs, name, wrapped)
     return calls
 
@@ -121,7 +140,8 @@ def test_commit_fails_at_every_step_then_a_retry_completes(staged, monkeypatch):
 
 
 def test_a_rerun_cut_between_its_manifest_writes_is_a_mixed_output_for_verify(
-        staged, monkeypatch, capsys):
+    staged, monkeypatch, capsys
+):
     """The second manifest write fails (full disk, kill): new train/ beside old validation/,
     each valid alone. verify reports the mix; the retried commit ends it."""
     _restore(staged)
@@ -132,6 +152,7 @@ def test_a_rerun_cut_between_its_manifest_writes_is_a_mixed_output_for_verify(
         if len(writes) == 2:
             raise _Fault("no space left on device")
         return real(split_dir, found)
+
     with monkeypatch.context() as m:
         m.setattr(manifest, "write_manifest", second_fails)
         with pytest.raises(_Fault):
@@ -165,21 +186,28 @@ def test_a_run_whose_lock_was_taken_over_never_commits(staged):
 
 
 def _snapshot(out):
-    return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()
-            and p.parent.name != "_runs" and p.parent.name != "dead_letter"}
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in out.rglob("*")
+        if p.is_file() and p.parent.name != "_runs" and p.parent.name != "dead_letter"
+    }
 
 
-@pytest.mark.parametrize("mistake, message", [
-    (["--input", "typo*.jsonl"], "matches no file"),
-    (["--text_field", "body"], "documents were rejected"),
-    (["--seed", "-1"], "--seed must be at least 0"),
-    (["--num_shards", "0"], "--num_shards must be at least 1"),
-    (["--read_range_bytes", "0"], "--read_range_bytes must be at least 1"),
-    (["--max_length", "2"], "--max_length must be at least 8"),
-    (["--validation_fraction", "0.999999"], "would hold no sequence"),
-])
+@pytest.mark.parametrize(
+    "mistake, message",
+    [
+        (["--input", "typo*.jsonl"], "matches no file"),
+        (["--text_field", "body"], "documents were rejected"),
+        (["--seed", "-1"], "--seed must be at least 0"),
+        (["--num_shards", "0"], "--num_shards must be at least 1"),
+        (["--read_range_bytes", "0"], "--read_range_bytes must be at least 1"),
+        (["--max_length", "2"], "--max_length must be at least 8"),
+        (["--validation_fraction", "0.999999"], "would hold no sequence"),
+    ],
+)
 def test_mistakes_leave_the_previous_output_exactly_as_it_was(
-        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, mistake, message):
+    tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, mistake, message
+):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
     out = tmp_path / "out"
     assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
@@ -199,7 +227,8 @@ def test_mistakes_leave_the_previous_output_exactly_as_it_was(
 
 @pytest.mark.parametrize("rewrite", ["reordered", "appended"])
 def test_an_input_rewritten_between_the_two_reads_is_refused(
-        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch, rewrite):
+    tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch, rewrite
+):
     """Local exact dedup reads the input twice and keeps documents by their place: a file
     rewritten in between (here: lines in another order, same size; or lines appended) must
     have the run refused, naming the file, the previous output untouched."""
@@ -212,8 +241,7 @@ def test_an_input_rewritten_between_the_two_reads_is_refused(
     def rewrite_then_load(*args):  # DecideRange: after the first read, before the second
         if not done:
             lines = src.read_text().splitlines(keepends=True)
-            src.write_text("".join(lines[::-1] if rewrite == "reordered"
-                                   else lines + lines[:5]))
+            src.write_text("".join(lines[::-1] if rewrite == "reordered" else lines + lines[:5]))
             stat = src.stat()
             os.utime(src, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a coarse clock
             done.append(1)
@@ -229,15 +257,15 @@ def test_an_input_rewritten_between_the_two_reads_is_refused(
 
 def test_all_rejected_names_the_reason(tmp_path, corpus_texts, bpe_tokenizer_dir, capsys):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:20])
-    assert prepare.run(_args(src, bpe_tokenizer_dir, tmp_path / "o", "--text_field",
-                             "body")) == 2
+    assert prepare.run(_args(src, bpe_tokenizer_dir, tmp_path / "o", "--text_field", "body")) == 2
     err = capsys.readouterr().err
     assert "20 of 20 documents were rejected" in err and "missing field 'body'" in err
     assert "dead_letter" in err  # where to read them
 
 
-def test_a_second_writer_is_refused_naming_the_first(tmp_path, corpus_texts,
-                                                     bpe_tokenizer_dir, capsys):
+def test_a_second_writer_is_refused_naming_the_first(
+    tmp_path, corpus_texts, bpe_tokenizer_dir, capsys
+):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
     out = tmp_path / "out"
     run_lock.acquire(str(out), "r20261122000000aaaaaa", "DataflowRunner")  # alive elsewhere
@@ -251,8 +279,9 @@ def test_a_second_writer_is_refused_naming_the_first(tmp_path, corpus_texts,
     assert "taking over the lock" in capsys.readouterr().err
 
 
-def test_a_lock_of_a_dead_local_process_is_taken_over(tmp_path, corpus_texts,
-                                                      bpe_tokenizer_dir, capsys):
+def test_a_lock_of_a_dead_local_process_is_taken_over(
+    tmp_path, corpus_texts, bpe_tokenizer_dir, capsys
+):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
     out = tmp_path / "out"
     run_lock.acquire(str(out), "r20261122000000bbbbbb", "FnApiRunner")
@@ -264,22 +293,29 @@ def test_a_lock_of_a_dead_local_process_is_taken_over(tmp_path, corpus_texts,
 
 def test_overlapping_splits_are_named(tmp_path, corpus_texts, bpe_tokenizer_dir, capsys):
     a = write_jsonl(tmp_path / "a.jsonl", corpus_texts[:10])
-    code = prepare.run(["--splits", f"train={tmp_path}/*.jsonl;validation={a}", "--tokenizer",
-                        bpe_tokenizer_dir, "--output_dir", str(tmp_path / "o")])
+    code = prepare.run(
+        [
+            "--splits",
+            f"train={tmp_path}/*.jsonl;validation={a}",
+            "--tokenizer",
+            bpe_tokenizer_dir,
+            "--output_dir",
+            str(tmp_path / "o"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "a.jsonl matches the --splits globs of both 'train' and" in err
 
 
-def test_output_dir_holding_the_input_is_refused(tmp_path, corpus_texts, bpe_tokenizer_dir,
-                                                 capsys):
+def test_output_dir_holding_the_input_is_refused(tmp_path, corpus_texts, bpe_tokenizer_dir, capsys):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:10])
-    code = prepare.run(["--input", str(src), "--tokenizer", bpe_tokenizer_dir,
-                        "--output_dir", str(tmp_path)])
+    code = prepare.run(
+        ["--input", str(src), "--tokenizer", bpe_tokenizer_dir, "--output_dir", str(tmp_path)]
+    )
     assert code == 2 and "lies inside --output_dir" in capsys.readouterr().err
 
 
-def test_verify_names_the_first_damaged_shard(tmp_path, corpus_texts, bpe_tokenizer_dir,
-                                              capsys):
+def test_verify_names_the_first_damaged_shard(tmp_path, corpus_texts, bpe_tokenizer_dir, capsys):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:60])
     out = tmp_path / "out"
     assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
@@ -298,9 +334,14 @@ def _killed_attempt(kill_at, args, env=None):
     import sys
 
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return subprocess.run([sys.executable, "-m", "tests.beam_pipelines.killable_prepare",
-                           kill_at, *args], cwd=repo, capture_output=True, text=True,
-                          timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "tests.beam_pipelines.killable_prepare", kill_at, *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 KILLS = ["locked", "shard_write:2", "shards:3", "commit:1"]
@@ -308,7 +349,8 @@ KILLS = ["locked", "shard_write:2", "shards:3", "commit:1"]
 
 @pytest.mark.slow
 def test_sigkill_of_a_rerun_leaves_old_or_new_then_a_rerun_cleans_up(
-        tmp_path, corpus_texts, bpe_tokenizer_dir):
+    tmp_path, corpus_texts, bpe_tokenizer_dir
+):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:150])
     out = tmp_path / "out"
     assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
@@ -329,8 +371,7 @@ def test_sigkill_of_a_rerun_leaves_old_or_new_then_a_rerun_cleans_up(
     assert not [p for p in out.rglob(".tmp-*")]
 
 
-def test_a_corrupt_tokenizer_folder_is_one_line(tmp_path, corpus_texts, bpe_tokenizer_dir,
-                                                capsys):
+def test_a_corrupt_tokenizer_folder_is_one_line(tmp_path, corpus_texts, bpe_tokenizer_dir, capsys):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:5])
     tok = tmp_path / "tok"
     shutil.copytree(bpe_tokenizer_dir, tok)
@@ -341,13 +382,16 @@ def test_a_corrupt_tokenizer_folder_is_one_line(tmp_path, corpus_texts, bpe_toke
 
 
 def test_a_refusal_whose_dead_letters_hold_line_separators_is_one_line(
-        tmp_path, bpe_tokenizer_dir, capsys):
+    tmp_path, bpe_tokenizer_dir, capsys
+):
     """Issue 22 item 13: U+2028, U+0085, ... are legal inside a JSON string; the dead-letter
     JSONL is split on "\\n" only (splitlines() split there and the commit crashed)."""
     src = tmp_path / "c.jsonl"
     odd = "a\u2028b\u2029c\u0085d\x0be\x0cf\x1cg\x1dh\x1ei"
-    src.write_text("".join(json.dumps({"body": f"{odd} {i}"}, ensure_ascii=False) + "\n"
-                           for i in range(20)), encoding="utf-8")
+    src.write_text(
+        "".join(json.dumps({"body": f"{odd} {i}"}, ensure_ascii=False) + "\n" for i in range(20)),
+        encoding="utf-8",
+    )
     code = prepare.run(_args(src, bpe_tokenizer_dir, tmp_path / "o"))
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "20 of 20 documents were rejected" in err[-1], err[-3:]
@@ -357,8 +401,10 @@ def test_a_refusal_whose_dead_letters_hold_line_separators_is_one_line(
 def test_top_reasons_streams_and_counts_every_line(tmp_path):
     path = tmp_path / "dead.jsonl"
     reasons = ["x\u2028y", "x\u2028y", "plain"]
-    path.write_text("".join(json.dumps({"reason": r}, ensure_ascii=False) + "\n"
-                            for r in reasons), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"reason": r}, ensure_ascii=False) + "\n" for r in reasons),
+        encoding="utf-8",
+    )
     assert commit.top_reasons([str(path)]) == "'x\\u2028y' x 2; 'plain' x 1"
     assert commit.top_reasons([str(path)], max_lines=1) == "'x\\u2028y' x 1"
     with open(path, "ab") as f:
@@ -367,36 +413,52 @@ def test_top_reasons_streams_and_counts_every_line(tmp_path):
 
 
 def test_a_planted_manifest_never_makes_the_clean_up_delete_elsewhere(
-        tmp_path, corpus_texts, bpe_tokenizer_dir):
+    tmp_path, corpus_texts, bpe_tokenizer_dir
+):
     """Issue 22 item 2: only bare shard names of our own manifests are deleted."""
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
     out = tmp_path / "out"
     assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
-    victims = [tmp_path / "victim.tfrecord", tmp_path / "abs-00000-1.tfrecord",
-               out / "train" / "notes.txt"]
+    victims = [
+        tmp_path / "victim.tfrecord",
+        tmp_path / "abs-00000-1.tfrecord",
+        out / "train" / "notes.txt",
+    ]
     for victim in victims:
         victim.write_text("keep me")
     planted = json.loads((out / "train" / "manifest.json").read_text())
-    for name, listed in (("evil", ["../../victim.tfrecord", str(victims[1])]),
-                         ("evil2", ["../train/notes.txt"]),
-                         ("evil3", [fs.basename(p) for p in map(str, victims[:1])])):
+    for name, listed in (
+        ("evil", ["../../victim.tfrecord", str(victims[1])]),
+        ("evil2", ["../train/notes.txt"]),
+        ("evil3", [fs.basename(p) for p in map(str, victims[:1])]),
+    ):
         (out / name).mkdir()
         shard = planted["shards"][0]
-        (out / name / "manifest.json").write_text(json.dumps(
-            {**planted, "split": name, "shards": [{**shard, "name": n} for n in listed]}))
+        (out / name / "manifest.json").write_text(
+            json.dumps({**planted, "split": name, "shards": [{**shard, "name": n} for n in listed]})
+        )
     assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", "3")) == 0
     assert all(v.read_text() == "keep me" for v in victims)
     assert all((out / name / "manifest.json").exists() for name in ("evil", "evil2", "evil3"))
 
 
 @pytest.mark.parametrize("name", ["../x", "a/b", "..", "_runs", "dead_letter", ".hidden", ""])
-def test_split_names_that_are_not_one_folder_are_refused(tmp_path, corpus_texts,
-                                                         bpe_tokenizer_dir, capsys, name):
+def test_split_names_that_are_not_one_folder_are_refused(
+    tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, name
+):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:10])
     other = write_jsonl(tmp_path / "d.jsonl", corpus_texts[10:20])
     out = tmp_path / "deep" / "out"
-    code = prepare.run(["--splits", f"train={src};{name}={other}" if name else f" ={src}",
-                        "--tokenizer", bpe_tokenizer_dir, "--output_dir", str(out)])
+    code = prepare.run(
+        [
+            "--splits",
+            f"train={src};{name}={other}" if name else f" ={src}",
+            "--tokenizer",
+            bpe_tokenizer_dir,
+            "--output_dir",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert ("split name" in err[0] and repr(name) in err[0]) or "NAME=GLOB" in err[0], err
@@ -404,15 +466,26 @@ def test_split_names_that_are_not_one_folder_are_refused(tmp_path, corpus_texts,
 
 
 def test_hf_split_names_are_checked_before_any_download(tmp_path, bpe_tokenizer_dir, capsys):
-    code = prepare.run(["--hf_dataset", "no/such-dataset", "--hf_splits", "train,../up",
-                        "--tokenizer", bpe_tokenizer_dir, "--output_dir", str(tmp_path / "o")])
+    code = prepare.run(
+        [
+            "--hf_dataset",
+            "no/such-dataset",
+            "--hf_splits",
+            "train,../up",
+            "--tokenizer",
+            bpe_tokenizer_dir,
+            "--output_dir",
+            str(tmp_path / "o"),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "split name '../up'" in err[0], err
 
 
 @pytest.mark.slow
 def test_sigterm_mid_run_cleans_up_and_leaves_the_previous_output(
-        tmp_path, corpus_texts, bpe_tokenizer_dir):
+    tmp_path, corpus_texts, bpe_tokenizer_dir
+):
     """Issue 22 item 16: SIGTERM (kill, timeout, CI) once shards are being written, the lock
     held and the spill folder full: every clean-up runs, the exit says SIGTERM, the previous
     output stays. Before, the spill, progress and Beam folders stayed in TMPDIR, OUT/_LOCK too."""
@@ -422,8 +495,11 @@ def test_sigterm_mid_run_cleans_up_and_leaves_the_previous_output(
     run_a = _run_ids(out)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proc = _killed_attempt("shards:1:TERM", _args(src, bpe_tokenizer_dir, out, "--seed", "3"),
-                           env={**os.environ, "TMPDIR": str(tmp)})
+    proc = _killed_attempt(
+        "shards:1:TERM",
+        _args(src, bpe_tokenizer_dir, out, "--seed", "3"),
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
     assert proc.returncode == 143, proc.stderr[-3000:]
     assert "SIGTERM" in proc.stderr.strip().splitlines()[-1]
     assert not list(tmp.iterdir())
@@ -459,8 +535,7 @@ def test_a_committed_run_sweeps_what_dead_runs_left(tmp_path, corpus_texts, bpe_
 
 def test_the_sweep_keeps_the_files_of_the_run_holding_the_lock(tmp_path):
     out = tmp_path / "out"
-    live, dead, ended = ("r20250101000000aaaaaa", "r20250101000000bbbbbb",
-                         "r20250101000000cccccc")
+    live, dead, ended = ("r20250101000000aaaaaa", "r20250101000000bbbbbb", "r20250101000000cccccc")
     kept = _plant_leftovers(out, live)
     gone = _plant_leftovers(out, dead) + _plant_leftovers(out, ended)
     fs.write_json(prepared_dir.run_record_path(str(out), ended), {"state": "refused"})
@@ -475,7 +550,8 @@ def test_the_sweep_keeps_the_files_of_the_run_holding_the_lock(tmp_path):
 
 
 def test_an_input_deleted_while_the_run_reads_it_is_refused_in_one_line(
-        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch):
+    tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch
+):
     """Deletion is a change: an input removed between the two reads of the local exact
     dedup ends in the one-line refusal, not a traceback, the previous output untouched."""
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
@@ -500,7 +576,8 @@ def test_an_input_deleted_while_the_run_reads_it_is_refused_in_one_line(
 
 
 def test_a_full_disk_while_shards_are_written_is_one_line_and_keeps_the_previous_output(
-        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch, caplog):
+    tmp_path, corpus_texts, bpe_tokenizer_dir, capsys, monkeypatch, caplog
+):
     """The shard writes run in Beam workers, whose OSError reaches the launcher wrapped in a
     RuntimeError: still one line naming the file, exit 2, the previous output untouched."""
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
@@ -535,18 +612,21 @@ def _dead_letters(read_lines):
 
 
 def test_an_output_dir_with_a_bracket_is_written_with_dead_letters_present(
-        tmp_path, corpus_texts, bpe_tokenizer_dir, capsys):
+    tmp_path, corpus_texts, bpe_tokenizer_dir, capsys
+):
     """Beam's text sink renamed its temporary files through a glob: `OUT[6]` matched
     `OUT6`, and the first run ended in FinalizeWrite's "src and dst files do not exist"."""
     src = _with_bad_lines(tmp_path / "c.jsonl", corpus_texts[:40])
     out = tmp_path / "OUT[6]"
     for attempt in range(2):  # the first run into the folder, then one over it
-        assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", attempt)) == 0, \
+        assert prepare.run(_args(src, bpe_tokenizer_dir, out, "--seed", attempt)) == 0, (
             capsys.readouterr().err
+        )
         assert set(_run_ids(out).values()) and len(set(_run_ids(out).values())) == 1
         dead = sorted((out / "dead_letter").glob("*.jsonl"))
-        letters = [line for p in dead if "removed" not in p.name
-                   for line in p.read_text().splitlines()]
+        letters = [
+            line for p in dead if "removed" not in p.name for line in p.read_text().splitlines()
+        ]
         assert len(letters) == 2, dead
     assert not (tmp_path / "OUT6").exists()
     assert not [p for p in out.rglob("*") if p.name.startswith(("beam-temp", fs.TEMP_PREFIX))]

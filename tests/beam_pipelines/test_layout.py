@@ -32,8 +32,9 @@ def _stats_outputs(tree) -> list[int]:
         if not isinstance(node, ast.Call):
             continue
         called = _name(node.func)
-        to_stats = (called.endswith("TaggedOutput") and node.args
-                    and _name(node.args[0]).endswith("STATS"))
+        to_stats = (
+            called.endswith("TaggedOutput") and node.args and _name(node.args[0]).endswith("STATS")
+        )
         if to_stats or called.endswith("Metrics.counter"):
             found.append(node.lineno)
     return found
@@ -52,10 +53,10 @@ def test_counts_reach_stats_only_through_the_accounting():
 def test_hashing_helpers_keep_their_values():
     """Moved, not changed: shard keys, dedup keys and MinHash depend on these bits."""
     # splitmix64 seeded with 0: its first output mixes the golden gamma.
-    assert int(hashing.mix64(np.array([0x9E3779B97F4A7C15], np.uint64))[0]) \
-        == 0xE220A8397B1DCDAF
+    assert int(hashing.mix64(np.array([0x9E3779B97F4A7C15], np.uint64))[0]) == 0xE220A8397B1DCDAF
     assert hashing.position_hash(("a.jsonl", 0, 3)) == int.from_bytes(
-        hashlib.blake2b(b"('a.jsonl', 0, 3)", digest_size=8).digest(), "big")
+        hashlib.blake2b(b"('a.jsonl', 0, 3)", digest_size=8).digest(), "big"
+    )
     assert hashing.key_bytes(*hashing.key_halves(bytes(range(16)))) == bytes(range(16))
     odd = hashing.odd_multipliers(np.random.default_rng(5), 4)
     assert (odd & np.uint64(1)).all() and odd.dtype == np.uint64

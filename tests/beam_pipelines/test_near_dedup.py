@@ -23,13 +23,15 @@ CONFIG = minhash.MinHashConfig()
 
 
 def random_words(rng, n):
-    return ["".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 9)))
-            for _ in range(n)]
+    return [
+        "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 9)))
+        for _ in range(n)
+    ]
 
 
 def shingle_jaccard(a, b, n=5):
-    sa = {tuple(a[i:i + n]) for i in range(len(a) - n + 1)}
-    sb = {tuple(b[i:i + n]) for i in range(len(b) - n + 1)}
+    sa = {tuple(a[i : i + n]) for i in range(len(a) - n + 1)}
+    sb = {tuple(b[i : i + n]) for i in range(len(b) - n + 1)}
     return len(sa & sb) / len(sa | sb)
 
 
@@ -63,8 +65,9 @@ def test_recall_and_precision_on_generated_pairs(target, low, high):
         assert abs(shingle_jaccard(a, b) - target) < 0.01
         docs[("a", -1, i)], docs[("b", -1, i)] = a, b
     found = minhash.near_duplicates(docs, CONFIG)
-    assert all(source == "b" and earlier == ("a", -1, i)
-               for (source, _, i), (earlier, _) in found.items())  # only the later copy goes
+    assert all(
+        source == "b" and earlier == ("a", -1, i) for (source, _, i), (earlier, _) in found.items()
+    )  # only the later copy goes
     assert low <= len(found) / 200 <= high, len(found)
 
 
@@ -119,13 +122,22 @@ def test_beam_transform_agrees_with_the_reference():
     assert {("b.jsonl", -1, 100 + i) for i in range(6)} <= set(expected)
     assert 15 + 6 <= len(expected) <= 20 + 12
     with BeamTestPipeline(runner="FnApiRunner") as p:
-        kept, removed, stats = (p | beam.Create(docs) | near_dedup.NearDedup(CONFIG))
-        assert_that(removed | beam.Map(lambda r: (r.pos, r.kept)),
-                    equal_to([(k, v[0]) for k, v in expected.items()]), label="removed")
-        assert_that(kept | beam.Map(lambda d: (d.source, -1, d.line)),
-                    equal_to([k for k in words if k not in expected]), label="kept")
-        assert_that(stats | beam.CombinePerKey(sum),
-                    equal_to([("train/documents_duplicate/near", len(expected))]), label="n")
+        kept, removed, stats = p | beam.Create(docs) | near_dedup.NearDedup(CONFIG)
+        assert_that(
+            removed | beam.Map(lambda r: (r.pos, r.kept)),
+            equal_to([(k, v[0]) for k, v in expected.items()]),
+            label="removed",
+        )
+        assert_that(
+            kept | beam.Map(lambda d: (d.source, -1, d.line)),
+            equal_to([k for k in words if k not in expected]),
+            label="kept",
+        )
+        assert_that(
+            stats | beam.CombinePerKey(sum),
+            equal_to([("train/documents_duplicate/near", len(expected))]),
+            label="n",
+        )
 
 
 def test_over_full_buckets_are_capped_and_counted():
@@ -134,13 +146,22 @@ def test_over_full_buckets_are_capped_and_counted():
     docs = [sources.Document("a.jsonl", i + 1, text, "train") for i in range(12)]
     config = minhash.MinHashConfig(near_max_bucket=5)
     with BeamTestPipeline(runner="FnApiRunner") as p:
-        _, removed, stats = (p | beam.Create(docs) | near_dedup.NearDedup(config))
-        assert_that(stats | beam.CombinePerKey(sum),
-                    equal_to([("run.near_buckets_capped", 14),
-                              ("run.near_bucket_members_unchecked", 14 * 7),
-                              ("train/documents_duplicate/near", 4)]))
-        assert_that(removed | beam.Map(lambda r: (r.pos[2], r.kept[2])),
-                    equal_to([(2, 1), (3, 1), (4, 1), (5, 1)]), label="removed")
+        _, removed, stats = p | beam.Create(docs) | near_dedup.NearDedup(config)
+        assert_that(
+            stats | beam.CombinePerKey(sum),
+            equal_to(
+                [
+                    ("run.near_buckets_capped", 14),
+                    ("run.near_bucket_members_unchecked", 14 * 7),
+                    ("train/documents_duplicate/near", 4),
+                ]
+            ),
+        )
+        assert_that(
+            removed | beam.Map(lambda r: (r.pos[2], r.kept[2])),
+            equal_to([(2, 1), (3, 1), (4, 1), (5, 1)]),
+            label="removed",
+        )
 
 
 def _near_copy(text):
@@ -170,8 +191,11 @@ def test_prepare_removes_planted_near_copies(tmp_path, corpus_texts, bpe_tokeniz
     for path in map(str, paths):
         for line, obj in enumerate(map(json.loads, open(path, encoding="utf-8")), 1):
             key = dedup.exact_key(obj["text"])
-            if obj["text"].strip() and not quality.failing_rule(obj["text"], config) \
-                    and key not in seen:
+            if (
+                obj["text"].strip()
+                and not quality.failing_rule(obj["text"], config)
+                and key not in seen
+            ):
                 seen.add(key)
                 words[(path, -1, line)] = minhash.units_of(obj["text"])
     expected = minhash.near_duplicates(words, CONFIG)
@@ -179,20 +203,35 @@ def test_prepare_removes_planted_near_copies(tmp_path, corpus_texts, bpe_tokeniz
     assert planted <= set(expected)
     assert run["duplicates_by_kind"] == {"exact": exact, "near": len(expected)}
     assert run["filtered_by_rule"] == filtered
-    sample = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*removed*"))
-              for line in open(path)]
+    sample = [
+        json.loads(line)
+        for path in glob.glob(str(out / "dead_letter" / "*removed*"))
+        for line in open(path)
+    ]
     near_sample = {(r["source"], -1, r["line"]) for r in sample if r["rule"] == "duplicate_near"}
     assert near_sample == set(expected)
 
 
-def test_capped_buckets_reach_the_manifest_and_the_summary(tmp_path, corpus_texts,
-                                                           bpe_tokenizer_dir, capsys):
+def test_capped_buckets_reach_the_manifest_and_the_summary(
+    tmp_path, corpus_texts, bpe_tokenizer_dir, capsys
+):
     base = " ".join(random_words(random.Random(5), 300))
     texts = corpus_texts[:20] + [f"{base} ending{i}" for i in range(6)]
     out = tmp_path / "out"
-    run_prepare("--input", write_jsonl(tmp_path / "c.jsonl", texts), "--tokenizer",
-                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32, "--dedup", "near",
-                "--near_max_bucket", 3)
+    run_prepare(
+        "--input",
+        write_jsonl(tmp_path / "c.jsonl", texts),
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        32,
+        "--dedup",
+        "near",
+        "--near_max_bucket",
+        3,
+    )
     run = manifest.read_manifest(str(out / "train")).accounting["run"]
     assert run["near_buckets_capped"] >= 1 and run["near_bucket_members_unchecked"] >= 3
     assert 2 <= run["duplicates_by_kind"]["near"] <= 5

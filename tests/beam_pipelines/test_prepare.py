@@ -25,12 +25,17 @@ def read_split(split_dir, max_length):
     """All records of a split, shard by shard: {shard_name: (ids, masks)}."""
     out = {}
     for path in sorted(glob.glob(os.path.join(split_dir, "*.tfrecord"))):
-        batches = tf.data.TFRecordDataset(path).batch(10_000).map(
-            lambda s: schema.parse_batch(s, max_length))
+        batches = (
+            tf.data.TFRecordDataset(path)
+            .batch(10_000)
+            .map(lambda s: schema.parse_batch(s, max_length))
+        )
         ids = [b[schema.INPUT_IDS].numpy() for b in batches]
         masks = [b[schema.ATTENTION_MASK].numpy() for b in batches]
-        out[os.path.basename(path)] = (np.concatenate(ids) if ids else np.zeros((0, max_length)),
-                                       np.concatenate(masks) if masks else None)
+        out[os.path.basename(path)] = (
+            np.concatenate(ids) if ids else np.zeros((0, max_length)),
+            np.concatenate(masks) if masks else None,
+        )
     return out
 
 
@@ -49,12 +54,23 @@ def encode_all(tok_dir, texts):
 def test_shards_manifest_and_exact_token_accounting(tmp_path, corpus_texts, bpe_tokenizer_dir):
     inputs = [write_jsonl(tmp_path / f"part{i}.jsonl", corpus_texts[i::3]) for i in range(3)]
     out = tmp_path / "out"
-    run_prepare("--input", ",".join(map(str, inputs)), "--tokenizer", bpe_tokenizer_dir,
-                "--output_dir", out, "--max_length", 64, "--validation_fraction", 0.1,
-                "--num_shards", 3)
+    run_prepare(
+        "--input",
+        ",".join(map(str, inputs)),
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        64,
+        "--validation_fraction",
+        0.1,
+        "--num_shards",
+        3,
+    )
     encoded = encode_all(bpe_tokenizer_dir, corpus_texts)
     expected_tokens, dropped = np.zeros(1000, np.int64), 0
-    for text, ids in zip(corpus_texts, encoded):
+    for ids in encoded:
         np.add.at(expected_tokens, ids, 1)
     written = np.zeros(1000, np.int64)
     for split in ("train", "validation"):
@@ -86,8 +102,17 @@ def test_rows_are_contiguous_pieces_of_documents(tmp_path, corpus_texts, bpe_tok
     """Inside a row, tokens between document boundaries are an in-order slice of one doc."""
     texts = corpus_texts[:150]
     out = tmp_path / "out"
-    run_prepare("--input", write_jsonl(tmp_path / "c.jsonl", texts), "--tokenizer",
-                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32, "--pad_tail")
+    run_prepare(
+        "--input",
+        write_jsonl(tmp_path / "c.jsonl", texts),
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        32,
+        "--pad_tail",
+    )
     docs = [",".join(map(str, ids)) + "," for ids in encode_all(bpe_tokenizer_dir, texts)]
     haystack = "|" + "|".join(docs)
     sep = 2  # </s> ends every document
@@ -106,10 +131,20 @@ def test_rows_are_contiguous_pieces_of_documents(tmp_path, corpus_texts, bpe_tok
 
 
 def test_sequences_of_one_document_are_scattered(tmp_path, corpus_texts, bpe_tokenizer_dir):
-    long_docs = [" ".join(corpus_texts[i:i + 40]) for i in range(0, 400, 40)]
+    long_docs = [" ".join(corpus_texts[i : i + 40]) for i in range(0, 400, 40)]
     out = tmp_path / "out"
-    run_prepare("--input", write_jsonl(tmp_path / "c.jsonl", long_docs), "--tokenizer",
-                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32, "--num_shards", 4)
+    run_prepare(
+        "--input",
+        write_jsonl(tmp_path / "c.jsonl", long_docs),
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        32,
+        "--num_shards",
+        4,
+    )
     stream = ",".join(str(t) for ids in encode_all(bpe_tokenizer_dir, long_docs) for t in ids)
     records = read_split(str(out / "train"), 32)
     assert len(records) == 4
@@ -125,12 +160,21 @@ def test_sequences_of_one_document_are_scattered(tmp_path, corpus_texts, bpe_tok
 
 def test_pad_tail_keeps_every_token(tmp_path, corpus_texts, bpe_tokenizer_dir):
     out = tmp_path / "out"
-    run_prepare("--input", write_jsonl(tmp_path / "c.jsonl", corpus_texts[:50]), "--tokenizer",
-                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 64, "--pad_tail")
+    run_prepare(
+        "--input",
+        write_jsonl(tmp_path / "c.jsonl", corpus_texts[:50]),
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        64,
+        "--pad_tail",
+    )
     m = manifest.read_manifest(str(out / "train"))
     assert m.accounting["split"]["tokens_dropped"] == 0
     assert m.accounting["split"]["tokens_padded"] > 0
-    (ids, masks), = read_split(str(out / "train"), 64).values()
+    ((ids, masks),) = read_split(str(out / "train"), 64).values()
     padded = masks.sum(axis=1) < 64
     assert padded.sum() == 1
     assert (ids[padded][masks[padded] == 0] == 1).all()  # the pad id of the tokenizer
@@ -139,8 +183,10 @@ def test_pad_tail_keeps_every_token(tmp_path, corpus_texts, bpe_tokenizer_dir):
 def test_bad_input_is_dead_lettered_and_accounted(tmp_path, corpus_texts, bpe_tokenizer_dir):
     good = write_jsonl(tmp_path / "good.jsonl", corpus_texts[:40])
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b'{"text": "ok document"}\n{"text": "caf\xe9"}\n{oops\n{"title": "x"}\n'
-                    b'{"text": 42}\n{"text": ""}\n[1, 2]\n')
+    bad.write_bytes(
+        b'{"text": "ok document"}\n{"text": "caf\xe9"}\n{oops\n{"title": "x"}\n'
+        b'{"text": 42}\n{"text": ""}\n[1, 2]\n'
+    )
     (tmp_path / "empty.jsonl").write_bytes(b"")
     huge = tmp_path / "huge.txt"
     with open(huge, "wb") as f:
@@ -148,11 +194,23 @@ def test_bad_input_is_dead_lettered_and_accounted(tmp_path, corpus_texts, bpe_to
         f.write(b"word " * 10_000_000 + b"\n")  # one 50 MB document
         f.write(b"short line three\n")
     out = tmp_path / "out"
-    run_prepare("--input", f"{good},{bad},{tmp_path}/empty.jsonl,{huge}", "--tokenizer",
-                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32,
-                "--max_rejected_fraction", 0.5)  # 6 of 50 rejected: over the default 0.1
-    dead = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*-dead_letter*"))
-            for line in open(path)]
+    run_prepare(
+        "--input",
+        f"{good},{bad},{tmp_path}/empty.jsonl,{huge}",
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        32,
+        "--max_rejected_fraction",
+        0.5,
+    )  # 6 of 50 rejected: over the default 0.1
+    dead = [
+        json.loads(line)
+        for path in glob.glob(str(out / "dead_letter" / "*-dead_letter*"))
+        for line in open(path)
+    ]
     reasons = {(os.path.basename(d["source"]), d["line"]): d["reason"] for d in dead}
     assert reasons[("bad.jsonl", 2)].startswith("invalid UTF-8")
     assert reasons[("bad.jsonl", 3)].startswith("malformed JSON")
@@ -166,17 +224,29 @@ def test_bad_input_is_dead_lettered_and_accounted(tmp_path, corpus_texts, bpe_to
     assert run["documents_rejected"] == 6 and run["documents_empty"] == 1
     # "ok document", "short line one", "short line three": under --min_words
     assert run["filtered_by_rule"] == {"min_words": 3}
-    assert run["documents_read"] == (run["documents_tokenized"] + run["documents_empty"]
-                                     + run["documents_rejected"] + run["documents_filtered"]
-                                     + run["documents_duplicate"])
+    assert run["documents_read"] == (
+        run["documents_tokenized"]
+        + run["documents_empty"]
+        + run["documents_rejected"]
+        + run["documents_filtered"]
+        + run["documents_duplicate"]
+    )
 
 
 @pytest.mark.slow
 def test_rerun_replaces_output_and_is_deterministic(tmp_path, corpus_texts, bpe_tokenizer_dir):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:120])
     out = tmp_path / "out"
-    common = ["--input", src, "--tokenizer", bpe_tokenizer_dir, "--output_dir", out,
-              "--max_length", 32]
+    common = [
+        "--input",
+        src,
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        32,
+    ]
     run_prepare(*common, "--num_shards", 3)
     first = _shard_bytes(out / "train")
     run_prepare(*common, "--num_shards", 2)
@@ -194,18 +264,29 @@ def test_rerun_replaces_output_and_is_deterministic(tmp_path, corpus_texts, bpe_
 
 def _shard_bytes(split_dir):
     """Shard contents by index (names carry the run id, so reruns have other names)."""
-    found = {shards.parse_shard_name(p)[1]: open(p, "rb").read()
-             for p in glob.glob(str(split_dir / "*.tfrecord"))}
+    found = {
+        shards.parse_shard_name(p)[1]: open(p, "rb").read()
+        for p in glob.glob(str(split_dir / "*.tfrecord"))
+    }
     return [found[i] for i in sorted(found)]
 
 
 @pytest.mark.slow
-def test_crashed_rerun_leaves_the_previous_output_readable(tmp_path, corpus_texts,
-                                                           bpe_tokenizer_dir, monkeypatch):
+def test_crashed_rerun_leaves_the_previous_output_readable(
+    tmp_path, corpus_texts, bpe_tokenizer_dir, monkeypatch
+):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:60])
     out = tmp_path / "out"
-    args = ["--input", src, "--tokenizer", bpe_tokenizer_dir, "--output_dir", out,
-            "--max_length", 32]
+    args = [
+        "--input",
+        src,
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        32,
+    ]
     run_prepare(*args)
     before = manifest.read_manifest(str(out / "train"))
 
@@ -227,8 +308,7 @@ def test_split_assignment_is_deterministic_in_a_pipeline(corpus_texts):
     expected = [(t[:20], splits.hash_split(t, 0.2, 0.1)) for t in texts]
     assert {s for _, s in expected} == {"train", "validation", "test"}
     with BeamTestPipeline(runner="FnApiRunner") as p:
-        got = (p | beam.Create(texts)
-               | beam.Map(lambda t: (t[:20], splits.hash_split(t, 0.2, 0.1))))
+        got = p | beam.Create(texts) | beam.Map(lambda t: (t[:20], splits.hash_split(t, 0.2, 0.1)))
         assert_that(got, equal_to(expected))
 
 
@@ -236,38 +316,73 @@ def test_read_transform_routes_bad_records(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_bytes(b'{"text": "a"}\n{"text": null}\n\xff\n')
     with BeamTestPipeline(runner="FnApiRunner") as p:
-        out = (p | beam.Create([("file", str(path), "train", 0, None, None)])
-               | beam.ParDo(sources.ReadDocuments("text", 1000)).with_outputs(
-                   "dead", accounting.STATS, main="docs"))
-        assert_that(out.docs | "texts" >> beam.Map(lambda d: (d.text, d.split, d.line)),
-                    equal_to([("a", "train", 1)]), label="docs")
-        assert_that(out.dead | "reasons" >> beam.Map(lambda d: (d.line, d.reason[:12])),
-                    equal_to([(2, "field 'text'"), (3, "invalid UTF-")]), label="dead")
-        assert_that(out[accounting.STATS] | beam.CombinePerKey(sum),
-                    equal_to([("documents_read", 3), ("documents_rejected", 2)]),
-                    label="stats")
+        out = (
+            p
+            | beam.Create([("file", str(path), "train", 0, None, None)])
+            | beam.ParDo(sources.ReadDocuments("text", 1000)).with_outputs(
+                "dead", accounting.STATS, main="docs"
+            )
+        )
+        assert_that(
+            out.docs | "texts" >> beam.Map(lambda d: (d.text, d.split, d.line)),
+            equal_to([("a", "train", 1)]),
+            label="docs",
+        )
+        assert_that(
+            out.dead | "reasons" >> beam.Map(lambda d: (d.line, d.reason[:12])),
+            equal_to([(2, "field 'text'"), (3, "invalid UTF-")]),
+            label="dead",
+        )
+        assert_that(
+            out[accounting.STATS] | beam.CombinePerKey(sum),
+            equal_to([("documents_read", 3), ("documents_rejected", 2)]),
+            label="stats",
+        )
 
 
 def test_hf_dataset_splits(tmp_path, corpus_texts, bpe_tokenizer_dir):
     import datasets
 
     saved = tmp_path / "hf"
-    datasets.DatasetDict({
-        "train": datasets.Dataset.from_dict({"text": corpus_texts[:100]}),
-        "validation": datasets.Dataset.from_dict({"text": corpus_texts[100:130]}),
-    }).save_to_disk(str(saved))
+    datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict({"text": corpus_texts[:100]}),
+            "validation": datasets.Dataset.from_dict({"text": corpus_texts[100:130]}),
+        }
+    ).save_to_disk(str(saved))
     out = tmp_path / "out"
-    run_prepare("--hf_dataset", saved, "--hf_splits", "train,validation", "--tokenizer",
-                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32)
-    assert manifest.read_manifest(str(out / "train")).accounting["split"][
-        "documents_tokenized"] == 100
-    assert manifest.read_manifest(str(out / "validation")).accounting["split"][
-        "documents_tokenized"] == 30
+    run_prepare(
+        "--hf_dataset",
+        saved,
+        "--hf_splits",
+        "train,validation",
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        32,
+    )
+    assert (
+        manifest.read_manifest(str(out / "train")).accounting["split"]["documents_tokenized"] == 100
+    )
+    assert (
+        manifest.read_manifest(str(out / "validation")).accounting["split"]["documents_tokenized"]
+        == 30
+    )
 
 
 def test_bad_flags_give_one_clear_line(tmp_path, bpe_tokenizer_dir, capsys):
-    code = prepare.run(["--input", str(tmp_path / "none*.jsonl"), "--tokenizer",
-                        bpe_tokenizer_dir, "--output_dir", str(tmp_path / "o")])
+    code = prepare.run(
+        [
+            "--input",
+            str(tmp_path / "none*.jsonl"),
+            "--tokenizer",
+            bpe_tokenizer_dir,
+            "--output_dir",
+            str(tmp_path / "o"),
+        ]
+    )
     assert code == 2 and "matches no file" in capsys.readouterr().err
     code = prepare.run(["--input", "x", "--tokenizer", str(tmp_path), "--output_dir", "o"])
     assert code == 2 and "holds no tokenizer.json" in capsys.readouterr().err
@@ -276,11 +391,25 @@ def test_bad_flags_give_one_clear_line(tmp_path, bpe_tokenizer_dir, capsys):
 @pytest.mark.parametrize("dedup", ["exact", "near"])
 def test_dataflow_job_graph_builds_offline(tmp_path, bpe_tokenizer_dir, corpus_texts, dedup):
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:5])
-    code = prepare.run([
-        "--runner=DataflowRunner", "--dry_run=True", "--project=demo-project",
-        "--region=us-central1", "--temp_location=gs://demo-bucket/tmp",
-        "--input", str(src), "--tokenizer", bpe_tokenizer_dir,
-        "--output_dir", str(tmp_path / "out"), "--max_length", "32", "--dedup", dedup])
+    code = prepare.run(
+        [
+            "--runner=DataflowRunner",
+            "--dry_run=True",
+            "--project=demo-project",
+            "--region=us-central1",
+            "--temp_location=gs://demo-bucket/tmp",
+            "--input",
+            str(src),
+            "--tokenizer",
+            bpe_tokenizer_dir,
+            "--output_dir",
+            str(tmp_path / "out"),
+            "--max_length",
+            "32",
+            "--dedup",
+            dedup,
+        ]
+    )
     assert code == 0
     assert not os.path.exists(tmp_path / "out")  # a dry run writes nothing
 
@@ -311,9 +440,20 @@ def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenize
         path.write_text("".join(lines[i::2]), encoding="utf-8")
         inputs.append(str(path))
     out = tmp_path / "out"
-    run_prepare("--input", ",".join(inputs), "--tokenizer", bpe_tokenizer_dir, "--output_dir",
-                out, "--validation_fraction", 0.01, "--direct_running_mode=multi_processing",
-                "--direct_num_workers=2", "--read_range_bytes", 400_000)  # ~9 byte ranges
+    run_prepare(
+        "--input",
+        ",".join(inputs),
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--validation_fraction",
+        0.01,
+        "--direct_running_mode=multi_processing",
+        "--direct_num_workers=2",
+        "--read_range_bytes",
+        400_000,
+    )  # ~9 byte ranges
     total_in = total_dropped = 0
     for split in ("train", "validation"):
         acc = manifest.read_manifest(str(out / split), max_length=128).accounting["split"]
@@ -323,8 +463,11 @@ def test_under_half_a_percent_dropped_on_a_million_tokens(tmp_path, bpe_tokenize
     assert total_in >= 1_000_000
     assert total_dropped / total_in < 0.005
     run = manifest.read_manifest(str(out / "train")).accounting["run"]
-    assert run["documents_read"] == len(lines) == (
-        run["documents_tokenized"] + run["documents_filtered"] + run["documents_duplicate"])
+    assert (
+        run["documents_read"]
+        == len(lines)
+        == (run["documents_tokenized"] + run["documents_filtered"] + run["documents_duplicate"])
+    )
     assert run["documents_filtered"] + run["documents_duplicate"] < 0.01 * len(lines)
 
 
@@ -349,7 +492,7 @@ def test_to_sequences_writes_every_token_once(corpus_texts, bpe_tokenizer_dir, p
         return counts
 
     def check(result):
-        (counts, stats), = result
+        ((counts, stats),) = result
         stats = dict(stats)
         missing = expected - counts
         assert not counts - expected  # nothing invented
@@ -360,13 +503,19 @@ def test_to_sequences_writes_every_token_once(corpus_texts, bpe_tokenizer_dir, p
             assert not missing
 
     with BeamTestPipeline(runner="FnApiRunner") as p:
-        blocks, stats = (p | beam.Create(docs)
-                         | tokenization.ToSequences(bpe_tokenizer_dir, 24, pad_tail, 1,
-                                                    batch_chars=5_000))
-        counts = (blocks | "AllBlocks" >> beam.Flatten()
-                  | "All" >> beam.combiners.ToList() | beam.Map(token_counts))
+        blocks, stats = (
+            p
+            | beam.Create(docs)
+            | tokenization.ToSequences(bpe_tokenizer_dir, 24, pad_tail, 1, batch_chars=5_000)
+        )
+        counts = (
+            blocks
+            | "AllBlocks" >> beam.Flatten()
+            | "All" >> beam.combiners.ToList()
+            | beam.Map(token_counts)
+        )
         summed = stats | beam.CombinePerKey(sum) | "Stats" >> beam.combiners.ToList()
-        joined = (counts | beam.Map(lambda c, s: (c, s), s=beam.pvalue.AsSingleton(summed)))
+        joined = counts | beam.Map(lambda c, s: (c, s), s=beam.pvalue.AsSingleton(summed))
         assert_that(joined, check)
 
 
@@ -377,12 +526,13 @@ def test_the_pipeline_runs_without_tensorflow(tmp_path, corpus_texts, bpe_tokeni
     import sys
 
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:30])
-    code = ("import sys; sys.modules['tensorflow'] = None  # any import of it now fails\n"
-            "from beam_pipelines import prepare\n"
-            f"sys.exit(prepare.run(['--runner=FnApiRunner', '--input', {str(src)!r}, "
-            f"'--tokenizer', {bpe_tokenizer_dir!r}, '--output_dir', "
-            f"{str(tmp_path / 'out')!r}, '--max_length', '32']))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
+    code = (
+        "import sys; sys.modules['tensorflow'] = None  # any import of it now fails\n"
+        "from beam_pipelines import prepare\n"
+        f"sys.exit(prepare.run(['--runner=FnApiRunner', '--input', {str(src)!r}, "
+        f"'--tokenizer', {bpe_tokenizer_dir!r}, '--output_dir', "
+        f"{str(tmp_path / 'out')!r}, '--max_length', '32']))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert manifest.read_manifest(str(tmp_path / "out" / "train")).num_examples > 0

@@ -12,15 +12,29 @@ from common import flags
 # Every bound of a prepare flag: (minimum, maximum), inclusive. The two split fractions are
 # bounded together (their sum in [0, 1)), by code in `check`.
 BOUNDS = {
-    "max_document_bytes": (1, None), "max_length": (8, None), "shard_size": (0, None),
-    "num_shards": (1, None), "read_range_bytes": (1, None), "tokenize_batch_chars": (1, None),
-    "seed": (0, None), "max_rejected_fraction": (0, 1), "max_filtered_fraction": (0, 1),
-    "lock_timeout_hours": (0.05, None), "progress_seconds": (0, None),
-    "near_ngram": (1, None), "near_bands": (1, None), "near_rows": (1, None),
-    "near_threshold": (0, 1), "near_max_bucket": (2, None), "min_words": (0, None),
-    "min_mean_word_length": (0, None), "max_non_alnum_fraction": (0, 1),
-    "max_duplicate_line_chars": (0, 1), "max_top_2gram_fraction": (0, 1),
-    "max_top_3gram_fraction": (0, 1), "max_top_4gram_fraction": (0, 1),
+    "max_document_bytes": (1, None),
+    "max_length": (8, None),
+    "shard_size": (0, None),
+    "num_shards": (1, None),
+    "read_range_bytes": (1, None),
+    "tokenize_batch_chars": (1, None),
+    "seed": (0, None),
+    "max_rejected_fraction": (0, 1),
+    "max_filtered_fraction": (0, 1),
+    "lock_timeout_hours": (0.05, None),
+    "progress_seconds": (0, None),
+    "near_ngram": (1, None),
+    "near_bands": (1, None),
+    "near_rows": (1, None),
+    "near_threshold": (0, 1),
+    "near_max_bucket": (2, None),
+    "min_words": (0, None),
+    "min_mean_word_length": (0, None),
+    "max_non_alnum_fraction": (0, 1),
+    "max_duplicate_line_chars": (0, 1),
+    "max_top_2gram_fraction": (0, 1),
+    "max_top_3gram_fraction": (0, 1),
+    "max_top_4gram_fraction": (0, 1),
     "removed_sample_size": (0, None),
 }
 _GIVEN = ["--input", "x.jsonl", "--tokenizer", "tok", "--output_dir", "out"]
@@ -31,9 +45,11 @@ def _fields():
 
 
 def test_every_bound_is_declared_on_its_field():
-    declared = {name: (f.metadata["minimum"], f.metadata["maximum"])
-                for name, f in _fields().items()
-                if (f.metadata["minimum"], f.metadata["maximum"]) != (None, None)}
+    declared = {
+        name: (f.metadata["minimum"], f.metadata["maximum"])
+        for name, f in _fields().items()
+        if (f.metadata["minimum"], f.metadata["maximum"]) != (None, None)
+    }
     assert declared == BOUNDS
 
 
@@ -50,7 +66,8 @@ def test_a_value_outside_a_declared_bound_is_refused_naming_the_flag(name):
     options.resolve(opts)  # the defaults are within every bound
     for value in _outside(name):
         opts = prepare.pipeline_options([*_GIVEN, f"--{name}", value]).view_as(
-            options.PrepareOptions)
+            options.PrepareOptions
+        )
         with pytest.raises(options.FlagError, match=f"^--{name} must be (at least|in) "):
             options.resolve(opts)
 
@@ -72,15 +89,19 @@ def test_choices_come_from_the_modules_that_own_them():
 
 def test_the_configs_come_from_the_dataclass_fields():
     opts = prepare.pipeline_options([*_GIVEN, "--near_rows", "4", "--min_words", "9"]).view_as(
-        options.PrepareOptions)
+        options.PrepareOptions
+    )
     assert options.near_config(opts) == minhash.MinHashConfig(near_rows=4)
     assert options.quality_config(opts) == quality.QualityConfig(min_words=9)
 
 
-@pytest.mark.parametrize("argv, closest", [
-    (["--direct_num_worker", "2"], "--direct_num_workers"),  # Beam's
-    (["--near_thresold", "0.5"], "--near_threshold"),  # prepare's
-])
+@pytest.mark.parametrize(
+    "argv, closest",
+    [
+        (["--direct_num_worker", "2"], "--direct_num_workers"),  # Beam's
+        (["--near_thresold", "0.5"], "--near_threshold"),  # prepare's
+    ],
+)
 def test_an_unknown_argument_names_the_closest_flag_of_beam_or_prepare(argv, closest, capsys):
     assert prepare.run([*_GIVEN, *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -96,5 +117,14 @@ def test_a_bad_value_is_one_line_not_beams_whole_usage(capsys):
 
 
 def test_beam_flags_and_aliases_are_known():
-    options.check_known([*_GIVEN, "--hf_split", "train", "--experiment", "x",
-                         "--runner=FnApiRunner", "--no_pipeline_type_check"])
+    options.check_known(
+        [
+            *_GIVEN,
+            "--hf_split",
+            "train",
+            "--experiment",
+            "x",
+            "--runner=FnApiRunner",
+            "--no_pipeline_type_check",
+        ]
+    )

@@ -34,9 +34,14 @@ print(json.dumps({"records": n, "manifest": m.num_examples, "shards": len(m.shar
 
 
 def _run(args, env):
-    proc = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-                              os.path.abspath(__file__)))))
+    proc = subprocess.run(
+        [sys.executable, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
@@ -46,13 +51,30 @@ def test_prepare_on_gcs(gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
     src = tmp_path / "docs.jsonl"
     src.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts[:80]))
     _run(["-c", textwrap.dedent(UPLOAD), str(src), bpe_tokenizer_dir, gcs.url()], env)
-    out = _run(["-m", "beam_pipelines.prepare", "--runner=FnApiRunner",
-                "--input", gcs.url("input", "*.jsonl"), "--tokenizer", gcs.url("tokenizer"),
-                "--output_dir", gcs.url("prepared"), "--max_length", "32",
-                "--num_shards", "2"], env)
+    out = _run(
+        [
+            "-m",
+            "beam_pipelines.prepare",
+            "--runner=FnApiRunner",
+            "--input",
+            gcs.url("input", "*.jsonl"),
+            "--tokenizer",
+            gcs.url("tokenizer"),
+            "--output_dir",
+            gcs.url("prepared"),
+            "--max_length",
+            "32",
+            "--num_shards",
+            "2",
+        ],
+        env,
+    )
     assert "documents read 80 = tokenized 80" in out
-    result = json.loads(_run(["-c", textwrap.dedent(CHECK), gcs.url("prepared", "train")],
-                             env).strip().splitlines()[-1])
+    result = json.loads(
+        _run(["-c", textwrap.dedent(CHECK), gcs.url("prepared", "train")], env)
+        .strip()
+        .splitlines()[-1]
+    )
     assert result["records"] == result["manifest"] > 0 and result["shards"] == 2
 
 
@@ -66,9 +88,14 @@ print(json.dumps({d.rsplit("/", 1)[-1]: verify.verify_split(d).run_id
 
 
 def _attempt(args, env):
-    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-                              os.path.abspath(__file__)))))
+    return subprocess.run(
+        [sys.executable, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
 
 
 def test_commit_protocol_on_gcs(gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
@@ -79,23 +106,38 @@ def test_commit_protocol_on_gcs(gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
     src.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts[:120]))
     _run(["-c", textwrap.dedent(UPLOAD), str(src), bpe_tokenizer_dir, gcs.url()], env)
     out = gcs.url("prepared2")
-    flags = ["--runner=FnApiRunner", "--input", gcs.url("input", "*.jsonl"), "--tokenizer",
-             gcs.url("tokenizer"), "--output_dir", out, "--max_length", "32",
-             "--num_shards", "2", "--validation_fraction", "0.2"]
+    flags = [
+        "--runner=FnApiRunner",
+        "--input",
+        gcs.url("input", "*.jsonl"),
+        "--tokenizer",
+        gcs.url("tokenizer"),
+        "--output_dir",
+        out,
+        "--max_length",
+        "32",
+        "--num_shards",
+        "2",
+        "--validation_fraction",
+        "0.2",
+    ]
     _run(["-m", "beam_pipelines.prepare", *flags], env)
 
     def ids():  # {split: run id}, after reading every byte of every shard
         return json.loads(_run(["-c", textwrap.dedent(VERIFY_IDS), out], env).splitlines()[-1])
 
     first = ids()
-    killed = _attempt(["-m", "tests.beam_pipelines.killable_prepare", "commit:1", *flags,
-                       "--seed", "5"], env)
+    killed = _attempt(
+        ["-m", "tests.beam_pipelines.killable_prepare", "commit:1", *flags, "--seed", "5"], env
+    )
     assert killed.returncode == -9, killed.stderr[-2000:]
     after = ids()  # train committed by the killed run, validation still the first run's
     assert after["validation"] == first["validation"] != after["train"]
     lock = json.loads(gcs.read_object("prepared2/_LOCK"))
-    gcs.write_object("prepared2/_LOCK", json.dumps(
-        {**lock, "host": "elsewhere", "boot_id": "another-machine"}).encode())
+    gcs.write_object(
+        "prepared2/_LOCK",
+        json.dumps({**lock, "host": "elsewhere", "boot_id": "another-machine"}).encode(),
+    )
     refused = _attempt(["-m", "beam_pipelines.prepare", *flags], env)
     assert refused.returncode == 2 and "being written by prepare run" in refused.stderr
     gcs.write_object("prepared2/_LOCK", json.dumps(lock).encode())  # this host, dead pid
@@ -110,7 +152,8 @@ def test_commit_protocol_on_gcs(gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
 
 
 def test_an_output_dir_with_a_bracket_on_gcs_keeps_its_dead_letters(
-        gcs, tmp_path, corpus_texts, bpe_tokenizer_dir):
+    gcs, tmp_path, corpus_texts, bpe_tokenizer_dir
+):
     """`gs://.../OUT[6]` with dead letters, through the CLI (in this process: Beam's gs://
     client honours the emulator): Beam's text sink renamed its temporary objects through
     a glob (FinalizeWrite: "src and dst files do not exist"); the side files are now
@@ -120,12 +163,25 @@ def test_an_output_dir_with_a_bracket_on_gcs_keeps_its_dead_letters(
 
     gcs.apply_env()
     src = tmp_path / "docs.jsonl"
-    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts[:60])
-                   + "{not json\n")
+    src.write_text(
+        "".join(json.dumps({"text": t}) + "\n" for t in corpus_texts[:60]) + "{not json\n"
+    )
     out = gcs.url("OUT[6]")
-    flags = ["--runner=FnApiRunner", "--input", str(src), "--tokenizer", bpe_tokenizer_dir,
-             "--output_dir", out, "--max_length", "32", "--num_shards", "1",
-             "--validation_fraction", "0.2"]
+    flags = [
+        "--runner=FnApiRunner",
+        "--input",
+        str(src),
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        "32",
+        "--num_shards",
+        "1",
+        "--validation_fraction",
+        "0.2",
+    ]
     for seed in ("0", "1"):
         assert prepare.run([*flags, "--seed", seed]) == 0
         ids = {verify.verify_split(d).run_id for d in verify.split_dirs(out)}

@@ -21,20 +21,21 @@ MAX_BYTES_PER_TEXT_BYTE = 3.5
 
 
 def _peak(corpus, tokenizer_dir, out, *extra) -> int:
-    code = ("import sys\n"
-            "from beam_pipelines import prepare\n"
-            "from beam_pipelines.local import memory_check, shuffle as local_shuffle\n"
-            "from beam_pipelines.local import near_dedup as local_near\n"
-            "local_shuffle.RUN_BYTES = 256 << 10\n"
-            "local_near.RUN_DOCS, local_near.RANGE_RECORDS = 500, 1 << 14\n"
-            f"status = prepare.run(['--runner=FnApiRunner', '--input', {str(corpus)!r}, "
-            f"'--tokenizer', {tokenizer_dir!r}, '--output_dir', {str(out)!r}, "
-            "'--validation_fraction', '0.02', '--progress_seconds', '0', "
-            f"'--shard_size', '2000', *{list(extra)!r}])\n"
-            "print('PEAK', memory_check.peak_rss_bytes())\n"
-            "sys.exit(status)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=600)
+    code = (
+        "import sys\n"
+        "from beam_pipelines import prepare\n"
+        "from beam_pipelines.local import memory_check, shuffle as local_shuffle\n"
+        "from beam_pipelines.local import near_dedup as local_near\n"
+        "local_shuffle.RUN_BYTES = 256 << 10\n"
+        "local_near.RUN_DOCS, local_near.RANGE_RECORDS = 500, 1 << 14\n"
+        f"status = prepare.run(['--runner=FnApiRunner', '--input', {str(corpus)!r}, "
+        f"'--tokenizer', {tokenizer_dir!r}, '--output_dir', {str(out)!r}, "
+        "'--validation_fraction', '0.02', '--progress_seconds', '0', "
+        f"'--shard_size', '2000', *{list(extra)!r}])\n"
+        "print('PEAK', memory_check.peak_rss_bytes())\n"
+        "sys.exit(status)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     m = manifest.read_manifest(str(out / "train"))
     assert len(m.shards) > 3 and m.accounting["run"]["documents_tokenized"] > 0
@@ -49,8 +50,10 @@ def _slope(tmp_path, tokenizer_dir, megabytes, *extra) -> float:
         sizes.append(corpus.stat().st_size)
         peaks.append(_peak(corpus, tokenizer_dir, tmp_path / f"out{mb}", *extra))
     slope = (peaks[1] - peaks[0]) / (sizes[1] - sizes[0])
-    print(f"peak RSS {peaks[0] / 1e6:.0f} MB at {sizes[0] / 1e6:.0f} MB of text, "
-          f"{peaks[1] / 1e6:.0f} MB at {sizes[1] / 1e6:.0f} MB: {slope:.2f} bytes per byte")
+    print(
+        f"peak RSS {peaks[0] / 1e6:.0f} MB at {sizes[0] / 1e6:.0f} MB of text, "
+        f"{peaks[1] / 1e6:.0f} MB at {sizes[1] / 1e6:.0f} MB: {slope:.2f} bytes per byte"
+    )
     return slope
 
 
@@ -58,8 +61,7 @@ def test_peak_memory_is_flat_in_corpus_size_on_the_local_runner(tmp_path, bpe_to
     assert _slope(tmp_path, bpe_tokenizer_dir, (4, 16)) < MAX_BYTES_PER_TEXT_BYTE
 
 
-def test_near_dedup_memory_is_flat_in_corpus_size_on_the_local_runner(tmp_path,
-                                                                       bpe_tokenizer_dir):
+def test_near_dedup_memory_is_flat_in_corpus_size_on_the_local_runner(tmp_path, bpe_tokenizer_dir):
     """Band records and signatures through sorted runs on disk, a third read of the input
     (beam_pipelines/local/near_dedup.py); before, the texts and signatures sat in Beam's
     grouping: ~35 bytes per byte of text."""
@@ -68,7 +70,8 @@ def test_near_dedup_memory_is_flat_in_corpus_size_on_the_local_runner(tmp_path,
 
 
 def test_a_local_run_that_will_not_fit_is_announced_with_the_numbers(
-        tmp_path, bpe_tokenizer_dir, capsys, monkeypatch):
+    tmp_path, bpe_tokenizer_dir, capsys, monkeypatch
+):
     from beam_pipelines import prepare
     from beam_pipelines.local import memory_check
 
@@ -81,8 +84,7 @@ def test_a_local_run_that_will_not_fit_is_announced_with_the_numbers(
     assert memory_check.input_text_bytes(gz) == 4 * 1000 + 500
     assert memory_check.input_text_bytes([("hf", "train", 0, 1)]) is None
     # Near dedup's runs on disk: ~1 KB per (assumed 1 KB) document, 0.7 MB here.
-    assert memory_check.warning(tasks, 128, 8000, near=True, available=2e9,
-                                free_disk=1e12) is None
+    assert memory_check.warning(tasks, 128, 8000, near=True, available=2e9, free_disk=1e12) is None
     near = memory_check.warning(tasks, 128, 8000, near=True, available=64e9, free_disk=1e6)
     assert "~0.0 GB of temporary disk for the shuffle and near dedup" in near
     # The shuffle's files: 0.7 MB / 3.5 bytes a token x 2 bytes (uint16 ids) = ~0.4 MB.
@@ -90,11 +92,26 @@ def test_a_local_run_that_will_not_fit_is_announced_with_the_numbers(
     assert "~0.0 GB of temporary disk" in disk and "TMPDIR" in disk and "memory" not in disk
 
     monkeypatch.setattr(memory_check, "available_bytes", lambda: 0.5e9)
-    assert prepare.run(["--runner=FnApiRunner", "--input", str(corpus), "--tokenizer",
-                        bpe_tokenizer_dir, "--output_dir", str(tmp_path / "out"),
-                        "--progress_seconds", "0"]) == 0
+    assert (
+        prepare.run(
+            [
+                "--runner=FnApiRunner",
+                "--input",
+                str(corpus),
+                "--tokenizer",
+                bpe_tokenizer_dir,
+                "--output_dir",
+                str(tmp_path / "out"),
+                "--progress_seconds",
+                "0",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
-    assert ("warning: this local prepare of 1 MB of text may need ~0.8 GB of memory and "
-            "0.5 GB is available (~120 bytes per document)") in err
+    assert (
+        "warning: this local prepare of 1 MB of text may need ~0.8 GB of memory and "
+        "0.5 GB is available (~120 bytes per document)"
+    ) in err
     assert "Dataflow" in err
     assert manifest.read_manifest(str(tmp_path / "out" / "train")).num_examples > 0  # went on

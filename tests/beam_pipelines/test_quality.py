@@ -11,19 +11,22 @@ import pytest
 from beam_pipelines import options, prepare, quality
 from common import manifest
 from common.splits import hash_split
-from tests.support import multilingual
 from tests.beam_pipelines.test_prepare import run_prepare, write_jsonl
+from tests.support import multilingual
 
-PROSE = ("The quick brown fox jumps over the lazy dog while the farmer sleeps. Later that "
-         "afternoon, rain fell on the fields and the river rose slowly toward the bridge.")
+PROSE = (
+    "The quick brown fox jumps over the lazy dog while the farmer sleeps. Later that "
+    "afternoon, rain fell on the fields and the river rose slowly toward the bridge."
+)
 
 # Each kind of degenerate document, and the rule that must catch it.
 DEGENERATE = {
     "min_words": "Subscribe now",
     "mean_word_length": "a b c d e f g h i j k l m n o p",  # a log of single letters
     "non_alnum_fraction": "==== ---- #### **** !!!! ???? ++++ ~~~~ ^^^^",
-    "duplicate_line_chars": "\n".join(["Buy cheap watches online, best prices guaranteed"] * 8
-                                      + [PROSE]),
+    "duplicate_line_chars": "\n".join(
+        ["Buy cheap watches online, best prices guaranteed"] * 8 + [PROSE]
+    ),
     "top_2gram": "spam " * 500,
 }
 
@@ -76,12 +79,19 @@ def test_duplicate_line_chars_counts_repeats_after_the_first():
 
 def test_gopher_thresholds_are_stricter_than_ours():
     """With Gopher's values a short real docstring that repeats one phrase fails; ours keep it."""
-    text = ("Number of nonlinear equality constraints.\n\nReturns\n-------\nint\n    Number of "
-            "nonlinear equality constraints.\n\nRaises\n------\nValueError\n    If the number "
-            "of nonlinear equality constraints is not known.")
-    gopher = quality.QualityConfig(min_words=50, max_mean_word_length=10,
-                                   max_duplicate_line_chars=0.2, max_top_2gram_fraction=0.2,
-                                   max_top_3gram_fraction=0.18, max_top_4gram_fraction=0.16)
+    text = (
+        "Number of nonlinear equality constraints.\n\nReturns\n-------\nint\n    Number of "
+        "nonlinear equality constraints.\n\nRaises\n------\nValueError\n    If the number "
+        "of nonlinear equality constraints is not known."
+    )
+    gopher = quality.QualityConfig(
+        min_words=50,
+        max_mean_word_length=10,
+        max_duplicate_line_chars=0.2,
+        max_top_2gram_fraction=0.2,
+        max_top_3gram_fraction=0.18,
+        max_top_4gram_fraction=0.16,
+    )
     assert quality.failing_rule(text, gopher) == "min_words"  # 27 words
     gopher = dataclasses.replace(gopher, min_words=5)
     assert quality.failing_rule(text, gopher) == "duplicate_line_chars"  # 0.225 > 0.2
@@ -99,14 +109,24 @@ def test_thresholds_are_flags_with_the_configs_defaults(capsys):
     for field in quality.QualityConfig.__dataclass_fields__:
         assert field in names
     opts = prepare.pipeline_options(["--max_top_2gram_fraction", "0.3"]).view_as(
-        options.PrepareOptions)
+        options.PrepareOptions
+    )
     config = options.quality_config(opts)
     assert config == quality.QualityConfig(max_top_2gram_fraction=0.3)
-    opts = prepare.pipeline_options(["--quality_filter", "none"]).view_as(
-        options.PrepareOptions)
+    opts = prepare.pipeline_options(["--quality_filter", "none"]).view_as(options.PrepareOptions)
     assert options.quality_config(opts) is None
-    code = prepare.run(["--input", "x", "--tokenizer", "t", "--output_dir", "o",
-                        "--max_duplicate_line_chars", "1.5"])
+    code = prepare.run(
+        [
+            "--input",
+            "x",
+            "--tokenizer",
+            "t",
+            "--output_dir",
+            "o",
+            "--max_duplicate_line_chars",
+            "1.5",
+        ]
+    )
     assert code == 2
     assert "--max_duplicate_line_chars must be in [0, 1]" in capsys.readouterr().err
 
@@ -128,8 +148,18 @@ def test_prepare_drops_and_counts_each_rule(tmp_path, corpus_texts, bpe_tokenize
     texts = corpus_texts[:60] + planted + [""]
     src = write_jsonl(tmp_path / "c.jsonl", texts)
     out = tmp_path / "out"
-    common = ["--input", src, "--tokenizer", bpe_tokenizer_dir, "--max_length", 32,
-              "--validation_fraction", 0.3, "--max_filtered_fraction", 0.2]
+    common = [
+        "--input",
+        src,
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--max_length",
+        32,
+        "--validation_fraction",
+        0.3,
+        "--max_filtered_fraction",
+        0.2,
+    ]
     run_prepare(*common, "--output_dir", out)
     splits = {s: manifest.read_manifest(str(out / s)).accounting for s in ("train", "validation")}
     run = splits["train"]["run"]
@@ -141,16 +171,29 @@ def test_prepare_drops_and_counts_each_rule(tmp_path, corpus_texts, bpe_tokenize
         mine = [t for t in planted if hash_split(t, 0.3, 0) == split]
         assert acc["split"]["documents_filtered"] == len(mine)
         assert sum(acc["split"]["filtered_by_rule"].values()) == len(mine)
-    sample = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*removed*"))
-              for line in open(path)]
+    sample = [
+        json.loads(line)
+        for path in glob.glob(str(out / "dead_letter" / "*removed*"))
+        for line in open(path)
+    ]
     assert sorted(r["rule"] for r in sample) == sorted(
-        rule for rule, n in expected.items() for _ in range(n))
-    assert all(r["source"] == str(src) and r["line"] > 60 and r["reason"].startswith(r["rule"])
-               for r in sample)
+        rule for rule, n in expected.items() for _ in range(n)
+    )
+    assert all(
+        r["source"] == str(src) and r["line"] > 60 and r["reason"].startswith(r["rule"])
+        for r in sample
+    )
     assert len(manifest.read_manifest(str(out / "train")).dead_letter_files) == 2
 
-    run_prepare(*common, "--output_dir", tmp_path / "kept", "--quality_filter", "none",
-                "--removed_sample_size", 0)
+    run_prepare(
+        *common,
+        "--output_dir",
+        tmp_path / "kept",
+        "--quality_filter",
+        "none",
+        "--removed_sample_size",
+        0,
+    )
     run = manifest.read_manifest(str(tmp_path / "kept" / "train")).accounting["run"]
     assert run["documents_tokenized"] == len(texts) - 1 and run["documents_filtered"] == 0
 
@@ -158,24 +201,50 @@ def test_prepare_drops_and_counts_each_rule(tmp_path, corpus_texts, bpe_tokenize
 def test_sample_is_bounded_per_rule(tmp_path, corpus_texts, bpe_tokenizer_dir):
     texts = corpus_texts[:30] + [f"too short {i}" for i in range(12)]
     out = tmp_path / "out"
-    run_prepare("--input", write_jsonl(tmp_path / "c.jsonl", texts), "--tokenizer",
-                bpe_tokenizer_dir, "--output_dir", out, "--max_length", 32,
-                "--removed_sample_size", 5, "--max_filtered_fraction", 0.5)
+    run_prepare(
+        "--input",
+        write_jsonl(tmp_path / "c.jsonl", texts),
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        32,
+        "--removed_sample_size",
+        5,
+        "--max_filtered_fraction",
+        0.5,
+    )
     run = manifest.read_manifest(str(out / "train")).accounting["run"]
     assert run["filtered_by_rule"] == {"min_words": 12}
-    sample = [json.loads(line) for path in glob.glob(str(out / "dead_letter" / "*removed*"))
-              for line in open(path)]
+    sample = [
+        json.loads(line)
+        for path in glob.glob(str(out / "dead_letter" / "*removed*"))
+        for line in open(path)
+    ]
     assert [r["line"] for r in sample] == [31, 32, 33, 34, 35]  # the first five, in order
 
 
 # Degenerate documents in scripts written without spaces, and the rule that catches each.
 UNSPACED_DEGENERATE = {
-    "zh": {"top_2gram": "好" * 300, "duplicate_line_chars": "\n".join(["点击这里免费下载最新版本"] * 9),
-           "non_alnum_fraction": "。、「」【】《》" * 30, "min_words": "目录"},
-    "ja": {"top_2gram": "ああ" * 200, "duplicate_line_chars": "\n".join(["今すぐ無料でダウンロード"] * 9),
-           "non_alnum_fraction": "・・・！？（）「」" * 30, "min_words": "目次"},
-    "th": {"top_2gram": "ดีดีดี" * 100, "duplicate_line_chars": "\n".join(["คลิกที่นี่เพื่อดาวน์โหลดฟรี"] * 9),
-           "non_alnum_fraction": "๏ ๚ ๛ ฯ " * 40, "min_words": "ข่าว"},
+    "zh": {
+        "top_2gram": "好" * 300,
+        "duplicate_line_chars": "\n".join(["点击这里免费下载最新版本"] * 9),
+        "non_alnum_fraction": "。、「」【】《》" * 30,
+        "min_words": "目录",
+    },
+    "ja": {
+        "top_2gram": "ああ" * 200,
+        "duplicate_line_chars": "\n".join(["今すぐ無料でダウンロード"] * 9),
+        "non_alnum_fraction": "・・・！？（）「」" * 30,
+        "min_words": "目次",
+    },
+    "th": {
+        "top_2gram": "ดีดีดี" * 100,
+        "duplicate_line_chars": "\n".join(["คลิกที่นี่เพื่อดาวน์โหลดฟรี"] * 9),
+        "non_alnum_fraction": "๏ ๚ ๛ ฯ " * 40,
+        "min_words": "ข่าว",
+    },
 }
 
 
@@ -212,20 +281,43 @@ def test_a_run_whose_filter_removes_too_much_is_refused(tmp_path, bpe_tokenizer_
     texts = multilingual.documents("en", 30) + [f"Chapter {i}" for i in range(10)]
     src = write_jsonl(tmp_path / "c.jsonl", texts)
     out = tmp_path / "out"
-    common = ["--input", src, "--tokenizer", bpe_tokenizer_dir, "--output_dir", out,
-              "--max_length", 32]
+    common = [
+        "--input",
+        src,
+        "--tokenizer",
+        bpe_tokenizer_dir,
+        "--output_dir",
+        out,
+        "--max_length",
+        32,
+    ]
     assert prepare.run(["--runner=FnApiRunner", *map(str, common)]) == 2  # 10 of 40 > 0.1
-    assert "10 of 40 documents were removed by the quality filter (25.0 % > " \
-           "--max_filtered_fraction 0.1); top rules: min_words x 10; e.g. min_words: 2 < 5: " \
-           "'Chapter 0'" in capsys.readouterr().err
+    assert (
+        "10 of 40 documents were removed by the quality filter (25.0 % > "
+        "--max_filtered_fraction 0.1); top rules: min_words x 10; e.g. min_words: 2 < 5: "
+        "'Chapter 0'" in capsys.readouterr().err
+    )
     run_prepare(*common, "--max_filtered_fraction", 0.3)
     before = (out / "train" / "manifest.json").read_bytes()
     capsys.readouterr()
-    assert prepare.run(["--runner=FnApiRunner", *map(str, common), "--min_words", "1000",
-                        "--max_filtered_fraction", "0.3"]) == 2  # now every document
+    assert (
+        prepare.run(
+            [
+                "--runner=FnApiRunner",
+                *map(str, common),
+                "--min_words",
+                "1000",
+                "--max_filtered_fraction",
+                "0.3",
+            ]
+        )
+        == 2
+    )  # now every document
     err = capsys.readouterr().err
-    assert "40 of 40 documents were removed by the quality filter (100.0 % > " \
-           "--max_filtered_fraction 0.3); top rules: min_words x 40" in err
+    assert (
+        "40 of 40 documents were removed by the quality filter (100.0 % > "
+        "--max_filtered_fraction 0.3); top rules: min_words x 40" in err
+    )
     assert "; e.g. min_words: " in err and " < 1000: '" in err
     assert (out / "train" / "manifest.json").read_bytes() == before
 
@@ -253,22 +345,27 @@ def test_a_large_document_gets_the_decision_of_the_whole(monkeypatch, corpus_tex
     prose = corpus_texts + multilingual.documents("en", 500, seed=2)
     docs = [_over_bound(prose, "\n\n")] + [  # no line repeated
         _over_bound(multilingual.documents(lang, 2 * quality.JUDGED_CHARS // 100, seed=1))
-        for lang in multilingual.SENTENCES]
+        for lang in multilingual.SENTENCES
+    ]
     docs += [_large([text, PROSE]) for text in DEGENERATE.values()]
     docs += [_large([text]) for rule, text in DEGENERATE.items() if rule != "min_words"]
-    docs += [_large([PROSE]) + "spam " * 10 * quality.JUDGED_CHARS,  # degenerate tail
-             "x" * 3 * quality.JUDGED_CHARS, "y " * quality.JUDGED_CHARS]
+    docs += [
+        _large([PROSE]) + "spam " * 10 * quality.JUDGED_CHARS,  # degenerate tail
+        "x" * 3 * quality.JUDGED_CHARS,
+        "y " * quality.JUDGED_CHARS,
+    ]
     sampled = [quality.failing_rule(d, config) for d in docs]
-    monkeypatch.setattr(quality, "JUDGED_CHARS", 10 ** 12)  # judged whole
+    monkeypatch.setattr(quality, "JUDGED_CHARS", 10**12)  # judged whole
     assert sampled == [quality.failing_rule(d, config) for d in docs]
-    assert sampled[:1 + len(multilingual.SENTENCES)] == [None] * (1 + len(multilingual.SENTENCES))
+    assert sampled[: 1 + len(multilingual.SENTENCES)] == [None] * (1 + len(multilingual.SENTENCES))
 
 
 def test_documents_under_the_bound_are_judged_whole(corpus_texts):
     """The demo corpus and the multilingual documents are far under the bound: their
     decisions are the ones of the whole text, unchanged by the bound."""
-    docs = corpus_texts + [d for lang in multilingual.SENTENCES
-                           for d in multilingual.documents(lang, 200)]
+    docs = corpus_texts + [
+        d for lang in multilingual.SENTENCES for d in multilingual.documents(lang, 200)
+    ]
     assert max(map(len, docs)) < quality.JUDGED_CHARS
     assert quality.sample(docs[0]) is docs[0]
 

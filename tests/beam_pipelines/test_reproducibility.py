@@ -22,9 +22,23 @@ SPLITS = ("train", "validation")
 
 
 def _args(src, tok, out, *extra):
-    return ["--runner=FnApiRunner", "--input", str(src), "--tokenizer", tok, "--output_dir",
-            str(out), "--max_length", "32", "--validation_fraction", "0.2", "--num_shards",
-            "2", "--pad_tail", *extra]
+    return [
+        "--runner=FnApiRunner",
+        "--input",
+        str(src),
+        "--tokenizer",
+        tok,
+        "--output_dir",
+        str(out),
+        "--max_length",
+        "32",
+        "--validation_fraction",
+        "0.2",
+        "--num_shards",
+        "2",
+        "--pad_tail",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +57,13 @@ def runs(tmp_path_factory, corpus_texts, bpe_tokenizer_dir):
 
 
 def _shard_digests(out):
-    return {split: [hashlib.sha256(open(p, "rb").read()).hexdigest() for p in
-                    manifest.read_manifest(str(out / split)).shard_paths(str(out / split))]
-            for split in SPLITS}
+    return {
+        split: [
+            hashlib.sha256(open(p, "rb").read()).hexdigest()
+            for p in manifest.read_manifest(str(out / split)).shard_paths(str(out / split))
+        ]
+        for split in SPLITS
+    }
 
 
 def _token_counts(out, split) -> collections.Counter:
@@ -67,7 +85,8 @@ def test_another_bundling_keeps_every_decision_count_and_token(runs):
     for split in SPLITS:
         one = manifest.read_manifest(str(runs["one"] / split))
         threads = manifest.read_manifest(str(runs["threads"] / split))
-        assert json.dumps(threads.accounting, sort_keys=True) == \
-            json.dumps(one.accounting, sort_keys=True)
+        assert json.dumps(threads.accounting, sort_keys=True) == json.dumps(
+            one.accounting, sort_keys=True
+        )
         assert (threads.num_tokens, threads.num_examples) == (one.num_tokens, one.num_examples)
         assert _token_counts(runs["threads"], split) == _token_counts(runs["one"], split)

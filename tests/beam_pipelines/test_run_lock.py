@@ -43,6 +43,7 @@ def _hook(monkeypatch, target, after_read):
         if path.endswith(prepared_dir.LOCK):
             after_read()
         return result
+
     monkeypatch.setattr(module, name, wrapped)
 
 
@@ -58,6 +59,7 @@ def test_two_takeovers_of_a_stale_lock_one_wins(where, monkeypatch):
         if threading.current_thread().name == "second" and not second_read.is_set():
             second_read.set()
             first_done.wait(10)
+
     _hook(monkeypatch, target, after_read)
     outcome = {}
 
@@ -73,8 +75,11 @@ def test_two_takeovers_of_a_stale_lock_one_wins(where, monkeypatch):
         finally:
             if name == "first":
                 first_done.set()
-    threads = [threading.Thread(target=launch, args=(run_id,), name=name)
-               for name, run_id in (("first", RUN_A), ("second", RUN_B))]
+
+    threads = [
+        threading.Thread(target=launch, args=(run_id,), name=name)
+        for name, run_id in (("first", RUN_A), ("second", RUN_B))
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -93,6 +98,7 @@ def test_a_release_racing_a_takeover_keeps_the_new_owner(where, monkeypatch):
     def after_read():  # A read its own lock; B takes it over before A deletes it
         if armed and armed.pop():
             run_lock.acquire(out, RUN_B, "FnApiRunner")
+
     _hook(monkeypatch, target, after_read)
     run_lock.release(out, RUN_A)
     assert run_lock.read(out)["run_id"] == RUN_B
@@ -142,6 +148,7 @@ def test_a_running_dataflow_job_keeps_its_lock(where, capsys):
     def running(lock):
         seen.append((lock["job_id"], lock["project"], lock["region"]))
         return "RUNNING"
+
     with pytest.raises(run_lock.LockedError, match="2026-11-24_01_02_03-123"):
         run_lock.acquire(out, RUN_B, "FnApiRunner", job_state=running)
     assert seen == [("2026-11-24_01_02_03-123", "proj", "europe-west4")]
@@ -166,9 +173,18 @@ def test_job_state_names_from_every_source():
         JOB_STATE_RUNNING = 2
         JOB_STATE_FAILED = 6
         JOB_STATE_UNKNOWN = 0
-    names = [run_lock.job_state_name(s) for s in (
-        JobStateValueValuesEnum.JOB_STATE_RUNNING, JobStateValueValuesEnum.JOB_STATE_FAILED,
-        JobStateValueValuesEnum.JOB_STATE_UNKNOWN, "PipelineState.DONE", "CANCELLED", None)]
+
+    names = [
+        run_lock.job_state_name(s)
+        for s in (
+            JobStateValueValuesEnum.JOB_STATE_RUNNING,
+            JobStateValueValuesEnum.JOB_STATE_FAILED,
+            JobStateValueValuesEnum.JOB_STATE_UNKNOWN,
+            "PipelineState.DONE",
+            "CANCELLED",
+            None,
+        )
+    ]
     assert names == ["RUNNING", "FAILED", None, "DONE", "CANCELLED", None]
     assert {"FAILED", "DONE", "CANCELLED"} <= set(run_lock.FINAL_JOB_STATES)
 
@@ -199,8 +215,9 @@ def test_the_launcher_records_the_job_and_a_failed_job_frees_the_lock(tmp_path, 
     result = _FakeDataflowResult(seen)
     result.out = out
     # No job is submitted: the pipeline object only hands back the job's result.
-    monkeypatch.setattr(prepare.beam, "Pipeline",
-                        lambda options: types.SimpleNamespace(run=lambda: result))
+    monkeypatch.setattr(
+        prepare.beam, "Pipeline", lambda options: types.SimpleNamespace(run=lambda: result)
+    )
     monkeypatch.setattr(prepare, "build", lambda *args, **kwargs: None)
     held = run_lock.acquire(out, RUN_A, "DataflowRunner")
     options = PipelineOptions(["--project", "proj", "--region", "europe-west4"])
@@ -211,8 +228,14 @@ def test_the_launcher_records_the_job_and_a_failed_job_frees_the_lock(tmp_path, 
     assert run_lock.read(out) is None  # a failed job never commits: its launcher released
 
 
-@pytest.mark.parametrize("content", [b"not json", b"[1, 2]", json.dumps(
-    {"run_id": RUN_A, "pid": "x", "heartbeat": "nan", "started": None}).encode()])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"not json",
+        b"[1, 2]",
+        json.dumps({"run_id": RUN_A, "pid": "x", "heartbeat": "nan", "started": None}).encode(),
+    ],
+)
 def test_a_garbled_lock_is_stale_not_a_traceback(tmp_path, capsys, content):
     out = str(tmp_path / "out")
     os.makedirs(out)

@@ -28,16 +28,24 @@ def test_a_shard_streamed_in_chunks_is_the_shard_written_at_once(tmp_path):
     for _ in range(3):  # three bundles' parts of one shard
         n = int(rng.integers(500, 900))
         ids = rng.integers(5, 3000, (n, 16)).astype(np.int32)
-        parts.append((rng.integers(0, 2**63, n, dtype=np.uint64), ids,
-                      rng.integers(1, 17, n).astype(np.int32)))
+        parts.append(
+            (
+                rng.integers(0, 2**63, n, dtype=np.uint64),
+                ids,
+                rng.integers(1, 17, n).astype(np.int32),
+            )
+        )
     keys = np.concatenate([p[0] for p in parts])
     order = np.argsort(keys, kind="stable")
     ids = np.concatenate([p[1] for p in parts])[order]
     lengths = np.concatenate([p[2] for p in parts])[order]
     expected = tfrecord.frame(encode_rows(ids, lengths))
 
-    chunks = list(framed_chunks(np.concatenate([p[1] for p in parts]),
-                                np.concatenate([p[2] for p in parts]), order, 300))
+    chunks = list(
+        framed_chunks(
+            np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts]), order, 300
+        )
+    )
     assert len(chunks) == -(-len(order) // 300) and b"".join(chunks) == expected
 
     writer = WriteShard(str(tmp_path), "r1")

@@ -19,8 +19,9 @@ def test_byte_ranges_read_every_line_exactly_once(tmp_path, range_bytes):
     whole = list(sources.read_file(str(path)))
     ranges = input_spec.byte_ranges(str(path), path.stat().st_size, range_bytes=range_bytes)
     assert len(ranges) > 1
-    pieces = [r for start, end in ranges for r in sources.read_file(str(path), start=start,
-                                                                     end=end)]
+    pieces = [
+        r for start, end in ranges for r in sources.read_file(str(path), start=start, end=end)
+    ]
     assert [d.text for d in _docs(pieces)] == [d.text for d in _docs(whole)]
     dead = [r for r in pieces if isinstance(r, sources.DeadLetter)]
     assert len(dead) == 1 and dead[0].offset == sum(len(x) + 1 for x in lines[:50])
@@ -38,8 +39,11 @@ def test_paragraph_unit_and_line_numbers(tmp_path):
     path = tmp_path / "p.txt"
     path.write_text("first para\nstill first\n\nsecond\n\n\nthird\n")
     docs = _docs(sources.read_file(str(path), txt_unit="paragraph"))
-    assert [(d.line, d.text) for d in docs] == [(1, "first para\nstill first"), (4, "second"),
-                                                 (7, "third")]
+    assert [(d.line, d.text) for d in docs] == [
+        (1, "first para\nstill first"),
+        (4, "second"),
+        (7, "third"),
+    ]
 
 
 def test_parquet_missing_column_accounts_for_every_row(tmp_path):
@@ -82,14 +86,14 @@ class _ResetAfter:
 
 def _big_jsonl(tmp_path, n=40_000):
     path = tmp_path / "big.jsonl"
-    path.write_text("".join(json.dumps({"text": f"document number {i} " * 3}) + "\n"
-                            for i in range(n)))
+    path.write_text(
+        "".join(json.dumps({"text": f"document number {i} " * 3}) + "\n" for i in range(n))
+    )
     assert path.stat().st_size > 2 << 20
     return path
 
 
-def test_a_connection_reset_mid_file_fails_the_bundle_and_a_retry_reads_all(
-        tmp_path, monkeypatch):
+def test_a_connection_reset_mid_file_fails_the_bundle_and_a_retry_reads_all(tmp_path, monkeypatch):
     path = _big_jsonl(tmp_path)
     real_open = sources.fs.open_read
     attempts = {"n": 0}
@@ -115,20 +119,32 @@ def test_the_pipeline_fails_rather_than_dropping_the_rest_of_a_file(tmp_path, mo
 
     path = _big_jsonl(tmp_path)
     real_open = sources.fs.open_read
-    monkeypatch.setattr(sources.fs, "open_read",
-                        lambda p, compressed=False: _ResetAfter(real_open(p, compressed), 1 << 20))
+    monkeypatch.setattr(
+        sources.fs,
+        "open_read",
+        lambda p, compressed=False: _ResetAfter(real_open(p, compressed), 1 << 20),
+    )
     with pytest.raises(Exception, match="Connection reset"):
         with TestPipeline(runner="FnApiRunner") as p:
-            (p | beam.Create([("file", str(path), "train", 0, None, None)])
-             | beam.ParDo(sources.ReadDocuments("text", 1 << 20)))
+            (
+                p
+                | beam.Create([("file", str(path), "train", 0, None, None)])
+                | beam.ParDo(sources.ReadDocuments("text", 1 << 20))
+            )
 
 
-@pytest.mark.parametrize("error, is_format", [
-    (ConnectionResetError(104, "reset"), False), (TimeoutError("timed out"), False),
-    (PermissionError(13, "denied"), False), (OSError("Invalid data stream"), True),
-    (EOFError("Compressed file ended before the end-of-stream marker"), True),
-    (gzip.BadGzipFile("Not a gzipped file"), True), (ValueError("not a parquet file"), True),
-])
+@pytest.mark.parametrize(
+    "error, is_format",
+    [
+        (ConnectionResetError(104, "reset"), False),
+        (TimeoutError("timed out"), False),
+        (PermissionError(13, "denied"), False),
+        (OSError("Invalid data stream"), True),
+        (EOFError("Compressed file ended before the end-of-stream marker"), True),
+        (gzip.BadGzipFile("Not a gzipped file"), True),
+        (ValueError("not a parquet file"), True),
+    ],
+)
 def test_format_and_io_errors_are_told_apart(error, is_format):
     assert sources.is_format_error(error) is is_format
 
@@ -142,9 +158,14 @@ def test_google_api_server_errors_are_retried():
 
 def test_a_corrupt_gzip_is_still_dead_lettered(tmp_path):
     path = tmp_path / "c.jsonl.gz"
-    data = bytearray(gzip.compress("".join(json.dumps({"text": f"doc {i} {i * 7919 % 10007}"})
-                                           + "\n" for i in range(3000)).encode()))
-    data[len(data) // 2: len(data) // 2 + 64] = bytes(64)  # a damaged block
+    data = bytearray(
+        gzip.compress(
+            "".join(
+                json.dumps({"text": f"doc {i} {i * 7919 % 10007}"}) + "\n" for i in range(3000)
+            ).encode()
+        )
+    )
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)  # a damaged block
     path.write_bytes(bytes(data))
     records = list(sources.read_file(str(path)))
     dead = [r for r in records if isinstance(r, sources.DeadLetter)]
@@ -179,12 +200,19 @@ def test_a_runner_that_retries_bundles_reads_every_document(tmp_path, monkeypatc
 
     monkeypatch.setattr(sources.fs, "open_read", flaky_open)
     with beam.Pipeline("BundleBasedDirectRunner") as p:
-        read = (p | beam.Create([("file", str(path), None, 0, None, None)])
-                | beam.ParDo(sources.ReadDocuments("text", 1 << 20)).with_outputs(
-                    "dead", STATS, main="docs"))
+        read = (
+            p
+            | beam.Create([("file", str(path), None, 0, None, None)])
+            | beam.ParDo(sources.ReadDocuments("text", 1 << 20)).with_outputs(
+                "dead", STATS, main="docs"
+            )
+        )
         assert_that(read.docs | beam.combiners.Count.Globally(), equal_to([40_000]))
-        assert_that(read.dead | "Dead" >> beam.combiners.Count.Globally(), equal_to([0]),
-                    label="NoDeadLetter")
+        assert_that(
+            read.dead | "Dead" >> beam.combiners.Count.Globally(),
+            equal_to([0]),
+            label="NoDeadLetter",
+        )
     assert len(calls) == 2  # the failed attempt and its retry
 
 
@@ -194,8 +222,14 @@ def test_a_jsonl_line_of_other_whitespace_is_a_dead_letter_not_lost(tmp_path, bl
     line of any other whitespace or separator is not JSON, so it is dead-lettered: every
     line is a document, a dead letter or a JSON-blank line."""
     path = tmp_path / "w.jsonl"
-    path.write_bytes(("\n".join([json.dumps({"text": "first"}), blank, " \t\r",
-                                 json.dumps({"text": "second"})]) + "\n").encode())
+    path.write_bytes(
+        (
+            "\n".join(
+                [json.dumps({"text": "first"}), blank, " \t\r", json.dumps({"text": "second"})]
+            )
+            + "\n"
+        ).encode()
+    )
     records = list(sources.read_file(str(path)))
     assert [d.text for d in _docs(records)] == ["first", "second"]
     (dead,) = [r for r in records if isinstance(r, sources.DeadLetter)]

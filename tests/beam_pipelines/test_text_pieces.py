@@ -14,10 +14,39 @@ from common import tokenizer_files
 # Every whitespace character, runs of them, separators (U+001C, which Python calls space and
 # Rust does not), a character NFKC turns into a space and a mark, a combining mark, Han
 # without spaces, the mask token (it eats the space before it), digits and punctuation.
-_GLUE = [" ", "  ", "\n", "\n\n  ", "\t", " \t\n", "\r\n", "\u3000", "\x85", "\u00a0",
-         "\u2028", "\u2029", "\u1680", "\u2003", "\u202f", "\u205f", "\x0b", "\x0c",
-         " \x1c ", "\x1c", "\x1f ", " \u00b4", "\u00b4 ", "e\u0301 ", " <mask> ", "<mask> ",
-         " \u4e2d\u6587\u5b57\u7b26\u4e32", "\u3002 ", " 123,456.7 ", " (x)", ""]
+_GLUE = [
+    " ",
+    "  ",
+    "\n",
+    "\n\n  ",
+    "\t",
+    " \t\n",
+    "\r\n",
+    "\u3000",
+    "\x85",
+    "\u00a0",
+    "\u2028",
+    "\u2029",
+    "\u1680",
+    "\u2003",
+    "\u202f",
+    "\u205f",
+    "\x0b",
+    "\x0c",
+    " \x1c ",
+    "\x1c",
+    "\x1f ",
+    " \u00b4",
+    "\u00b4 ",
+    "e\u0301 ",
+    " <mask> ",
+    "<mask> ",
+    " \u4e2d\u6587\u5b57\u7b26\u4e32",
+    "\u3002 ",
+    " 123,456.7 ",
+    " (x)",
+    "",
+]
 
 
 @pytest.fixture(scope="module", params=train_tokenizer.MODELS)
@@ -45,8 +74,7 @@ def test_a_long_document_in_pieces_tokenizes_as_the_whole(tokenizer, corpus_text
     for size in (25, 300, 4096):
         pieces = list(cutter.pieces(text, size))
         assert "".join(pieces) == text and len(pieces) > len(text) // (2 * size)
-        ids = [i for piece in pieces
-               for i in tokenizer.encode(piece, add_special_tokens=False).ids]
+        ids = [i for piece in pieces for i in tokenizer.encode(piece, add_special_tokens=False).ids]
         whole = tokenizer.encode(text, add_special_tokens=True).ids
         assert [*cutter.prefix, *ids, *cutter.suffix] == whole
 
@@ -85,9 +113,18 @@ def _collect(element, name):
 def _sequences(docs, tokenizer_dir, piece_chars):
     _GOT.clear()
     with beam.Pipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
-        blocks, counts = (p | beam.Create(docs) | tokenization.ToSequences(
-            tokenizer_dir, 64, pad_tail=True, pad_id=1, batch_chars=30_000,
-            piece_chars=piece_chars))
+        blocks, counts = (
+            p
+            | beam.Create(docs)
+            | tokenization.ToSequences(
+                tokenizer_dir,
+                64,
+                pad_tail=True,
+                pad_id=1,
+                batch_chars=30_000,
+                piece_chars=piece_chars,
+            )
+        )
         for i, part in enumerate(blocks):
             _ = part | f"Rows{i}" >> beam.Map(_collect, "rows")
         _ = counts | beam.Map(_collect, "stats")
@@ -100,19 +137,22 @@ def _sequences(docs, tokenizer_dir, piece_chars):
     return ids, totals
 
 
-def test_the_pipeline_writes_the_same_rows_and_counts_with_pieces(corpus_texts,
-                                                                 bpe_tokenizer_dir):
+def test_the_pipeline_writes_the_same_rows_and_counts_with_pieces(corpus_texts, bpe_tokenizer_dir):
     text = _long_document(corpus_texts, 60_000)
-    docs = [Document("a.jsonl", i, t, split="train")
-            for i, t in enumerate([corpus_texts[0], text, corpus_texts[1], " \u3000",
-                                   text[:20_000], corpus_texts[2]])]
+    docs = [
+        Document("a.jsonl", i, t, split="train")
+        for i, t in enumerate(
+            [corpus_texts[0], text, corpus_texts[1], " \u3000", text[:20_000], corpus_texts[2]]
+        )
+    ]
     whole_ids, whole_stats = _sequences(docs, bpe_tokenizer_dir, 1 << 30)
     piece_ids, piece_stats = _sequences(docs, bpe_tokenizer_dir, 500)
     assert piece_stats == whole_stats and whole_stats["train/documents_tokenized"] == 5
     assert piece_ids == whole_ids and len(whole_ids) > 100
     tokenizer, _ = tokenizer_files.load(bpe_tokenizer_dir)
     assert whole_stats["train/tokens_in"] == sum(
-        len(e.ids) for e in tokenizer.encode_batch([d.text for d in docs if d.text.strip()]))
+        len(e.ids) for e in tokenizer.encode_batch([d.text for d in docs if d.text.strip()])
+    )
 
 
 class _Recording:
@@ -129,8 +169,9 @@ class _Recording:
 def test_the_tokenizer_is_never_handed_a_whole_long_document(corpus_texts, bpe_tokenizer_dir):
     """Its working memory grows with the text it is handed (~150 bytes per byte)."""
     text = _long_document(corpus_texts, 200_000)
-    step = tokenization.TokenizeAndChunk(bpe_tokenizer_dir, 64, batch_chars=50_000,
-                                         piece_chars=4096)
+    step = tokenization.TokenizeAndChunk(
+        bpe_tokenizer_dir, 64, batch_chars=50_000, piece_chars=4096
+    )
     step.setup()
     step.tokenizer = recording = _Recording(step.tokenizer)
     step.start_bundle()

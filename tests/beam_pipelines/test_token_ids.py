@@ -12,31 +12,45 @@ from common import tokenizer_files
 
 def _gapped_tokenizer(folder, top_id):
     special = tokenizer_files.SPECIAL_TOKENS["wordpiece"]
-    words = sorted({w for line in ["the cat sat on the mat", "a dog ran far"]
-                    for w in line.split()})
+    words = sorted(
+        {w for line in ["the cat sat on the mat", "a dog ran far"] for w in line.split()}
+    )
     vocab = {tok: i for i, tok in enumerate(dict.fromkeys(special.values()))}
     vocab.update({w: len(vocab) + i for i, w in enumerate(words)})
     vocab[words[-1]] = top_id  # a gap: the vocabulary holds fewer tokens than this id
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocab["[CLS]"]),
-                                                 ("[SEP]", vocab["[SEP]"])])
+        single="[CLS] $A [SEP]",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
     tokenizer_files.save(tokenizer, str(folder), special, 512)
     return str(folder), words[-1]
 
 
 @pytest.mark.parametrize("top_id", [70_000, 1_000])
-def test_ids_at_or_over_the_vocabulary_size_are_refused_on_the_launcher(tmp_path, capsys,
-                                                                          top_id):
+def test_ids_at_or_over_the_vocabulary_size_are_refused_on_the_launcher(tmp_path, capsys, top_id):
     tok_dir, word = _gapped_tokenizer(tmp_path / "tok", top_id)
     data = tmp_path / "in.jsonl"
-    data.write_text("".join(json.dumps({"text": f"the {word} and the cat {i}"}) + "\n"
-                            for i in range(50)))
+    data.write_text(
+        "".join(json.dumps({"text": f"the {word} and the cat {i}"}) + "\n" for i in range(50))
+    )
     out = tmp_path / "out"
-    code = prepare.run(["--runner=FnApiRunner", "--input", str(data), "--tokenizer", tok_dir,
-                        "--output_dir", str(out), "--max_length", "16",
-                        "--quality_filter", "none"])
+    code = prepare.run(
+        [
+            "--runner=FnApiRunner",
+            "--input",
+            str(data),
+            "--tokenizer",
+            tok_dir,
+            "--output_dir",
+            str(out),
+            "--max_length",
+            "16",
+            "--quality_filter",
+            "none",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2, err
     assert f"has id {top_id}, but the vocabulary holds" in err

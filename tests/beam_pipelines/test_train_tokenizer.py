@@ -77,8 +77,9 @@ def test_from_saved_datasets_dataset_wordpiece(tmp_path, corpus_texts):
     import datasets
 
     saved = tmp_path / "hf"
-    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": corpus_texts})}) \
-        .save_to_disk(str(saved))
+    datasets.DatasetDict(
+        {"train": datasets.Dataset.from_dict({"text": corpus_texts})}
+    ).save_to_disk(str(saved))
     tok_dir, info = _train(tmp_path, hf_dataset=str(saved), hf_splits="train", model="wordpiece")
     assert info["documents_read"] == len(corpus_texts)
     _check_loads_everywhere(tok_dir, "wordpiece")
@@ -95,11 +96,16 @@ def test_reading_stops_at_the_budget_from_files_in_random_order(tmp_path, corpus
     paths = []
     for i in range(8):
         path = tmp_path / f"part-{i}.jsonl"
-        path.write_text("".join(json.dumps({"text": f"file {i}: {t}"}) + "\n"
-                                for t in corpus_texts[i * 40:(i + 1) * 40]))
+        path.write_text(
+            "".join(
+                json.dumps({"text": f"file {i}: {t}"}) + "\n"
+                for t in corpus_texts[i * 40 : (i + 1) * 40]
+            )
+        )
         paths.append(str(path))
-    config = train_tokenizer.TokenizerConfig(output_dir=str(tmp_path / "tok"),
-                                             input=",".join(paths), max_documents=20)
+    config = train_tokenizer.TokenizerConfig(
+        output_dir=str(tmp_path / "tok"), input=",".join(paths), max_documents=20
+    )
     assert train_tokenizer.read_budget(config) == 200  # 10x the sample by default
     texts = [r.text for r in train_tokenizer.read_corpus(config)]
     assert texts[0].split(":")[0] != "file 0" or texts[40].split(":")[0] != "file 1"
@@ -119,8 +125,9 @@ def test_bad_input_is_reported_by_file_and_line(tmp_path, corpus_texts, capsys):
     good = tmp_path / "good.jsonl"
     good.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts[:300]))
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b'{"text": "fine"}\n{"body": "no text field"}\n{"text": "caf\xe9 latin-1"}\n'
-                    b'{not json\n')
+    bad.write_bytes(
+        b'{"text": "fine"}\n{"body": "no text field"}\n{"text": "caf\xe9 latin-1"}\n{not json\n'
+    )
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"PAR1 this is not parquet")
     tok_dir, info = _train(tmp_path, input=f"{good},{bad},{broken}")
@@ -134,35 +141,44 @@ def test_bad_input_is_reported_by_file_and_line(tmp_path, corpus_texts, capsys):
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
-    code = train_tokenizer.main(["--input", str(tmp_path / "missing*.txt"),
-                                 "--output_dir", str(tmp_path / "o")])
+    code = train_tokenizer.main(
+        ["--input", str(tmp_path / "missing*.txt"), "--output_dir", str(tmp_path / "o")]
+    )
     assert code == 2
     assert capsys.readouterr().err.strip().startswith("error: --input")
 
 
-@pytest.mark.parametrize("flag, value, message", [
-    ("--seed", "-1", "--seed must be at least 0"),
-    ("--vocab_size", "3", "--vocab_size must be at least 6"),
-    ("--min_frequency", "0", "--min_frequency must be at least 1"),
-    ("--max_read_documents", "-5", "--max_read_documents must be at least 0"),
-])
-def test_bad_flags_are_one_line_and_write_nothing(tmp_path, corpus_jsonl, capsys, flag, value,
-                                                  message):
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--seed", "-1", "--seed must be at least 0"),
+        ("--vocab_size", "3", "--vocab_size must be at least 6"),
+        ("--min_frequency", "0", "--min_frequency must be at least 1"),
+        ("--max_read_documents", "-5", "--max_read_documents must be at least 0"),
+    ],
+)
+def test_bad_flags_are_one_line_and_write_nothing(
+    tmp_path, corpus_jsonl, capsys, flag, value, message
+):
     out = tmp_path / "tok"
-    code = train_tokenizer.main(["--input", str(corpus_jsonl), "--output_dir", str(out), flag,
-                                 value])
+    code = train_tokenizer.main(
+        ["--input", str(corpus_jsonl), "--output_dir", str(out), flag, value]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == [f"error: {message} (got {value})"] and not out.exists()
 
 
 # --- scripts written without spaces (Chinese, Japanese, Thai) -------------------------------
 
+
 def _unspaced_corpus(tmp_path, count=30):
     path = tmp_path / "unspaced.jsonl"
-    docs = [d for lang in multilingual.UNSPACED + ("en",)
-            for d in multilingual.documents(lang, count)]
-    path.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs),
-                    encoding="utf-8")
+    docs = [
+        d for lang in multilingual.UNSPACED + ("en",) for d in multilingual.documents(lang, count)
+    ]
+    path.write_text(
+        "".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8"
+    )
     return str(path)
 
 
@@ -185,8 +201,9 @@ def test_unspaced_scripts_get_short_whole_words_and_few_unknowns(tmp_path, model
 def test_wordpiece_makes_only_an_unseen_han_character_unknown(tmp_path):
     """BERT's rule: a Han character is a word of its own, so a character missing from the
     vocabulary costs one unknown token, not the whole clause around it."""
-    tok_dir, _ = _train(tmp_path, input=_unspaced_corpus(tmp_path), model="wordpiece",
-                        vocab_size=1000)
+    tok_dir, _ = _train(
+        tmp_path, input=_unspaced_corpus(tmp_path), model="wordpiece", vocab_size=1000
+    )
     tokenizer = Tokenizer.from_file(f"{tok_dir}/tokenizer.json")
     text = "我们先训练一个龘分词器"  # 龘 is in no training text
     tokens = tokenizer.encode(text, add_special_tokens=False).tokens
@@ -198,17 +215,25 @@ def test_an_alphabet_larger_than_the_vocabulary_keeps_its_frequent_characters(tm
     """Unigram stopped ("not large enough to contain all chars") and WordPiece outgrew
     --vocab_size when a corpus has more characters than the vocabulary: the rarest ones
     are left out (the unknown token) and the vocabulary keeps its size."""
-    tok_dir, info = _train(tmp_path, input=_unspaced_corpus(tmp_path), model=model,
-                           vocab_size=300)
+    tok_dir, info = _train(tmp_path, input=_unspaced_corpus(tmp_path), model=model, vocab_size=300)
     assert info["vocab_size"] <= 300 and info["characters_left_out"] > 100
     tokenizer, _ = tokenizer_files.load(tok_dir)
     assert "的" in "".join(tokenizer.get_vocab())  # the most frequent characters are kept
 
 
 def test_a_streamed_corpus_with_too_many_characters_is_one_line(tmp_path, capsys):
-    code = train_tokenizer.main(["--input", _unspaced_corpus(tmp_path), "--output_dir",
-                                 str(tmp_path / "tok"), "--vocab_size", "300",
-                                 "--max_documents", "0"])
+    code = train_tokenizer.main(
+        [
+            "--input",
+            _unspaced_corpus(tmp_path),
+            "--output_dir",
+            str(tmp_path / "tok"),
+            "--vocab_size",
+            "300",
+            "--max_documents",
+            "0",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "--vocab_size 300 cannot hold every character" in err
     assert "Traceback" not in err
@@ -219,14 +244,23 @@ def _tree(folder):
 
 
 def test_a_full_disk_while_saving_keeps_the_previous_tokenizer_whole(
-        tmp_path, corpus_texts, capsys, monkeypatch):
+    tmp_path, corpus_texts, capsys, monkeypatch
+):
     """The card is written after tokenizer.json: a full disk there used to leave a new
     tokenizer.json beside the old card and info. One line, the old folder as it was."""
     path = tmp_path / "corpus.jsonl"
     path.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus_texts[:300]))
     out = tmp_path / "tok"
-    args = ["--input", str(path), "--output_dir", str(out), "--vocab_size", "400",
-            "--progress_seconds", "0"]
+    args = [
+        "--input",
+        str(path),
+        "--output_dir",
+        str(out),
+        "--vocab_size",
+        "400",
+        "--progress_seconds",
+        "0",
+    ]
     assert train_tokenizer.main(args) == 0
     before = _tree(out)
 
@@ -237,7 +271,9 @@ def test_a_full_disk_while_saving_keeps_the_previous_tokenizer_whole(
     capsys.readouterr()
     assert train_tokenizer.main(args + ["--model", "bpe"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: cannot write {out / 'README.md'}: no space left on device; the "
-                   "previous output (if any) is kept, nothing half-written is left"]
+    assert err == [
+        f"error: cannot write {out / 'README.md'}: no space left on device; the "
+        "previous output (if any) is kept, nothing half-written is left"
+    ]
     assert _tree(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl", "tok"]

@@ -21,8 +21,15 @@ COMPRESS = {
 
 def corpus_lines(n=4000):
     """~600 kB of JSONL that does not compress to nothing (several bz2 / zstd blocks)."""
-    return [json.dumps({"text": f"document {i} " + " ".join(
-        f"w{(i * 7919 + j * 104729) % 100003}" for j in range(12))}) for i in range(n)]
+    return [
+        json.dumps(
+            {
+                "text": f"document {i} "
+                + " ".join(f"w{(i * 7919 + j * 104729) % 100003}" for j in range(12))
+            }
+        )
+        for i in range(n)
+    ]
 
 
 def write_cut(path, suffix, lines, keep=0.6):
@@ -45,8 +52,10 @@ def test_a_cut_raises_at_the_cut_after_the_bytes_before_it(tmp_path, suffix):
     path = write_cut(tmp_path / f"c.jsonl{suffix}", suffix, corpus_lines())
     whole = ("\n".join(corpus_lines()) + "\n").encode()
     got = bytearray()
-    with fs.open_read(path, compressed=True) as f, \
-            pytest.raises(decompress.TruncatedStreamError, match="truncated"):
+    with (
+        fs.open_read(path, compressed=True) as f,
+        pytest.raises(decompress.TruncatedStreamError, match="truncated"),
+    ):
         while piece := f.read(1 << 16):
             got += piece
     assert whole.startswith(bytes(got))  # what came before the cut is exact
@@ -64,7 +73,7 @@ def test_a_truncated_file_is_one_dead_letter_and_no_fragment(tmp_path, suffix):
     assert len(dead) == 1 and dead[0].source == path
     assert "truncated" in dead[0].reason and dead[0].line == len(docs)
     assert 0 < len(docs) < len(lines)
-    assert [d.text for d in docs] == [json.loads(x)["text"] for x in lines[:len(docs)]]
+    assert [d.text for d in docs] == [json.loads(x)["text"] for x in lines[: len(docs)]]
 
 
 @pytest.mark.parametrize("suffix", [".gz", ".zst"])
@@ -73,7 +82,7 @@ def test_a_cut_txt_line_is_not_a_document(tmp_path, suffix):
     path = write_cut(tmp_path / f"c.txt{suffix}", suffix, lines)
     records = list(sources.read_file(path))
     texts = [r.text for r in records if isinstance(r, sources.Document)]
-    assert texts == lines[:len(texts)]  # every document is a whole line
+    assert texts == lines[: len(texts)]  # every document is a whole line
     assert sum(isinstance(r, sources.DeadLetter) for r in records) == 1
 
 

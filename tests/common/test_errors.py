@@ -10,6 +10,7 @@ from common.errors import UserError, named_by_user, run_cli
 def _raise(err):
     def body():
         raise err
+
     return body
 
 
@@ -62,15 +63,17 @@ def test_a_full_disk_inside_a_wrapped_error_is_one_line_naming_the_target(capsys
         wrapped = err
     assert run_cli(_raise(wrapped), ["--output_dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"error: cannot write {tmp_path / 'out' / 'manifest.json'}: no space left "
-                   "on device; the previous output (if any) is kept, nothing half-written is "
-                   "left"]
+    assert err == [
+        f"error: cannot write {tmp_path / 'out' / 'manifest.json'}: no space left "
+        "on device; the previous output (if any) is kept, nothing half-written is "
+        "left"
+    ]
 
 
 def test_a_read_only_output_without_a_file_name_names_the_output_dir(capsys, tmp_path):
     err = OSError(errno.EROFS, "Read-only file system\n(h5py says more)")
     assert run_cli(_raise(err), [f"--output_dir={tmp_path}"]) == 2
-    line, = capsys.readouterr().err.splitlines()
+    (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"error: cannot write {tmp_path}: read-only file system;")
 
 

@@ -44,7 +44,7 @@ def test_verify_takes_its_folder_literally(tmp_path, capsys):
 
 
 def _contents(folder):
-    return {p[len(folder) + 1:]: fs.read_bytes(p) for p in fs.files_under(folder)}
+    return {p[len(folder) + 1 :]: fs.read_bytes(p) for p in fs.files_under(folder)}
 
 
 def _staged_leftovers(base):

@@ -7,8 +7,11 @@ import pytest
 
 from common import fs, hf_push, publish
 
-FILES = {"config.json": b"{}", "tokenizer/tokenizer.json": b'{"model": {}}',
-         "README.md": b"---\nlibrary_name: x\n---\n"}
+FILES = {
+    "config.json": b"{}",
+    "tokenizer/tokenizer.json": b'{"model": {}}',
+    "README.md": b"---\nlibrary_name: x\n---\n",
+}
 
 
 def _write(folder):
@@ -37,8 +40,9 @@ def test_a_gcs_folder_is_staged_whole(gcs):
 def test_push_folder_and_ignore(hub, tmp_path):
     _write(str(tmp_path))
     (tmp_path / "dead_letter.jsonl").write_bytes(b"{}\n")
-    url = hf_push.push_folder(str(tmp_path), publish.parse("hf://org/tok"), "Upload",
-                              ignore=("dead_letter.jsonl",))
+    url = hf_push.push_folder(
+        str(tmp_path), publish.parse("hf://org/tok"), "Upload", ignore=("dead_letter.jsonl",)
+    )
     assert url == f"{hub.url}/org/tok"
     assert hub.files("org/tok") == FILES
 

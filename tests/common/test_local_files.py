@@ -9,8 +9,17 @@ from apache_beam.io.filesystems import FileSystems as Beam
 from common import fs, local_files
 from common.errors import UserError
 
-FILES = ("a.txt", "b.txt", "ab.json", "sub/c.txt", "sub/deep/d.txt", "br[ck]et/e.txt",
-         "q?x/f.txt", "star*/g.txt", ".hidden")
+FILES = (
+    "a.txt",
+    "b.txt",
+    "ab.json",
+    "sub/c.txt",
+    "sub/deep/d.txt",
+    "br[ck]et/e.txt",
+    "q?x/f.txt",
+    "star*/g.txt",
+    ".hidden",
+)
 
 
 @pytest.fixture
@@ -22,10 +31,28 @@ def tree(tmp_path):
     return str(tmp_path)
 
 
-PATTERNS = ["*", "*.txt", "**", "**.txt", "?.txt", "[ab].txt", "[!a].txt", "[a-b]*",
-            "sub/*", "sub/**", "sub/", "a.txt", "missing.txt", "missing/*", "sub",
-            fs.escape_glob("br[ck]et") + "/*", fs.escape_glob("q?x") + "/*",
-            fs.escape_glob("star*") + "/**", "*/e.txt", "**/d.txt"]
+PATTERNS = [
+    "*",
+    "*.txt",
+    "**",
+    "**.txt",
+    "?.txt",
+    "[ab].txt",
+    "[!a].txt",
+    "[a-b]*",
+    "sub/*",
+    "sub/**",
+    "sub/",
+    "a.txt",
+    "missing.txt",
+    "missing/*",
+    "sub",
+    fs.escape_glob("br[ck]et") + "/*",
+    fs.escape_glob("q?x") + "/*",
+    fs.escape_glob("star*") + "/**",
+    "*/e.txt",
+    "**/d.txt",
+]
 
 
 @pytest.mark.filterwarnings("ignore:Possible nested set")  # `[[]`, exact for both
@@ -33,8 +60,9 @@ PATTERNS = ["*", "*.txt", "**", "**.txt", "?.txt", "[ab].txt", "[!a].txt", "[a-b
 def test_match_lists_what_beam_lists(tree, pattern):
     full = os.path.join(tree, pattern)
     want = {(m.path, m.size_in_bytes) for m in Beam.match([full])[0].metadata_list}
-    got = {(m.path, m.size_in_bytes)
-           for m in local_files.FileSystems.match([full])[0].metadata_list}
+    got = {
+        (m.path, m.size_in_bytes) for m in local_files.FileSystems.match([full])[0].metadata_list
+    }
     assert got == want
 
 

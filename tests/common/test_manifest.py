@@ -3,19 +3,29 @@ import pytest
 from common import fs, manifest
 
 
-def _write_split(split_dir, counts=(3, 2), max_length=16, fingerprint="ab" * 32,
-                 format_version=manifest.FORMAT_VERSION):
+def _write_split(
+    split_dir,
+    counts=(3, 2),
+    max_length=16,
+    fingerprint="ab" * 32,
+    format_version=manifest.FORMAT_VERSION,
+):
     entries = []
     for i, n in enumerate(counts):
         name = f"train-{i:05d}-{n}.tfrecord"
         fs.write_bytes(fs.join(split_dir, name), b"x" * n)
         entries.append(manifest.Shard(name, n, n * max_length, num_bytes=n))
     m = manifest.Manifest(
-        split="train", max_length=max_length, num_examples=sum(counts),
-        num_tokens=sum(counts) * max_length, shards=entries,
+        split="train",
+        max_length=max_length,
+        num_examples=sum(counts),
+        num_tokens=sum(counts) * max_length,
+        shards=entries,
         tokenizer={"fingerprint": fingerprint, "vocab_size": 100, "special_token_ids": {}},
-        pipeline_args={"input": "x"}, accounting={"split": {}, "run": {}},
-        format_version=format_version)
+        pipeline_args={"input": "x"},
+        accounting={"split": {}, "run": {}},
+        format_version=format_version,
+    )
     digest = manifest.write_manifest(split_dir, m)
     if format_version == manifest.LEGACY_MARKED_VERSION:
         manifest.write_marker(split_dir, digest)
@@ -24,8 +34,9 @@ def _write_split(split_dir, counts=(3, 2), max_length=16, fingerprint="ab" * 32,
 
 def test_write_then_read_validates(tmp_path):
     written = _write_split(str(tmp_path))
-    read = manifest.read_manifest(str(tmp_path), max_length=16, tokenizer_fingerprint="ab" * 32,
-                                  vocab_size=100)
+    read = manifest.read_manifest(
+        str(tmp_path), max_length=16, tokenizer_fingerprint="ab" * 32, vocab_size=100
+    )
     assert read == written
     assert read.shard_paths(str(tmp_path))[0].endswith("train-00000-3.tfrecord")
 
@@ -87,12 +98,19 @@ def test_a_manifest_without_a_tokenizer_fingerprint_is_one_clear_error(tmp_path,
         manifest.read_manifest(str(tmp_path), tokenizer_fingerprint="ab" * 32)
 
 
-@pytest.mark.parametrize("path, value", [
-    (("num_examples",), "5"), (("shards", 0, "num_examples"), "3"),
-    (("max_length",), 16.0), (("shards", 1, "name"), 7), (("num_tokens",), True),
-])
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        (("num_examples",), "5"),
+        (("shards", 0, "num_examples"), "3"),
+        (("max_length",), 16.0),
+        (("shards", 1, "name"), 7),
+        (("num_tokens",), True),
+    ],
+)
 def test_a_count_of_the_wrong_type_is_an_invalid_manifest_for_readers_and_verify(
-        tmp_path, capsys, path, value):
+    tmp_path, capsys, path, value
+):
     import json
 
     from common import verify
@@ -104,8 +122,9 @@ def test_a_count_of_the_wrong_type_is_an_invalid_manifest_for_readers_and_verify
         record = record[key]
     record[path[-1]] = value
     (tmp_path / "manifest.json").write_text(json.dumps(data))
-    with pytest.raises(manifest.ManifestError,
-                       match="is not a valid manifest: .* not an? (integer|string)"):
+    with pytest.raises(
+        manifest.ManifestError, match="is not a valid manifest: .* not an? (integer|string)"
+    ):
         manifest.read_manifest(str(tmp_path))
     assert manifest.try_read(str(tmp_path)) is None
     assert verify.main([str(tmp_path)]) == 1

@@ -10,7 +10,9 @@ def _tf_example(ids, mask):
         schema.INPUT_IDS: tf.train.Feature(int64_list=tf.train.Int64List(value=ids)),
         schema.ATTENTION_MASK: tf.train.Feature(int64_list=tf.train.Int64List(value=mask)),
     }
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(deterministic=True)
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(
+        deterministic=True
+    )
 
 
 @pytest.mark.parametrize("high", [2, 130, 20_000, 3_000_000, 2**40])
@@ -61,9 +63,14 @@ def test_decoder_reads_what_tensorflow_parses_on_both_paths():
     canonical = schema.encode_examples(ids, masks)
     assert schema._decode_canonical(canonical, 16) is not None  # the vectorised path
     # Another writer's field order (ids first) is the same Example: protobuf's parser reads it.
-    other = [schema._length_delimited(1, schema._feature_entry(b"input_ids", r[-1])
-                                      + schema._feature_entry(b"attention_mask", r[0]))
-             for r in zip(schema._packed_rows(masks), schema._packed_rows(ids))]
+    other = [
+        schema._length_delimited(
+            1,
+            schema._feature_entry(b"input_ids", r[-1])
+            + schema._feature_entry(b"attention_mask", r[0]),
+        )
+        for r in zip(schema._packed_rows(masks), schema._packed_rows(ids))
+    ]
     assert schema._decode_canonical(other, 16) is None
     parsed = schema.parse_batch(tf.constant(canonical + other), max_length=16)
     decoded = schema.decode_examples(canonical + other, 16)
@@ -71,11 +78,14 @@ def test_decoder_reads_what_tensorflow_parses_on_both_paths():
     np.testing.assert_array_equal(decoded[1], parsed[schema.ATTENTION_MASK].numpy())
 
 
-@pytest.mark.parametrize("record, message", [
-    (b"\x0a\x05garbage", "is not a tf.train.Example"),
-    (schema.encode_example([1, 2, 3], [1, 1, 1]), "has 3 input_ids, not 4"),
-    (b"", "has no int64 feature 'input_ids'"),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        (b"\x0a\x05garbage", "is not a tf.train.Example"),
+        (schema.encode_example([1, 2, 3], [1, 1, 1]), "has 3 input_ids, not 4"),
+        (b"", "has no int64 feature 'input_ids'"),
+    ],
+)
 def test_decoder_names_the_record_it_cannot_read(record, message):
     good = schema.encode_example([1, 2, 3, 4], [1, 1, 1, 0])
     with pytest.raises(schema.RecordSchemaError, match=message) as caught:

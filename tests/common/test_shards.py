@@ -4,8 +4,9 @@ from common import prepared_dir, shards
 def test_names_follow_the_layout_and_the_legacy_regex():
     run_id = shards.new_run_id()
     assert shards.parse_shard_name(f"x-{run_id}-00000-1.tfrecord") == ("x", 0, 1)
-    path = prepared_dir.shard_path("gs://b/out", "train",
-                                   shards.shard_name("train", 7, 1234, run_id))
+    path = prepared_dir.shard_path(
+        "gs://b/out", "train", shards.shard_name("train", 7, 1234, run_id)
+    )
     assert path == f"gs://b/out/train/train-{run_id}-00007-1234.tfrecord"
     assert shards.parse_shard_name(path) == ("train", 7, 1234)
     assert shards.count_from_name(path) == 1234

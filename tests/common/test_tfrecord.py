@@ -26,13 +26,16 @@ def test_records_reads_what_tensorflow_writes(tmp_path):
     assert list(tfrecord.records(io.BytesIO(data))) == RECORDS
 
 
-@pytest.mark.parametrize("damage, reason", [
-    (lambda d: d[:5], "cut short: 5 of a record header's 12 bytes"),
-    (lambda d: d[:-1], "cut short"),
-    (lambda d: d[:3] + b"\xff" + d[4:], "bad length checksum"),
-    (lambda d: d[:-7] + bytes([d[-7] ^ 1]) + d[-6:], "bad data checksum"),
-    (lambda d: d[:-2] + bytes([d[-2] ^ 1]) + d[-1:], "bad data checksum"),
-])
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda d: d[:5], "cut short: 5 of a record header's 12 bytes"),
+        (lambda d: d[:-1], "cut short"),
+        (lambda d: d[:3] + b"\xff" + d[4:], "bad length checksum"),
+        (lambda d: d[:-7] + bytes([d[-7] ^ 1]) + d[-6:], "bad data checksum"),
+        (lambda d: d[:-2] + bytes([d[-2] ^ 1]) + d[-1:], "bad data checksum"),
+    ],
+)
 def test_every_damage_is_a_record_error(damage, reason):
     data = damage(tfrecord.frame([b"hello world"]))
     with pytest.raises(tfrecord.RecordError, match=reason):
@@ -44,8 +47,9 @@ def test_verify_names_the_damaged_record():
 
     data = bytearray(tfrecord.frame([b"one", b"two", b"three"]))
     data[-6] ^= 1  # inside the third record's data
-    with pytest.raises(verify.DamagedShardError,
-                       match=r"^s.tfrecord: record 3 is corrupt \(bad data checksum\)$"):
+    with pytest.raises(
+        verify.DamagedShardError, match=r"^s.tfrecord: record 3 is corrupt \(bad data checksum\)$"
+    ):
         verify.count_records(bytes(data), "s.tfrecord")
 
 

@@ -7,8 +7,10 @@ from beam_pipelines import train_tokenizer
 from common import tokenizer_files, word_units
 from tests.support import multilingual
 
-TEXTS = ["Return a list of the values in the dictionary, unbelievably quickly.",
-         "The quick brown foxes jumped over the lazy dogs repeatedly."] * 50
+TEXTS = [
+    "Return a list of the values in the dictionary, unbelievably quickly.",
+    "The quick brown foxes jumped over the lazy dogs repeatedly.",
+] * 50
 
 
 @pytest.mark.parametrize("model", ["unigram", "bpe", "wordpiece"])
@@ -43,6 +45,7 @@ def test_word_level_tokens_are_words_and_an_unknown_convention_is_a_clear_error(
 
 
 # --- scripts written without spaces --------------------------------------------------------
+
 
 def _train(model, texts, vocab_size):
     tokenizer, trainer = train_tokenizer.build(model, vocab_size)
@@ -97,8 +100,9 @@ def test_a_piece_starts_a_word_where_its_text_starts_a_unit(cjk_thai):
     starts = marks = 0
     for token, token_id in tokenizer.get_vocab().items():
         text = _piece_text(model, token)
-        marked = token.startswith(("\u2581", "\u0120")) or (model == "wordpiece"
-                                                       and not token.startswith("##"))
+        marked = token.startswith(("\u2581", "\u0120")) or (
+            model == "wordpiece" and not token.startswith("##")
+        )
         if word_units.starts_unit(text):
             assert table[token_id], (model, token)
             starts += 1
@@ -123,18 +127,25 @@ def test_byte_level_pieces_cut_inside_a_character():
 def test_an_english_table_is_unchanged(model):
     """Only space marks decide for spaced scripts, as before the character rule."""
     tokenizer = _train(model, TEXTS + multilingual.SENTENCES["en"] * 20, 500)
-    prefix, prefixed_starts = {"unigram": ("\u2581", True), "bpe": ("\u0120", True),
-                               "wordpiece": ("##", False)}[model]
+    prefix, prefixed_starts = {
+        "unigram": ("\u2581", True),
+        "bpe": ("\u0120", True),
+        "wordpiece": ("##", False),
+    }[model]
     special = set(tokenizer_files.SPECIAL_TOKENS[model].values())
     table = tokenizer_files.word_starts(tokenizer)
-    changed = [token for token, token_id in tokenizer.get_vocab().items()
-               if table[token_id] != (token in special
-                                      or token.startswith(prefix) == prefixed_starts)]
+    changed = [
+        token
+        for token, token_id in tokenizer.get_vocab().items()
+        if table[token_id] != (token in special or token.startswith(prefix) == prefixed_starts)
+    ]
     # Byte-level BPE's alphabet holds every byte: the lead bytes E5..E9 alone can only begin
     # a Han character (U+5000..U+9FFF), so they start words; English text never holds them.
     # Its line-break pieces (`Ċ`...) start a word too: the next line's first word has no `Ġ`.
     breaks = sorted(token for token in changed if token[0] in "\u010a\u0109\u010d\u010b\u010c")
-    assert sorted(set(changed) - set(breaks)) == (["å", "æ", "ç", "è", "é"] if model == "bpe" else [])
+    assert sorted(set(changed) - set(breaks)) == (
+        ["å", "æ", "ç", "è", "é"] if model == "bpe" else []
+    )
     assert ("\u010a" in breaks) == (model == "bpe")
 
 
@@ -151,8 +162,15 @@ def test_a_new_line_starts_a_word_with_byte_level_bpe():
 
 # Latin words, commands and numbers glued to Chinese, Japanese and Thai without a space, as
 # in technical prose (man pages, reference manuals).
-GLUED = ["打开文件foo.txt的内容", "有用的FILTER-OPTION参数", "使用Python3.12版のAPIを呼ぶ",
-         "第3章では2026年のRFC8259を読む", "ภาษาไทยABCภาษา", "设置为true时", "のmanページ"]
+GLUED = [
+    "打开文件foo.txt的内容",
+    "有用的FILTER-OPTION参数",
+    "使用Python3.12版のAPIを呼ぶ",
+    "第3章では2026年のRFC8259を読む",
+    "ภาษาไทยABCภาษา",
+    "设置为true时",
+    "のmanページ",
+]
 
 
 @pytest.fixture(scope="module", params=["unigram", "bpe", "wordpiece"])

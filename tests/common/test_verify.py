@@ -25,16 +25,23 @@ def _shard(split_dir, index, ids, mask) -> manifest.Shard:
     data = tfrecord.frame(schema.encode_examples(ids, mask))
     name = shards.shard_name("train", index, len(ids), "r1")
     fs.write_bytes(fs.join(split_dir, name), data)
-    return manifest.Shard(name, len(ids), int(mask.sum()), len(data),
-                          f"{google_crc32c.value(data):08x}")
+    return manifest.Shard(
+        name, len(ids), int(mask.sum()), len(data), f"{google_crc32c.value(data):08x}"
+    )
 
 
 def _commit(split_dir, entries, max_length=LENGTH, **changes):
     found = manifest.Manifest(
-        split="train", max_length=max_length, num_examples=sum(s.num_examples for s in entries),
-        num_tokens=sum(s.num_tokens for s in entries), shards=entries,
+        split="train",
+        max_length=max_length,
+        num_examples=sum(s.num_examples for s in entries),
+        num_tokens=sum(s.num_tokens for s in entries),
+        shards=entries,
         tokenizer={"fingerprint": "ab" * 32, "vocab_size": VOCAB, "special_token_ids": {}},
-        pipeline_args={}, accounting={}, run_id="r1")
+        pipeline_args={},
+        accounting={},
+        run_id="r1",
+    )
     manifest.write_manifest(split_dir, dataclasses.replace(found, **changes))
 
 

@@ -5,13 +5,16 @@ import pytest
 from common import word_units
 
 
-@pytest.mark.parametrize("text", [
-    "A plain English sentence, with punctuation: (and brackets).",
-    "Ein deutscher Satz über Größe und Maß.",
-    "Русский текст для проверки.",
-    "한국어는 띄어쓰기를 합니다.",  # Hangul is written with spaces
-    "  tabs\tand\nnewlines\x0b and \u2028 separators  ",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A plain English sentence, with punctuation: (and brackets).",
+        "Ein deutscher Satz über Größe und Maß.",
+        "Русский текст для проверки.",
+        "한국어는 띄어쓰기를 합니다.",  # Hangul is written with spaces
+        "  tabs\tand\nnewlines\x0b and \u2028 separators  ",
+    ],
+)
 def test_spaced_scripts_are_split_exactly_like_str_split(text):
     assert not word_units.has_unspaced(text)
     assert word_units.units(text) == text.split()
@@ -19,15 +22,34 @@ def test_spaced_scripts_are_split_exactly_like_str_split(text):
 
 def test_han_and_kana_are_one_unit_per_character_and_punctuation_stands_alone():
     assert word_units.units("我们使用数据。") == ["我", "们", "使", "用", "数", "据", "。"]
-    assert word_units.units("日本語のテキスト、です") == \
-        ["日", "本", "語", "の", "テ", "キ", "ス", "ト", "、", "で", "す"]
+    assert word_units.units("日本語のテキスト、です") == [
+        "日",
+        "本",
+        "語",
+        "の",
+        "テ",
+        "キ",
+        "ス",
+        "ト",
+        "、",
+        "で",
+        "す",
+    ]
     assert word_units.units("人々") == ["人", "々"]  # the iteration mark is a unit too
     assert word_units.units("ｶﾀｶﾅ") == ["ｶ", "ﾀ", "ｶ", "ﾅ"]  # half-width Katakana
 
 
 def test_mixed_script_keeps_spaced_words_whole():
-    assert word_units.units("Python 3.12版のAPIを使う") == \
-        ["Python", "3.12", "版", "の", "API", "を", "使", "う"]
+    assert word_units.units("Python 3.12版のAPIを使う") == [
+        "Python",
+        "3.12",
+        "版",
+        "の",
+        "API",
+        "を",
+        "使",
+        "う",
+    ]
     assert word_units.units("全角\u3000スペース") == ["全", "角", "ス", "ペ", "ー", "ス"]
 
 

@@ -52,15 +52,26 @@ GOOGLE_HOSTS = ("www.googleapis.com", "storage.googleapis.com", "oauth2.googleap
 
 # Per-connection headers must not be relayed: the proxy re-frames every body with its own
 # Content-Length, and each side manages its own connection.
-_HOP_BY_HOP = frozenset({
-    "connection", "proxy-connection", "keep-alive", "transfer-encoding", "te", "trailer",
-    "upgrade", "expect", "content-length", "proxy-authorization",
-})
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "proxy-connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "expect",
+        "content-length",
+        "proxy-authorization",
+    }
+)
 
 
 # --------------------------------------------------------------------------------------------
 # gcp-storage-emulator
 # --------------------------------------------------------------------------------------------
+
 
 def _current_generation(storage, bucket: str, name: str | None) -> str:
     from gcp_storage_emulator.exceptions import NotFound
@@ -85,6 +96,7 @@ def _if_generation_match(handler, object_name):
                 response.status = HTTPStatus.PRECONDITION_FAILED
                 return None
         return handler(request, response, storage)
+
     guarded._honours_generation = True
     return guarded
 
@@ -104,7 +116,8 @@ def _honour_generation_on_delete() -> None:
     for _, handlers in server.HANDLERS:
         if handlers.get(server.DELETE) is objects.delete:
             handlers[server.DELETE] = _if_generation_match(
-                objects.delete, lambda request: request.params["object_id"])
+                objects.delete, lambda request: request.params["object_id"]
+            )
 
 
 def _patch_emulator_once() -> None:
@@ -158,6 +171,7 @@ def _start_emulator(bucket: str, stack: contextlib.ExitStack) -> int:
 # Generic threaded loopback servers
 # --------------------------------------------------------------------------------------------
 
+
 class _QuietHandler(http.server.BaseHTTPRequestHandler):
     """Request logging goes to the logging module, not to stderr of the test process."""
 
@@ -191,8 +205,7 @@ def _serve(handler_cls, stack: contextlib.ExitStack, **attrs) -> int:
     server.daemon_threads = True  # open keep-alive connections must not block shutdown
     for name, value in attrs.items():
         setattr(server, name, value)
-    thread = threading.Thread(target=server.serve_forever, name=handler_cls.__name__,
-                              daemon=True)
+    thread = threading.Thread(target=server.serve_forever, name=handler_cls.__name__, daemon=True)
     thread.start()
     stack.callback(server.server_close)
     stack.callback(server.shutdown)  # runs first (LIFO): stop the loop, then close the socket
@@ -203,13 +216,15 @@ def _serve(handler_cls, stack: contextlib.ExitStack, **attrs) -> int:
 # Fake OAuth token endpoint
 # --------------------------------------------------------------------------------------------
 
+
 class _TokenHandler(_QuietHandler):
     """Grants a fake access token to any request (JWT grant from google-auth or TensorFlow)."""
 
     def do_POST(self):
         self.read_body()
-        body = json.dumps({"access_token": FAKE_ACCESS_TOKEN, "expires_in": 3600,
-                           "token_type": "Bearer"}).encode()
+        body = json.dumps(
+            {"access_token": FAKE_ACCESS_TOKEN, "expires_in": 3600, "token_type": "Bearer"}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -223,8 +238,9 @@ def _write_service_account(path: Path, token_uri: str) -> None:
     """A service-account key file: the one credential type both google-auth and TF accept
     offline. Its RSA key is real because both sign a JWT with it before asking for a token."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()).decode()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
     info = {
         "type": "service_account",
         "project_id": PROJECT,
@@ -242,16 +258,24 @@ def _write_service_account(path: Path, token_uri: str) -> None:
 # Test certificates
 # --------------------------------------------------------------------------------------------
 
-def _certificate(subject: str, public_key, signer_key, issuer: str,
-                 extensions: list[tuple[x509.ExtensionType, bool]]) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (x509.CertificateBuilder()
-               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-               .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
-               .public_key(public_key)
-               .serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(hours=1))  # tolerate clock skew
-               .not_valid_after(now + datetime.timedelta(days=7)))
+
+def _certificate(
+    subject: str,
+    public_key,
+    signer_key,
+    issuer: str,
+    extensions: list[tuple[x509.ExtensionType, bool]],
+) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))  # tolerate clock skew
+        .not_valid_after(now + datetime.timedelta(days=7))
+    )
     for extension, critical in extensions:
         builder = builder.add_extension(extension, critical=critical)
     return builder.sign(signer_key, hashes.SHA256())
@@ -264,33 +288,60 @@ def _write_certificates(workdir: Path) -> tuple[Path, Path, Path]:
     """
     ca_name = "gcs-emulator offline test CA"
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_cert = _certificate(ca_name, ca_key.public_key(), ca_key, ca_name, [
-        (x509.BasicConstraints(ca=True, path_length=0), True),
-        (x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                       content_commitment=False, key_encipherment=False,
-                       data_encipherment=False, key_agreement=False, encipher_only=False,
-                       decipher_only=False), True),
-        (x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False),
-    ])
+    ca_cert = _certificate(
+        ca_name,
+        ca_key.public_key(),
+        ca_key,
+        ca_name,
+        [
+            (x509.BasicConstraints(ca=True, path_length=0), True),
+            (
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                True,
+            ),
+            (x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False),
+        ],
+    )
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = _certificate(GOOGLE_HOSTS[0], key.public_key(), ca_key, ca_name, [
-        (x509.SubjectAlternativeName([x509.DNSName(h) for h in GOOGLE_HOSTS]), False),
-        (x509.BasicConstraints(ca=False, path_length=None), True),
-        (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
-        (x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False),
-    ])
+    cert = _certificate(
+        GOOGLE_HOSTS[0],
+        key.public_key(),
+        ca_key,
+        ca_name,
+        [
+            (x509.SubjectAlternativeName([x509.DNSName(h) for h in GOOGLE_HOSTS]), False),
+            (x509.BasicConstraints(ca=False, path_length=None), True),
+            (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
+            (x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False),
+        ],
+    )
     paths = workdir / "ca.pem", workdir / "server.pem", workdir / "server.key"
     paths[0].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return paths
 
 
 # --------------------------------------------------------------------------------------------
 # TLS-terminating proxy for TensorFlow
 # --------------------------------------------------------------------------------------------
+
 
 def _relay(port: int, method: str, path: str, body: bytes, headers) -> tuple:
     """Sends one request to a loopback HTTP server; returns (status, reason, headers, body).
@@ -299,8 +350,9 @@ def _relay(port: int, method: str, path: str, body: bytes, headers) -> tuple:
     it in object metadata (mediaLink), which google-cloud-storage later downloads from, so
     they must point at the emulator and not at a googleapis.com host only TF can reach.
     """
-    forwarded = {k: v for k, v in headers.items()
-                 if k.lower() not in _HOP_BY_HOP and k.lower() != "host"}
+    forwarded = {
+        k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP and k.lower() != "host"
+    }
     connection = http.client.HTTPConnection(LOOPBACK, port, timeout=120)
     try:
         # None (not b"") lets http.client decide whether an empty body needs Content-Length: 0.
@@ -332,8 +384,9 @@ class _TunnelHandler(_QuietHandler):
         is_token = hostname == "oauth2.googleapis.com" or self.path.startswith("/oauth2/")
         port = self.server.token_port if is_token else self.server.emulator_port
         try:
-            status, reason, headers, data = _relay(port, self.command, self.path, body,
-                                                   self.headers)
+            status, reason, headers, data = _relay(
+                port, self.command, self.path, body, self.headers
+            )
         except (OSError, http.client.HTTPException) as error:
             self.send_error(502, f"offline GCS test proxy: upstream failed: {error!r}")
             return
@@ -367,8 +420,9 @@ class _ConnectProxyHandler(_QuietHandler):
         try:
             tls = self.server.ssl_context.wrap_socket(self.connection, server_side=True)
         except OSError as error:  # ssl.SSLError included
-            logger.warning("TLS handshake for %s failed (client lacks CURL_CA_BUNDLE?): %s",
-                           host, error)
+            logger.warning(
+                "TLS handshake for %s failed (client lacks CURL_CA_BUNDLE?): %s", host, error
+            )
             return
         with tls:
             try:
@@ -386,6 +440,7 @@ def _ssl_context(cert: Path, key: Path) -> ssl.SSLContext:
 # --------------------------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------------------------
+
 
 def _environment(emulator_url: str, proxy_url: str, credentials: Path, ca: Path) -> dict:
     no_proxy = f"{LOOPBACK},localhost"
@@ -445,11 +500,14 @@ class GcsEmulator:
         credentials = path / "service-account.json"
         _write_service_account(credentials, f"http://{LOOPBACK}:{token_port}/token")
         ca, cert, key = _write_certificates(path)
-        proxy_port = _serve(_ConnectProxyHandler, self._stack,
-                            ssl_context=_ssl_context(cert, key), token_port=token_port,
-                            emulator_port=int(self.endpoint.rpartition(":")[2]))
-        self.env = _environment(self.endpoint, f"http://{LOOPBACK}:{proxy_port}",
-                                credentials, ca)
+        proxy_port = _serve(
+            _ConnectProxyHandler,
+            self._stack,
+            ssl_context=_ssl_context(cert, key),
+            token_port=token_port,
+            emulator_port=int(self.endpoint.rpartition(":")[2]),
+        )
+        self.env = _environment(self.endpoint, f"http://{LOOPBACK}:{proxy_port}", credentials, ca)
 
     def url(self, *parts: str) -> str:
         """``gs://{bucket}/`` + the parts joined with "/"."""
@@ -458,8 +516,7 @@ class GcsEmulator:
     def _open(self, path: str, data: bytes | None = None):
         # An empty ProxyHandler: the test process may itself carry proxy variables.
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        return opener.open(urllib.request.Request(f"{self.endpoint}{path}", data=data),
-                           timeout=30)
+        return opener.open(urllib.request.Request(f"{self.endpoint}{path}", data=data), timeout=30)
 
     def wipe(self) -> None:
         """Deletes all objects; keeps the buckets."""
@@ -517,6 +574,7 @@ class GcsEmulator:
 # --------------------------------------------------------------------------------------------
 # pytest fixtures (register with `pytest_plugins = ["tests.support.gcs"]`)
 # --------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def gcs_emulator(tmp_path_factory) -> GcsEmulator:

@@ -17,15 +17,27 @@ BLOCKER = os.path.join(no_tensorflow.ROOT, "tests", "support", "image_blocked")
 # This repository's own distribution (an editable install), the test runner, and what
 # setuptools vendors on the machine but this venv installs as distributions of their own
 # (torch.compile's C++ build imports setuptools).
-_HERE = ("mlm-pretrain", "pytest", "pluggy", "iniconfig", "jaraco-text", "jaraco-functools",
-         "jaraco-context", "autocommand", "more-itertools", "backports-tarfile",
-         "platformdirs", "tomli")
+_HERE = (
+    "mlm-pretrain",
+    "pytest",
+    "pluggy",
+    "iniconfig",
+    "jaraco-text",
+    "jaraco-functools",
+    "jaraco-context",
+    "autocommand",
+    "more-itertools",
+    "backports-tarfile",
+    "platformdirs",
+    "tomli",
+)
 
 
 def env(**extra) -> dict:
     """`no_tensorflow.env()` with everything else the machine lacks blocked too."""
     base = no_tensorflow.env(**extra)
-    allowed = sorted(accel_wheels.IMAGE | {accel_wheels.normal(n) for n in accel_wheels.CARRIED}
-                     | set(_HERE))
+    allowed = sorted(
+        accel_wheels.IMAGE | {accel_wheels.normal(n) for n in accel_wheels.CARRIED} | set(_HERE)
+    )
     paths = [BLOCKER] + base["PYTHONPATH"].split(os.pathsep)
     return {**base, "PYTHONPATH": os.pathsep.join(paths), "GPU_IMAGE_ALLOWED": ",".join(allowed)}

@@ -79,8 +79,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _reply(self, status: int, body=None, headers=None):
         data = b"" if body is None else json.dumps(body).encode()
         self.send_response(status)
-        headers = {"Content-Type": "application/json", "Content-Length": str(len(data)),
-                   **(headers or {})}  # a HEAD reply gives the file's length
+        headers = {
+            "Content-Type": "application/json",
+            "Content-Length": str(len(data)),
+            **(headers or {}),
+        }  # a HEAD reply gives the file's length
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
@@ -90,8 +93,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _record(self) -> bool:
         authorized = self.headers.get("Authorization") == f"Bearer {TOKEN}"
         with self.state.lock:
-            self.state.requests.append({"method": self.command, "path": self.path,
-                                        "authorized": authorized})
+            self.state.requests.append(
+                {"method": self.command, "path": self.path, "authorized": authorized}
+            )
         return authorized
 
     def _body(self) -> bytes:
@@ -109,8 +113,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if name not in files:
             return self._reply(404, headers={"X-Error-Code": "EntryNotFound"})
         etag = hashlib.sha1(files[name]).hexdigest()
-        self._reply(200, headers={"ETag": f'"{etag}"', "X-Repo-Commit": "0" * 40,
-                                  "Content-Length": str(len(files[name]))})
+        self._reply(
+            200,
+            headers={
+                "ETag": f'"{etag}"',
+                "X-Repo-Commit": "0" * 40,
+                "Content-Length": str(len(files[name])),
+            },
+        )
 
     do_GET = do_HEAD  # nothing here downloads; a GET is answered like the HEAD
 
@@ -128,8 +138,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if len(parts) >= 6 and parts[:2] == ["api", "models"]:
             repo_id = f"{parts[2]}/{parts[3]}"
             if repo_id not in self.state.repos:
-                return self._reply(404, {"error": "Repository not found"},
-                                   {"X-Error-Code": "RepoNotFound"})
+                return self._reply(
+                    404, {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound"}
+                )
             if parts[4] == "preupload":
                 return self._preupload(json.loads(body))
             if parts[4] == "commit":
@@ -141,8 +152,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         with self.state.lock:
             if repo_id in self.state.repos:
                 # The library reads "url" from this reply too (create_repo, exist_ok=True).
-                return self._reply(409, {"error": "You already created this model repo",
-                                         "url": f"{self.base}/{repo_id}"})
+                return self._reply(
+                    409,
+                    {
+                        "error": "You already created this model repo",
+                        "url": f"{self.base}/{repo_id}",
+                    },
+                )
             self.state.repos[repo_id] = {}
         self._reply(200, {"url": f"{self.base}/{repo_id}", "name": repo_id})
 
@@ -160,8 +176,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _preupload(self, payload: dict):
         # Every file "regular": its bytes travel inside the commit (see the module docstring).
-        files = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False,
-                  "oid": None} for f in payload["files"]]
+        files = [
+            {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None}
+            for f in payload["files"]
+        ]
         self._reply(200, {"files": files})
 
     def _commit(self, repo_id: str, body: bytes):
@@ -176,8 +194,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         with self.state.lock:
             self.state.repos[repo_id].update(added)
         oid = hashlib.sha1(body).hexdigest()
-        self._reply(200, {"commitUrl": f"{self.base}/{repo_id}/commit/{oid}",
-                          "commitOid": oid})
+        self._reply(200, {"commitUrl": f"{self.base}/{repo_id}/commit/{oid}", "commitOid": oid})
 
 
 class StandInHub:

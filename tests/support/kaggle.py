@@ -31,8 +31,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _answer(self):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         basic = "Basic " + base64.b64encode(f"{USERNAME}:{KEY}".encode()).decode()
-        self.requests.append({"method": self.command, "path": self.path, "body": body,
-                              "authorized": self.headers.get("Authorization") == basic})
+        self.requests.append(
+            {
+                "method": self.command,
+                "path": self.path,
+                "body": body,
+                "authorized": self.headers.get("Authorization") == basic,
+            }
+        )
         body = b'{"error": "stand-in Kaggle: no API here"}'
         self.send_response(503)
         self.send_header("Content-Type", "application/json")
@@ -53,8 +59,11 @@ def kaggle(monkeypatch):
         pytest.skip(f"port {PORT} (kagglesdk's TEST endpoint) is in use")
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    for name, value in {"KAGGLE_API_ENVIRONMENT": "TEST", "KAGGLE_USERNAME": USERNAME,
-                        "KAGGLE_KEY": KEY}.items():
+    for name, value in {
+        "KAGGLE_API_ENVIRONMENT": "TEST",
+        "KAGGLE_USERNAME": USERNAME,
+        "KAGGLE_KEY": KEY,
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("KAGGLE_API_TOKEN", raising=False)
     yield handler.requests

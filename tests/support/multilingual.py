@@ -59,25 +59,21 @@ SENTENCES = {
         "Users can set the batch size, the learning rate and the number of steps in one "
         "configuration.",
         "The rows are shuffled and then written to several shards of about the same size.",
-        "Evaluation uses a fixed random seed, so the metrics of two runs can be compared "
-        "directly.",
-        "This page explains how to prepare a small corpus and train a model on your own "
-        "machine.",
+        "Evaluation uses a fixed random seed, so the metrics of two runs can be compared directly.",
+        "This page explains how to prepare a small corpus and train a model on your own machine.",
         "Once training is done, the model can be exported in a format other libraries load.",
         "The log lists how many documents were filtered out and the most common reasons.",
         "To save memory, intermediate results are written to disk instead of being held.",
         "A short example shows every step from the first command to the last one.",
     ],
     "de": [
-        "Dieses Werkzeug wandelt Rohtext in die Dateien um, mit denen ein Modell trainiert "
-        "wird.",
+        "Dieses Werkzeug wandelt Rohtext in die Dateien um, mit denen ein Modell trainiert wird.",
         "Zuerst trainieren wir einen Tokenizer und zerlegen damit jedes Dokument in Tokens.",
         "Wird eine Eingabedatei beim Lesen abgeschnitten, meldet der Lauf einen Fehler.",
         "Während des Trainings wird regelmäßig ein Prüfpunkt gespeichert.",
         "Die Zeilen werden gemischt und in mehrere gleich große Teile geschrieben.",
         "Die Auswertung verwendet einen festen Zufallswert, daher sind Läufe vergleichbar.",
-        "Diese Seite erklärt, wie man einen kleinen Korpus vorbereitet und ein Modell "
-        "trainiert.",
+        "Diese Seite erklärt, wie man einen kleinen Korpus vorbereitet und ein Modell trainiert.",
         "Das Protokoll zeigt, wie viele Dokumente entfernt wurden und warum.",
     ],
     "ru": [

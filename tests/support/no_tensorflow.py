@@ -15,5 +15,9 @@ BLOCKER = os.path.join(ROOT, "tests", "support", "tensorflow_blocked")
 def env(**extra) -> dict:
     """The environment of a subprocess in which `import tensorflow` fails, on the JAX backend."""
     paths = [BLOCKER, ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "KERAS_BACKEND": "jax",
-            **{k: str(v) for k, v in extra.items()}}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(paths),
+        "KERAS_BACKEND": "jax",
+        **{k: str(v) for k, v in extra.items()},
+    }

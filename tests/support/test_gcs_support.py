@@ -33,27 +33,38 @@ def run_python(gcs, name: str, code: str, timeout: float = 120) -> str:
     env = {**os.environ, **gcs.env, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
     started = time.monotonic()
     try:
-        result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                                cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            env=env,
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired as error:
         pytest.fail(f"{name}: no result after {timeout} s\n{_tails(error.stdout, error.stderr)}")
     elapsed = time.monotonic() - started
     if result.returncode != 0:
-        pytest.fail(f"{name}: exit status {result.returncode}\n"
-                    f"{_tails(result.stdout, result.stderr)}")
+        pytest.fail(
+            f"{name}: exit status {result.returncode}\n{_tails(result.stdout, result.stderr)}"
+        )
     ops = float(result.stdout.rpartition("OPS_SECONDS=")[2].split()[0])
     print(f"[gcs-timing] {name}: process {elapsed:.1f} s, gs:// operations {ops:.2f} s")
     assert ops < OPERATIONS_BUDGET_S, (
         f"{name}: gs:// operations took {ops:.1f} s (auth retries or request retries?)\n"
-        f"{_tails(result.stdout, result.stderr)}")
+        f"{_tails(result.stdout, result.stderr)}"
+    )
     return result.stdout
 
 
 def _tails(stdout, stderr, chars: int = 4000) -> str:
     def text(stream):
         return stream.decode(errors="replace") if isinstance(stream, bytes) else (stream or "")
-    return (f"--- stdout (tail) ---\n{text(stdout)[-chars:]}\n"
-            f"--- stderr (tail) ---\n{text(stderr)[-chars:]}")
+
+    return (
+        f"--- stdout (tail) ---\n{text(stdout)[-chars:]}\n"
+        f"--- stderr (tail) ---\n{text(stderr)[-chars:]}"
+    )
 
 
 BEAM_ROUNDTRIP = """
@@ -148,8 +159,11 @@ BEAM_READ_TFRECORDS = """
 def test_beam_and_tensorflow_read_each_other(gcs):
     beam_file, tf_file = gcs.url("interop", "beam.bin"), gcs.url("interop", "tf.tfrecord")
     run_python(gcs, "interop: beam writes", BEAM_WRITE.format(path=beam_file))
-    run_python(gcs, "interop: tf reads beam, writes",
-               TF_READ_THEN_WRITE.format(source=beam_file, target=tf_file))
+    run_python(
+        gcs,
+        "interop: tf reads beam, writes",
+        TF_READ_THEN_WRITE.format(source=beam_file, target=tf_file),
+    )
     run_python(gcs, "interop: beam reads tf", BEAM_READ_TFRECORDS.format(path=tf_file))
 
 

@@ -5,12 +5,20 @@ import sys
 
 from tests.support import no_tensorflow
 
-_CHILD = ("import subprocess, sys\n"
-          "code = 'import importlib.util as u\\ntry:\\n import tensorflow\\nexcept ImportError: print(1)'\n"
-          "print(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True).stdout)")
+_CHILD = (
+    "import subprocess, sys\n"
+    "code = 'try:\\n import tensorflow\\nexcept ImportError: print(1)'\n"
+    "print(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True).stdout)"
+)
 
 
 def test_tensorflow_is_unimportable_in_a_process_and_its_children():
-    result = subprocess.run([sys.executable, "-c", _CHILD], env=no_tensorflow.env(),
-                            capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        env=no_tensorflow.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert result.stdout.split() == ["1"]

@@ -6,8 +6,13 @@ import os
 
 import pytest
 
-from tests.trainer.mlm_data import STEPS, make_tokenizer, repetitive_sequences, task_args, \
-    write_split
+from tests.trainer.mlm_data import (
+    STEPS,
+    make_tokenizer,
+    repetitive_sequences,
+    task_args,
+    write_split,
+)
 
 
 @pytest.fixture(scope="session")
@@ -16,10 +21,20 @@ def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("corpus")
     info = make_tokenizer(root / "tokenizer")
     write_split(str(root / "train"), *repetitive_sequences(2048, seed=0), info)
-    write_split(str(root / "eval"), *repetitive_sequences(256, seed=1), info, num_shards=2,
-                split="validation")
-    return {"root": root, "info": info, "tokenizer": str(root / "tokenizer"),
-            "train": str(root / "train"), "eval": str(root / "eval")}
+    write_split(
+        str(root / "eval"),
+        *repetitive_sequences(256, seed=1),
+        info,
+        num_shards=2,
+        split="validation",
+    )
+    return {
+        "root": root,
+        "info": info,
+        "tokenizer": str(root / "tokenizer"),
+        "train": str(root / "train"),
+        "eval": str(root / "eval"),
+    }
 
 
 @pytest.fixture(scope="session")
@@ -28,8 +43,9 @@ def prepared_run(tmp_path_factory, corpus_jsonl, bpe_tokenizer_dir):
     has real document, dedup and filter counts), 20 training steps, no export."""
     from tests.trainer.mlm_data import prepared_tiny_run
 
-    return prepared_tiny_run(tmp_path_factory.mktemp("prepared_run"), corpus_jsonl,
-                             bpe_tokenizer_dir)
+    return prepared_tiny_run(
+        tmp_path_factory.mktemp("prepared_run"), corpus_jsonl, bpe_tokenizer_dir
+    )
 
 
 @pytest.fixture(scope="session")

@@ -16,22 +16,27 @@ import numpy as np
 from common import fs, tokenizer_files
 from tests.trainer import mlm_data
 
-CONFIG = {"num_layers": 1, "num_heads": 2, "hidden_dim": 32, "intermediate_dim": 64,
-          "dropout": 0.0}
+CONFIG = {"num_layers": 1, "num_heads": 2, "hidden_dim": 32, "intermediate_dim": 64, "dropout": 0.0}
 MAX_SEQUENCE_LENGTH = 32
 
 
 def tiny_masked_lm(family: str):
     from trainer.model import build_masked_lm
 
-    return build_masked_lm(family, dict(CONFIG, vocabulary_size=100,
-                                        max_sequence_length=MAX_SEQUENCE_LENGTH))
+    return build_masked_lm(
+        family, dict(CONFIG, vocabulary_size=100, max_sequence_length=MAX_SEQUENCE_LENGTH)
+    )
 
 
 def run_config(family: str, info, **extra) -> dict:
-    return {"family": family, "tokenizer": info.to_dict(), **extra,
-            "backbone_config": dict(CONFIG, vocabulary_size=100,
-                                    max_sequence_length=MAX_SEQUENCE_LENGTH)}
+    return {
+        "family": family,
+        "tokenizer": info.to_dict(),
+        **extra,
+        "backbone_config": dict(
+            CONFIG, vocabulary_size=100, max_sequence_length=MAX_SEQUENCE_LENGTH
+        ),
+    }
 
 
 def export_preset(root, family: str) -> str:
@@ -51,18 +56,31 @@ def run_folder(root, family: str, masked_accuracy: float) -> str:
 
     run = root / f"{family}-run"
     info = mlm_data.make_tokenizer(run / "tokenizer")
-    mlm_data.write_split(str(root / "train"), *mlm_data.repetitive_sequences(64, 0), info,
-                         num_shards=1)
-    mlm_data.write_split(str(root / "eval"), *mlm_data.repetitive_sequences(32, 1), info,
-                         num_shards=1, split="validation")
-    config = run_config(family, info, train_data=str(root / "train"),
-                        eval_data=str(root / "eval"), max_length=mlm_data.SEQ_LEN,
-                        global_batch_size=16, max_eval_batches=2)
+    mlm_data.write_split(
+        str(root / "train"), *mlm_data.repetitive_sequences(64, 0), info, num_shards=1
+    )
+    mlm_data.write_split(
+        str(root / "eval"),
+        *mlm_data.repetitive_sequences(32, 1),
+        info,
+        num_shards=1,
+        split="validation",
+    )
+    config = run_config(
+        family,
+        info,
+        train_data=str(root / "train"),
+        eval_data=str(root / "eval"),
+        max_length=mlm_data.SEQ_LEN,
+        global_batch_size=16,
+        max_eval_batches=2,
+    )
     fs.write_json(str(run / "run_config.json"), config)
     publish(tiny_masked_lm(family), str(run / "checkpoints" / "ckpt-00000010.weights.h5"))
-    fs.write_json(str(run / "metrics.json"), {"steps": 10, "eval_loss": 4.0,
-                                              "eval_accuracy": masked_accuracy,
-                                              "eval_perplexity": 54.6})
+    fs.write_json(
+        str(run / "metrics.json"),
+        {"steps": 10, "eval_loss": 4.0, "eval_accuracy": masked_accuracy, "eval_perplexity": 54.6},
+    )
     return str(run)
 
 

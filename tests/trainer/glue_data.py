@@ -11,11 +11,32 @@ HEADERS = {
     "SST-2": ["sentence", "label"],
     "MRPC": ["\ufeffQuality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
     "QQP": ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"],
-    "STS-B": ["index", "genre", "filename", "year", "old_index", "source1", "source2",
-              "sentence1", "sentence2", "score"],
-    "MNLI": ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",
-             "sentence2_binary_parse", "sentence1_parse", "sentence2_parse", "sentence1",
-             "sentence2", "label1", "gold_label"],
+    "STS-B": [
+        "index",
+        "genre",
+        "filename",
+        "year",
+        "old_index",
+        "source1",
+        "source2",
+        "sentence1",
+        "sentence2",
+        "score",
+    ],
+    "MNLI": [
+        "index",
+        "promptID",
+        "pairID",
+        "genre",
+        "sentence1_binary_parse",
+        "sentence2_binary_parse",
+        "sentence1_parse",
+        "sentence2_parse",
+        "sentence1",
+        "sentence2",
+        "label1",
+        "gold_label",
+    ],
     "QNLI": ["index", "question", "sentence", "label"],
     "RTE": ["index", "sentence1", "sentence2", "label"],
 }
@@ -41,13 +62,35 @@ def _row(folder: str, index: int, rng, dev_annotators: bool) -> list[str]:
     if folder == "QQP":
         return [str(index), "1", "2", first, second, str(label)]
     if folder == "STS-B":
-        return [str(index), "main-news", "x", "2012", "0", "none", "none", first, second,
-                f"{1.0 + 3.0 * label + rng.uniform(0, 1):.3f}"]
+        return [
+            str(index),
+            "main-news",
+            "x",
+            "2012",
+            "0",
+            "none",
+            "none",
+            first,
+            second,
+            f"{1.0 + 3.0 * label + rng.uniform(0, 1):.3f}",
+        ]
     if folder == "MNLI":
         gold = NLI[index % 3]
         annotators = [gold] * (5 if dev_annotators else 1)
-        return [str(index), "1", "1n", "fiction", "(a)", "(b)", "(ROOT a)", "(ROOT b)",
-                first, second, *annotators, gold]
+        return [
+            str(index),
+            "1",
+            "1n",
+            "fiction",
+            "(a)",
+            "(b)",
+            "(ROOT a)",
+            "(ROOT b)",
+            first,
+            second,
+            *annotators,
+            gold,
+        ]
     name = ENTAIL[1 - label]
     return [str(index), first, second, name]
 

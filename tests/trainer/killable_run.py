@@ -27,12 +27,12 @@ import signal
 import sys
 import time
 
+import keras  # noqa: E402
+
 from common import fs
 from common.errors import run_cli
 from trainer import checkpoints, task  # before keras: the package pins the backend
 from trainer.optimization import update_count
-
-import keras  # noqa: E402
 
 _count: dict = {}
 
@@ -66,13 +66,20 @@ def arm(kill_point: str, nth: int) -> list:
     upload, write_json, publish = fs.upload_stream, fs.write_json, checkpoints.publish
 
     def torn_upload(path, chunks):
-        kind = ("checkpoint_write" if "/checkpoints/" in path else
-                "backup_write" if "/backup/" in path else "")
+        kind = (
+            "checkpoint_write"
+            if "/checkpoints/" in path
+            else "backup_write"
+            if "/backup/" in path
+            else ""
+        )
         if kind and _reached(kind, kill_point, nth):
+
             def half_then_die():
                 for chunk in chunks:
                     yield chunk[: len(chunk) // 2]
                     _kill()
+
             return upload(path, half_then_die())
         if "/checkpoints/" in path and _reached("checkpoint_term", kill_point, nth):
             _kill(signal.SIGTERM)
@@ -90,8 +97,11 @@ def arm(kill_point: str, nth: int) -> list:
         if "/checkpoints/" in path and _reached("after_checkpoint", kill_point, nth):
             _kill()
 
-    fs.upload_stream, fs.write_json, checkpoints.publish = torn_upload, watched_json, \
-        watched_publish
+    fs.upload_stream, fs.write_json, checkpoints.publish = (
+        torn_upload,
+        watched_json,
+        watched_publish,
+    )
     if kill_point == "sigterm_at":
         return [_SigtermAtStep(nth)]
     if kill_point not in ("mid_interval", "mid_accumulation"):
@@ -105,6 +115,7 @@ def arm(kill_point: str, nth: int) -> list:
                 _count["past"] = _count.get("past", 0) + 1
                 if _count["past"] == batches_past:
                     _kill()
+
     return [KillAtStep()]
 
 
@@ -116,6 +127,7 @@ def main(argv: list[str]) -> int:
     def body():
         metrics = task.run(config, extra_callbacks=extra)
         print({"steps": metrics["steps"]})
+
     return run_cli(body, flags)
 
 

@@ -22,8 +22,13 @@ STEPS = ["--train_steps", "8", "--eval_every", "8", "--save_every", "4"]  # one 
 def corpus(root: str) -> dict:
     info = mlm_data.make_tokenizer(f"{root}/tokenizer", special_tokens_in_text=True)
     mlm_data.write_split(f"{root}/train", *mlm_data.repetitive_sequences(256, seed=0), info)
-    mlm_data.write_split(f"{root}/eval", *mlm_data.repetitive_sequences(64, seed=1), info,
-                         num_shards=2, split="validation")
+    mlm_data.write_split(
+        f"{root}/eval",
+        *mlm_data.repetitive_sequences(64, seed=1),
+        info,
+        num_shards=2,
+        split="validation",
+    )
     return {"train": f"{root}/train", "eval": f"{root}/eval", "tokenizer": f"{root}/tokenizer"}
 
 
@@ -45,8 +50,10 @@ def main(root: str) -> dict:
         seconds[name], start = round(time.perf_counter() - start, 1), time.perf_counter()
 
     try:
-        task.run(task.parse_args(train_args(data, f"{root}/resumed")),
-                 extra_callbacks=[mlm_data.preempt_at(4)])
+        task.run(
+            task.parse_args(train_args(data, f"{root}/resumed")),
+            extra_callbacks=[mlm_data.preempt_at(4)],
+        )
         raise AssertionError("the run was not stopped at step 4")
     except mlm_data.Preempted:
         pass
@@ -54,22 +61,53 @@ def main(root: str) -> dict:
     lap("stop_and_resume")
     assert task.main(train_args(data, f"{root}/full")) == 0
     lap("train")
-    assert export.main(["--checkpoint", f"{root}/full", "--output_dir", f"{root}/export",
-                        "--format", "all"]) == 0
-    assert predict.main(["--model", f"{root}/export/keras-hub", "w1 w2 [MASK] w4",
-                         "--top_k", "2"]) == 0
+    assert (
+        export.main(
+            ["--checkpoint", f"{root}/full", "--output_dir", f"{root}/export", "--format", "all"]
+        )
+        == 0
+    )
+    assert (
+        predict.main(["--model", f"{root}/export/keras-hub", "w1 w2 [MASK] w4", "--top_k", "2"])
+        == 0
+    )
     lap("export_predict")
     for split, seed, count in (("train", 0, 24), ("dev", 1, 8)):
-        finetune_data.write(f"{root}/{split}.jsonl",
-                            finetune_data.examples(count, seed, pair=False, regression=False))
-    assert finetune.main(["--model", f"{root}/full", "--train", f"{root}/train.jsonl",
-                          "--dev", f"{root}/dev.jsonl", "--text_column", "sentence",
-                          "--output_dir", f"{root}/finetune", "--epochs", "1", "--seeds", "1",
-                          "--batch_size", "8", "--max_length", "16"]) == 0
+        finetune_data.write(
+            f"{root}/{split}.jsonl",
+            finetune_data.examples(count, seed, pair=False, regression=False),
+        )
+    assert (
+        finetune.main(
+            [
+                "--model",
+                f"{root}/full",
+                "--train",
+                f"{root}/train.jsonl",
+                "--dev",
+                f"{root}/dev.jsonl",
+                "--text_column",
+                "sentence",
+                "--output_dir",
+                f"{root}/finetune",
+                "--epochs",
+                "1",
+                "--seeds",
+                "1",
+                "--batch_size",
+                "8",
+                "--max_length",
+                "16",
+            ]
+        )
+        == 0
+    )
     lap("finetune")
-    return {"tensorflow_imported": "tensorflow" in sys.modules,
-            "modules": sorted(m for m in sys.modules if m.split(".")[0] == "trainer"),
-            "seconds": seconds}
+    return {
+        "tensorflow_imported": "tensorflow" in sys.modules,
+        "modules": sorted(m for m in sys.modules if m.split(".")[0] == "trainer"),
+        "seconds": seconds,
+    }
 
 
 if __name__ == "__main__":

@@ -42,19 +42,25 @@ def _trainer(fused: bool):
 
 def _batch() -> dict:
     ids = np.random.default_rng(0).integers(5, VOCAB, (BATCH, LENGTH)).astype("int32")
-    return {schema.INPUT_IDS: ids, schema.ATTENTION_MASK: np.ones_like(ids),
-            STEP: np.zeros(BATCH, "int32"), ROW: np.arange(BATCH, dtype="int32")}
+    return {
+        schema.INPUT_IDS: ids,
+        schema.ATTENTION_MASK: np.ones_like(ids),
+        STEP: np.zeros(BATCH, "int32"),
+        ROW: np.arange(BATCH, dtype="int32"),
+    }
 
 
 @pytest.mark.parametrize("fused", [True, False])
 def test_keras_hub_attention_reaches_dot_product_attention_only_without_its_dropout(
-        monkeypatch, fused):
+    monkeypatch, fused
+):
     from keras.src import ops as keras_ops  # what keras' MultiHeadAttention calls
 
     calls = []
     original = keras_ops.dot_product_attention
-    monkeypatch.setattr(keras_ops, "dot_product_attention",
-                        lambda *a, **k: calls.append(1) or original(*a, **k))
+    monkeypatch.setattr(
+        keras_ops, "dot_product_attention", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
     trainer = _trainer(fused)
     calls.clear()
     trainer(_batch(), training=True)
@@ -69,13 +75,19 @@ def _lowered_train_step(trainer) -> str:
     trainer.make_train_function()
     cells = [c.cell_contents for c in trainer.train_function.__closure__ or ()]
     jitted = next(c for c in cells if hasattr(c, "lower"))
-    state = trainer._get_jax_state(trainable_variables=True, non_trainable_variables=True,
-                                   optimizer_variables=True, metrics_variables=True)
+    state = trainer._get_jax_state(
+        trainable_variables=True,
+        non_trainable_variables=True,
+        optimizer_variables=True,
+        metrics_variables=True,
+    )
     return jitted.lower(state, _batch()).as_text()
 
 
-_DOT = re.compile(r"stablehlo\.(?:dot_general|convolution)\b.*: \(tensor<([^>]*)>, "
-                  r"tensor<([^>]*)>\)")
+_DOT = re.compile(
+    r"stablehlo\.(?:dot_general|convolution)\b.*: \(tensor<([^>]*)>, "
+    r"tensor<([^>]*)>\)"
+)
 _BF16_ALGORITHM = "lhs_precision_type = bf16, rhs_precision_type = bf16"
 
 

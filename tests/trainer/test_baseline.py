@@ -37,25 +37,61 @@ def _run_without_training(corpus, run_dir, **config):
 
     run = RunDir(str(run_dir))
     tokenizer_files.copy(corpus["tokenizer"], run.tokenizer_dir)
-    fs.write_json(run.run_config, {"train_data": corpus["train"], "eval_data": corpus["eval"],
-                                   "max_length": SEQ_LEN, **config})
+    fs.write_json(
+        run.run_config,
+        {
+            "train_data": corpus["train"],
+            "eval_data": corpus["eval"],
+            "max_length": SEQ_LEN,
+            **config,
+        },
+    )
     return str(run_dir)
 
 
-@pytest.mark.parametrize("config, rows_scored", [
-    # 16 x 1 replica x 32 micro-batches = 512 > the 256 evaluation rows: evaluation ran
-    # on 16 batches of 16, the baseline said "fewer than one evaluation batch".
-    (dict(per_replica_batch_size=16, replicas=1, grad_accum_steps=32, global_batch_size=512,
-          max_eval_batches=None), 256),
-    # 2 evaluation batches of 16 = 32 rows scored, not 2 global batches of 64 = 128.
-    (dict(per_replica_batch_size=16, replicas=1, grad_accum_steps=4, global_batch_size=64,
-          max_eval_batches=2), 32),
-    # 2 input pipelines (hosts) of 2 replicas: each scores its share of the records.
-    (dict(per_replica_batch_size=8, replicas=4, input_pipelines=2, grad_accum_steps=1,
-          global_batch_size=32, max_eval_batches=3), 96),
-])
+@pytest.mark.parametrize(
+    "config, rows_scored",
+    [
+        # 16 x 1 replica x 32 micro-batches = 512 > the 256 evaluation rows: evaluation ran
+        # on 16 batches of 16, the baseline said "fewer than one evaluation batch".
+        (
+            dict(
+                per_replica_batch_size=16,
+                replicas=1,
+                grad_accum_steps=32,
+                global_batch_size=512,
+                max_eval_batches=None,
+            ),
+            256,
+        ),
+        # 2 evaluation batches of 16 = 32 rows scored, not 2 global batches of 64 = 128.
+        (
+            dict(
+                per_replica_batch_size=16,
+                replicas=1,
+                grad_accum_steps=4,
+                global_batch_size=64,
+                max_eval_batches=2,
+            ),
+            32,
+        ),
+        # 2 input pipelines (hosts) of 2 replicas: each scores its share of the records.
+        (
+            dict(
+                per_replica_batch_size=8,
+                replicas=4,
+                input_pipelines=2,
+                grad_accum_steps=1,
+                global_batch_size=32,
+                max_eval_batches=3,
+            ),
+            96,
+        ),
+    ],
+)
 def test_baseline_scores_the_rows_the_run_evaluated_not_the_accumulated_batch(
-        corpus, tmp_path, config, rows_scored):
+    corpus, tmp_path, config, rows_scored
+):
     run_dir = _run_without_training(corpus, tmp_path / "run", **config)
     top, share = baseline.unigram_baseline(run_dir)
     # What trainer.task evaluates (its TensorFlow runtime: a batch per local replica).
@@ -63,9 +99,13 @@ def test_baseline_scores_the_rows_the_run_evaluated_not_the_accumulated_batch(
 
     source = data.resolve_split(corpus["eval"], corpus["info"])
     pipelines = config.get("input_pipelines", 1)
-    evaluated = [b for p in range(pipelines) for b in data.eval_dataset_fn(
-        source, config["per_replica_batch_size"], config["max_eval_batches"])(
-        data.PipelineShare(p, pipelines, config["replicas"] // pipelines))]
+    evaluated = [
+        b
+        for p in range(pipelines)
+        for b in data.eval_dataset_fn(
+            source, config["per_replica_batch_size"], config["max_eval_batches"]
+        )(data.PipelineShare(p, pipelines, config["replicas"] // pipelines))
+    ]
     assert sum(len(b["input_ids"]) for b in evaluated) == rows_scored
     counts = baseline.token_counts(evaluated, 100, corpus["info"].all_special_ids)
     assert share == counts[top] / counts.sum()

@@ -11,18 +11,41 @@ import pytest
 from benchmarks import accel_wheels, bench_accel
 from tests.support import gpu_image
 
-jax_pass = pytest.mark.skipif(os.environ.get("KERAS_BACKEND") != "jax",
-                              reason="the JAX pass runs it (the benchmark trains on JAX)")
+jax_pass = pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") != "jax",
+    reason="the JAX pass runs it (the benchmark trains on JAX)",
+)
 
 
 @jax_pass
 def test_cpu_mode_trains_our_trainer_with_only_the_gpu_machines_packages(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_accel", "--cpu", "--configs", "tiny/64",
-         "--batch_tokens", "256", "--vocab", "500", "--interval", "2", "--intervals", "2",
-         "--torch", "no", "--json", str(tmp_path / "out.json")],
-        env=gpu_image.env(), cwd=gpu_image.no_tensorflow.ROOT, capture_output=True,
-        text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_accel",
+            "--cpu",
+            "--configs",
+            "tiny/64",
+            "--batch_tokens",
+            "256",
+            "--vocab",
+            "500",
+            "--interval",
+            "2",
+            "--intervals",
+            "2",
+            "--torch",
+            "no",
+            "--json",
+            str(tmp_path / "out.json"),
+        ],
+        env=gpu_image.env(),
+        cwd=gpu_image.no_tensorflow.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     row = next(line for line in result.stdout.splitlines() if line.startswith("tiny"))
     tokens, gflops, mfu = row.split("|")[1].split()
@@ -33,9 +56,22 @@ def test_cpu_mode_trains_our_trainer_with_only_the_gpu_machines_packages(tmp_pat
 
 @jax_pass
 def test_the_pytorch_side_trains_roberta_for_masked_lm_at_the_same_shape():
-    args = bench_accel._defaults(bench_accel.parse(
-        ["--batch_tokens", "64", "--vocab", "300", "--interval", "2", "--intervals", "2",
-         "--no_torch_compile"]), accelerator=False)
+    args = bench_accel._defaults(
+        bench_accel.parse(
+            [
+                "--batch_tokens",
+                "64",
+                "--vocab",
+                "300",
+                "--interval",
+                "2",
+                "--intervals",
+                "2",
+                "--no_torch_compile",
+            ]
+        ),
+        accelerator=False,
+    )
     result = bench_accel.train_torch(args, "tiny", 32, "cpu", fused=True)
     assert result["batch"] == 2 and result["examples_per_second"] > 0
 
@@ -60,6 +96,6 @@ def test_every_carried_wheel_is_pinned_and_missing_from_the_gpu_image():
 
 
 def test_the_documented_device_command_is_the_one_the_script_gives():
-    text = (gpu_image.no_tensorflow.ROOT + "/docs/benchmarks.md")
+    text = gpu_image.no_tensorflow.ROOT + "/docs/benchmarks.md"
     with open(text) as f:
         assert accel_wheels.command() in f.read()

@@ -30,17 +30,27 @@ def test_keras_side_times_the_finetune_model(run_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
-                    reason="PyTorch only; run on the TensorFlow pass")
+@pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") == "jax", reason="PyTorch only; run on the TensorFlow pass"
+)
 def test_torch_side_times_the_hf_export_and_the_report_has_the_ratio(run_dir):
     torch_side = bench_finetune.time_torch(quick(run_dir))
     assert torch_side["side"] == "torch" and torch_side["examples_per_second"] > 0
-    keras_side = dict(torch_side, side="tensorflow", jit_compile=False,
-                      examples_per_second=2 * torch_side["examples_per_second"])
-    one_thread = dict(torch_side, side="torch1", threads=1,
-                      examples_per_second=torch_side["examples_per_second"] / 2)
-    lines = bench_finetune.report(quick(run_dir), {"tensorflow": keras_side,
-                                                   "torch": torch_side, "torch1": one_thread})
+    keras_side = dict(
+        torch_side,
+        side="tensorflow",
+        jit_compile=False,
+        examples_per_second=2 * torch_side["examples_per_second"],
+    )
+    one_thread = dict(
+        torch_side,
+        side="torch1",
+        threads=1,
+        examples_per_second=torch_side["examples_per_second"] / 2,
+    )
+    lines = bench_finetune.report(
+        quick(run_dir), {"tensorflow": keras_side, "torch": torch_side, "torch1": one_thread}
+    )
     assert "batch 4" in lines[0] and " 2.00x PyTorch" in lines[1] and "1.00x" in lines[2]
     assert "1 thread(s)" in lines[3] and "0.50x" in lines[3]  # the faster PyTorch is 1.00x
 

@@ -8,6 +8,12 @@ def test_private_keras_apis_the_trainer_relies_on_still_exist():
 
     from trainer.callbacks import seed_generators
 
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dropout(0.5),
-                              keras.layers.Dense(2), keras.layers.Dropout(0.1)])
+    model = keras.Sequential(
+        [
+            keras.Input((4,)),
+            keras.layers.Dropout(0.5),
+            keras.layers.Dense(2),
+            keras.layers.Dropout(0.1),
+        ]
+    )
     assert len(seed_generators(model)) == 2

@@ -35,8 +35,15 @@ TEXTS = [
 
 def train_tokenizer(family: str):
     """A tiny tokenizer with the repo's special tokens: byte-level BPE or WordPiece."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from tokenizers import trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
 
     kind = "bpe" if family == "roberta" else "wordpiece"
     special = tokenizer_files.SPECIAL_TOKENS[kind]
@@ -45,20 +52,27 @@ def train_tokenizer(family: str):
         tokenizer = Tokenizer(models.BPE())
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=order, show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        trainer = trainers.BpeTrainer(
+            vocab_size=320,
+            special_tokens=order,
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
     else:
         tokenizer = Tokenizer(models.WordPiece(unk_token=special["unk_token"]))
         tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
         tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tokenizer.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(vocab_size=200, special_tokens=order,
-                                            show_progress=False)
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=200, special_tokens=order, show_progress=False
+        )
     tokenizer.train_from_iterator(TEXTS, trainer)
     cls, sep = special["cls_token"], special["sep_token"]
     tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B:1 {sep}:1",
-        special_tokens=[(cls, order.index(cls)), (sep, order.index(sep))])
+        single=f"{cls} $A {sep}",
+        pair=f"{cls} $A {sep} $B:1 {sep}:1",
+        special_tokens=[(cls, order.index(cls)), (sep, order.index(sep))],
+    )
     return tokenizer, special
 
 
@@ -81,10 +95,17 @@ def make_training_dir(root: str, family: str):
     _, info = tokenizer_files.load(os.path.join(output_dir, "tokenizer"))
     assert info.fingerprint == fp
     config = backbone_config(family, "tiny", info.vocab_size, MAX_LENGTH, TINY)
-    fs.write_json(os.path.join(output_dir, "run_config.json"), {
-        "family": family, "size": "tiny", "backbone_config": config, "max_length": MAX_LENGTH,
-        "tokenizer": info.to_dict(), "seed": 1,
-    })
+    fs.write_json(
+        os.path.join(output_dir, "run_config.json"),
+        {
+            "family": family,
+            "size": "tiny",
+            "backbone_config": config,
+            "max_length": MAX_LENGTH,
+            "tokenizer": info.to_dict(),
+            "seed": 1,
+        },
+    )
     import keras
 
     keras.utils.set_random_seed(7)  # the same initial weights every run: no flaky near-ties
@@ -206,14 +227,16 @@ def test_publish_stages_nothing_in_the_system_temp_folder(tmp_path, monkeypatch)
     assert checkpoints.unreadable_reason(path) is None
     copy = _small_model(2)
     checkpoints.load_weights(copy, path)
-    for x, y in zip(model.weights + model.optimizer.variables,
-                    copy.weights + copy.optimizer.variables):
+    for x, y in zip(
+        model.weights + model.optimizer.variables, copy.weights + copy.optimizer.variables
+    ):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
     assert os.listdir(os.path.dirname(path)) == ["state-00000010.weights.h5"]
 
 
 def test_a_full_disk_while_publishing_names_the_file_and_keeps_the_previous_one(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     import builtins
     import errno
 
@@ -221,8 +244,9 @@ def test_a_full_disk_while_publishing_names_the_file_and_keeps_the_previous_one(
     checkpoints.publish(_small_model(1), path)
     before = open(path, "rb").read()
 
-    monkeypatch.setattr(fs, "open", lambda *a, **k: FullDiskFile(builtins.open(*a, **k)),
-                        raising=False)
+    monkeypatch.setattr(
+        fs, "open", lambda *a, **k: FullDiskFile(builtins.open(*a, **k)), raising=False
+    )
     with pytest.raises(OSError) as raised:
         checkpoints.publish(_small_model(2), path)
     assert raised.value.errno == errno.ENOSPC and raised.value.filename == path
@@ -231,8 +255,10 @@ def test_a_full_disk_while_publishing_names_the_file_and_keeps_the_previous_one(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
-                    reason="run_cli's mapping is backend-free; the JAX pass spent 14 s here")
+@pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") == "jax",
+    reason="run_cli's mapping is backend-free; the JAX pass spent 14 s here",
+)
 def test_a_read_only_output_stops_the_trainer_in_one_line(corpus, tmp_path, monkeypatch, capsys):
     """Every write of the run goes through whole-file writes: a read-only --output_dir is one
     line naming the file, exit 2, and nothing is left there."""

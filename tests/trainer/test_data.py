@@ -7,9 +7,8 @@ import pytest
 import tensorflow as tf
 
 from common.manifest import ManifestError
-from trainer import data
-
 from tests.trainer.mlm_data import make_tokenizer, repetitive_sequences, write_split
+from trainer import data
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +34,16 @@ def test_manifest_split_is_read(split):
     assert split.num_examples == 200 and split.max_length == 32 and len(split.files) == 4
 
 
-@pytest.mark.parametrize("problem, message", [
-    ("uncommitted", "incomplete: it has no manifest.json"),
-    ("length", "length 32, but 64"),
-    ("tokenizer", "another tokenizer"),
-    ("vocab", "vocabulary size"),
-    ("empty", "no manifest.json and no"),
-])
+@pytest.mark.parametrize(
+    "problem, message",
+    [
+        ("uncommitted", "incomplete: it has no manifest.json"),
+        ("length", "length 32, but 64"),
+        ("tokenizer", "another tokenizer"),
+        ("vocab", "vocabulary size"),
+        ("empty", "no manifest.json and no"),
+    ],
+)
 def test_bad_splits_are_refused_with_one_reason(tmp_path, info, problem, message):
     import dataclasses
 
@@ -86,8 +88,9 @@ def test_seeds_that_tensorflow_truncates_to_zero_still_shuffle(split, seed):
     keras.utils.set_random_seed(seed)
     first = _take(data.train_dataset(split, 8, seed=seed, shuffle_buffer=64), 2)
     assert len(first) == 2 and (first[0] != first[1]).any()
-    assert (_take(data.train_dataset(split, 8, seed=seed, shuffle_buffer=64), 2)[1]
-            == first[1]).all()  # still deterministic
+    assert (
+        _take(data.train_dataset(split, 8, seed=seed, shuffle_buffer=64), 2)[1] == first[1]
+    ).all()  # still deterministic
 
 
 def test_batches_are_parsed_int32_and_full(split):
@@ -149,10 +152,19 @@ def test_two_local_replicas_see_the_examples_one_replica_sees(split):
     """200 examples: 12 steps of 16 per data epoch on one replica or on two of 8 (the 8 left
     over are not a 25th batch of 8 for the pair), so a resume may change the replica count."""
     one = _take(data.train_dataset(split, 16, seed=5, start_step=7, shuffle_buffer=64), 20)
-    two = _take(data.train_dataset(split, 8, seed=5, start_step=7, shuffle_buffer=64,
-                                   share=data.PipelineShare(batches_per_step=2)), 40)
+    two = _take(
+        data.train_dataset(
+            split,
+            8,
+            seed=5,
+            start_step=7,
+            shuffle_buffer=64,
+            share=data.PipelineShare(batches_per_step=2),
+        ),
+        40,
+    )
     for step in range(20):  # across the epoch boundary at step 12
-        assert (one[step] == np.concatenate(two[2 * step: 2 * step + 2])).all(), step
+        assert (one[step] == np.concatenate(two[2 * step : 2 * step + 2])).all(), step
 
 
 def test_training_batches_carry_their_step_and_global_rows(split):
@@ -161,8 +173,11 @@ def test_training_batches_carry_their_step_and_global_rows(split):
     one = list(data.train_dataset(split, 16, seed=5, start_step=7).take(2))
     assert [set(b[data.STEP].numpy()) for b in one] == [{7}, {8}]
     np.testing.assert_array_equal(one[0][data.ROW].numpy(), np.arange(16))
-    two = list(data.train_dataset(split, 8, seed=5, start_step=7,
-                                  share=data.PipelineShare(0, 1, 2)).take(4))
+    two = list(
+        data.train_dataset(split, 8, seed=5, start_step=7, share=data.PipelineShare(0, 1, 2)).take(
+            4
+        )
+    )
     assert [int(b[data.STEP][0]) for b in two] == [7, 7, 8, 8]
     np.testing.assert_array_equal(two[1][data.ROW].numpy(), np.arange(8, 16))
     host = next(iter(data.train_dataset(split, 8, seed=5, share=data.PipelineShare(1, 2))))
@@ -174,22 +189,34 @@ def test_micro_batches_of_a_step_are_the_big_batch_of_that_step(split):
     row numbers of one batch of 16 (also across the epoch boundary at step 12), so the masks
     and the update match; so do two replicas taking 4 micro-batches of 2 each."""
     one = list(data.train_dataset(split, 16, seed=5, start_step=7, shuffle_buffer=64).take(8))
-    micro = list(data.train_dataset(split, 4, seed=5, start_step=7, shuffle_buffer=64,
-                                    micro_batches=4).take(32))
+    micro = list(
+        data.train_dataset(split, 4, seed=5, start_step=7, shuffle_buffer=64, micro_batches=4).take(
+            32
+        )
+    )
     for step, big in enumerate(one):
-        parts = micro[4 * step: 4 * step + 4]
+        parts = micro[4 * step : 4 * step + 4]
         for key in (data.STEP, data.ROW, "input_ids"):
             joined = np.concatenate([p[key].numpy() for p in parts])
             np.testing.assert_array_equal(joined, big[key].numpy(), err_msg=f"{key} {step}")
-    two = list(data.train_dataset(split, 2, seed=5, start_step=7, shuffle_buffer=64,
-                                  share=data.PipelineShare(batches_per_step=2),
-                                  micro_batches=4).take(64))
+    two = list(
+        data.train_dataset(
+            split,
+            2,
+            seed=5,
+            start_step=7,
+            shuffle_buffer=64,
+            share=data.PipelineShare(batches_per_step=2),
+            micro_batches=4,
+        ).take(64)
+    )
     for step, big in enumerate(one):
         for key in (data.STEP, data.ROW, "input_ids"):
-            joined = np.concatenate([b[key].numpy() for b in two[8 * step: 8 * step + 8]])
+            joined = np.concatenate([b[key].numpy() for b in two[8 * step : 8 * step + 8]])
             np.testing.assert_array_equal(joined, big[key].numpy(), err_msg=f"{key} {step}")
-    host = next(iter(data.train_dataset(split, 4, seed=5, share=data.PipelineShare(1, 2),
-                                        micro_batches=2)))
+    host = next(
+        iter(data.train_dataset(split, 4, seed=5, share=data.PipelineShare(1, 2), micro_batches=2))
+    )
     np.testing.assert_array_equal(host[data.ROW].numpy(), np.arange(8, 12))  # 2nd host
 
 
@@ -210,6 +237,7 @@ def _replace_split_at(step: int, split_dir: str, old_shards: list, info, keep_ma
                     os.remove(path)
                 if not keep_manifest:
                     write_split(split_dir, *_unique_rows(48), info)
+
     return Replace()
 
 
@@ -222,14 +250,26 @@ def test_a_split_replaced_under_a_running_trainer_is_named(tmp_path, keep_manife
     from tests.trainer.mlm_data import task_args
     from trainer import task
 
-    corpus = {"tokenizer": str(tmp_path / "tok"), "train": str(tmp_path / "train"),
-              "eval": str(tmp_path / "eval")}
+    corpus = {
+        "tokenizer": str(tmp_path / "tok"),
+        "train": str(tmp_path / "train"),
+        "eval": str(tmp_path / "eval"),
+    }
     info = make_tokenizer(tmp_path / "tok")
     old = write_split(corpus["train"], *_unique_rows(64), info)
     write_split(corpus["eval"], *_unique_rows(32), info, num_shards=1, split="validation")
-    args = task_args(corpus, tmp_path / "run", "--train_steps", "40", "--eval_every", "40",
-                     "--save_every", "40", "--config", '{"num_layers": 1, "num_heads": 1, '
-                     '"hidden_dim": 16, "intermediate_dim": 16}')
+    args = task_args(
+        corpus,
+        tmp_path / "run",
+        "--train_steps",
+        "40",
+        "--eval_every",
+        "40",
+        "--save_every",
+        "40",
+        "--config",
+        '{"num_layers": 1, "num_heads": 1, "hidden_dim": 16, "intermediate_dim": 16}',
+    )
     replace = _replace_split_at(2, corpus["train"], old, info, keep_manifest)
     expected = data.MissingShardError if keep_manifest else data.SplitReplacedError
     with pytest.raises(expected) as caught:
@@ -249,8 +289,9 @@ def test_records_shorter_than_the_manifest_length_are_one_line(tmp_path, info, p
     ids, mask = repetitive_sequences(64, seed=4)
     write_split(str(tmp_path / "short"), ids[:, :28], mask[:, :28], info)
     manifest_path = tmp_path / "short" / "manifest.json"
-    manifest_path.write_text(manifest_path.read_text().replace('"max_length": 28',
-                                                               '"max_length": 32'))
+    manifest_path.write_text(
+        manifest_path.read_text().replace('"max_length": 28', '"max_length": 32')
+    )
     source = data.resolve_split(str(tmp_path / "short"), info)
     with pytest.raises(data.UnparsableRecordError) as caught:
         with data.replaced_splits_named(source):

@@ -14,16 +14,21 @@ COUNTS = (7, 13, 5, 11, 9)  # 45 records, uneven files
 def _materialize(plan, counts=COUNTS):
     """The record names `plan` gives, reading its windows as a pipeline would."""
     offsets = np.concatenate([[0], np.cumsum(counts)])
-    names = (int(offsets[r.file]) + r.first + k * r.stride
-             for r in plan.reads for k in range(r.count))
+    names = (
+        int(offsets[r.file]) + r.first + k * r.stride for r in plan.reads for k in range(r.count)
+    )
     windows = iter(lambda: list(itertools.islice(names, plan.window)), [])
     return list(data_order.shuffled(plan, 5, windows))
 
 
 def _epoch(epoch, start=0, counts=COUNTS, shard=(), window=8, used=None):
     total = data_order.num_records(counts, shard)
-    return _materialize(data_order.epoch_plan(counts, shard, 5, epoch, window,
-                                              total if used is None else used, start), counts)
+    return _materialize(
+        data_order.epoch_plan(
+            counts, shard, 5, epoch, window, total if used is None else used, start
+        ),
+        counts,
+    )
 
 
 def test_each_epoch_is_a_new_permutation_of_all_records():
@@ -39,8 +44,11 @@ def test_each_epoch_is_a_new_permutation_of_all_records():
 
 def test_hosts_sharing_by_records_get_disjoint_complete_shares():
     shares = [_epoch(2, shard=(i, 4)) for i in range(4)]
-    assert [len(s) for s in shares] == [data_order.num_records(COUNTS, (i, 4))
-                                        for i in range(4)] == [12, 11, 11, 11]
+    assert (
+        [len(s) for s in shares]
+        == [data_order.num_records(COUNTS, (i, 4)) for i in range(4)]
+        == [12, 11, 11, 11]
+    )
     assert sorted(itertools.chain(*shares)) == list(range(45))
 
 
@@ -75,8 +83,7 @@ def test_eval_reads_every_record_once_in_listing_order():
     assert names == list(range(2, 45, 4)) and plan.take == len(names)
 
 
-@pytest.mark.parametrize("pipelines, per_step, micro", [(1, 1, 1), (2, 2, 1), (2, 1, 3),
-                                                        (4, 2, 2)])
+@pytest.mark.parametrize("pipelines, per_step, micro", [(1, 1, 1), (2, 2, 1), (2, 1, 3), (4, 2, 2)])
 def test_the_rows_of_a_step_are_its_global_batch_once_each(pipelines, per_step, micro):
     """Every (pipeline, batch) of a step gets its own block of rows: together 0..global-1."""
     batch = 4
@@ -104,8 +111,9 @@ def test_the_vectorised_epoch_reads_are_the_reads(shard):
     sizes = np.array(COUNTS, np.int64)[order]
     first, count = data_order.shard_reads(sizes, np.cumsum(sizes) - sizes, shard)
     expected = data_order.reads(COUNTS, shard, order)
-    assert [(int(f), int(a), int(c)) for f, a, c in zip(order, first, count) if c > 0] == \
-        [(r.file, r.first, r.count) for r in expected]
+    assert [(int(f), int(a), int(c)) for f, a, c in zip(order, first, count) if c > 0] == [
+        (r.file, r.first, r.count) for r in expected
+    ]
 
 
 def test_sort_keys_are_the_same_in_tensorflow():
@@ -114,9 +122,14 @@ def test_sort_keys_are_the_same_in_tensorflow():
     mine = data_order.sort_keys(2**31 - 1, data_order.WINDOW_TAG, 12345, 67, positions)
     from trainer import data_tf
 
-    theirs = data_order.sort_keys(2**31 - 1, data_order.WINDOW_TAG, tf.constant(12345, tf.int64),
-                                  tf.constant(67, tf.int64), tf.constant(positions),
-                                  data_tf._BITS)
+    theirs = data_order.sort_keys(
+        2**31 - 1,
+        data_order.WINDOW_TAG,
+        tf.constant(12345, tf.int64),
+        tf.constant(67, tf.int64),
+        tf.constant(positions),
+        data_tf._BITS,
+    )
     np.testing.assert_array_equal(mine, theirs.numpy())
     assert mine.min() >= 0 and mine.max() < 2**32 and len(np.unique(mine)) > 4990
 

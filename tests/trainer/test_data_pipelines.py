@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 
 from common import tfrecord
-from trainer import data
-
 from tests.support import no_tensorflow
 from tests.trainer.mlm_data import make_tokenizer, repetitive_sequences, write_split
+from trainer import data
 
 TF, GRAIN = data.TF_DATA, data.GRAIN
 
@@ -59,28 +58,40 @@ def _assert_same(one, two):
             np.testing.assert_array_equal(a[key], b[key], err_msg=f"batch {index} {key}")
 
 
-@pytest.mark.parametrize("batch, start_step, share, micro, batches", [
-    (8, 0, data.PipelineShare(), 1, 60),  # 25 batches an epoch: more than two epochs
-    (8, 37, data.PipelineShare(), 1, 30),  # a resume mid-epoch, across the next epoch
-    (4, 3, data.PipelineShare(5, 8), 1, 16),  # hosts sharing by records (4 files, 8 hosts)
-    (4, 0, data.PipelineShare(1, 2), 1, 30),  # hosts sharing by files
-    (2, 11, data.PipelineShare(0, 1, 2), 3, 40),  # two replicas, three micro-batches
-])
-def test_both_pipelines_give_identical_training_batches(split, batch, start_step, share,
-                                                        micro, batches):
-    fn = data.train_dataset_fn(split, batch, seed=7, start_step=start_step, shuffle_buffer=24,
-                               micro_batches=micro)
+@pytest.mark.parametrize(
+    "batch, start_step, share, micro, batches",
+    [
+        (8, 0, data.PipelineShare(), 1, 60),  # 25 batches an epoch: more than two epochs
+        (8, 37, data.PipelineShare(), 1, 30),  # a resume mid-epoch, across the next epoch
+        (4, 3, data.PipelineShare(5, 8), 1, 16),  # hosts sharing by records (4 files, 8 hosts)
+        (4, 0, data.PipelineShare(1, 2), 1, 30),  # hosts sharing by files
+        (2, 11, data.PipelineShare(0, 1, 2), 3, 40),  # two replicas, three micro-batches
+    ],
+)
+def test_both_pipelines_give_identical_training_batches(
+    split, batch, start_step, share, micro, batches
+):
+    fn = data.train_dataset_fn(
+        split, batch, seed=7, start_step=start_step, shuffle_buffer=24, micro_batches=micro
+    )
     tf_batches = _batches(fn(share), batches)
-    grain_batches = _batches(fn(data.PipelineShare(share.pipeline_id, share.num_pipelines,
-                                                   share.batches_per_step, GRAIN)), batches)
+    grain_batches = _batches(
+        fn(
+            data.PipelineShare(
+                share.pipeline_id, share.num_pipelines, share.batches_per_step, GRAIN
+            )
+        ),
+        batches,
+    )
     _assert_same(tf_batches, grain_batches)
 
 
 def test_both_pipelines_give_identical_evaluation_batches(split):
     fn = data.eval_dataset_fn(split, 4)
     for share in (data.PipelineShare(), data.PipelineShare(2, 3, 2)):
-        grain_share = data.PipelineShare(share.pipeline_id, share.num_pipelines,
-                                         share.batches_per_step, GRAIN)
+        grain_share = data.PipelineShare(
+            share.pipeline_id, share.num_pipelines, share.batches_per_step, GRAIN
+        )
         _assert_same(_batches(fn(share), 8), _batches(fn(grain_share), 8))
 
 
@@ -174,16 +185,21 @@ def test_the_grain_pipeline_reads_a_prepared_split_without_tensorflow(tmp_path, 
     gives the batches the tf.data pipeline gives here."""
     tokenizer = tmp_path / "tok"
     make_tokenizer(tokenizer)
-    proc = subprocess.run([sys.executable, "-c", _WITHOUT_TENSORFLOW, str(tokenizer),
-                           split.split_dir], env=no_tensorflow.env(), capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_TENSORFLOW, str(tokenizer), split.split_dir],
+        env=no_tensorflow.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     assert found["tf"] is False
     expected = _batches(data.train_dataset(split, 8, seed=7, start_step=5), 30)
     assert found["train"] == [int(b["input_ids"].sum()) for b in expected]
-    assert found["eval"] == [int(np.asarray(b["input_ids"]).sum())
-                             for b in data.eval_dataset(split, 8)]
+    assert found["eval"] == [
+        int(np.asarray(b["input_ids"]).sum()) for b in data.eval_dataset(split, 8)
+    ]
 
 
 def test_a_shard_shorter_than_its_manifest_is_one_line_not_a_short_batch(tmp_path, info):

@@ -33,16 +33,19 @@ FILL_MASK_TEXT = {"roberta": "The cat <mask> on the mat.", "bert": "the cat [MAS
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """family -> dict(run=output_dir, keras=trained MaskedLM, paths={format: dir}, hf=torch model)."""
+    """family -> dict(run=output_dir, keras=trained MaskedLM, paths={format: dir},
+    hf=torch model)."""
     root = str(tmp_path_factory.mktemp("export"))
     result = {}
     for family in FAMILIES:
         run_dir, masked_lm = make_training_dir(root, family)
         paths = export.export(run_dir, os.path.join(root, f"export-{family}"), "all")
         hf_model, loading_info = transformers.AutoModelForMaskedLM.from_pretrained(
-            paths["hf"], output_loading_info=True)
-        result[family] = dict(run=run_dir, keras=masked_lm, paths=paths,
-                              hf=hf_model.eval(), loading_info=loading_info)
+            paths["hf"], output_loading_info=True
+        )
+        result[family] = dict(
+            run=run_dir, keras=masked_lm, paths=paths, hf=hf_model.eval(), loading_info=loading_info
+        )
     return result
 
 
@@ -53,8 +56,11 @@ def sample_batch(family, pad_id, vocab_size, seed=0):
     padding_mask = np.ones_like(token_ids)
     token_ids[1, 20:], padding_mask[1, 20:] = pad_id, 0
     token_ids[2, 9:], padding_mask[2, 9:] = pad_id, 0
-    inputs = {"token_ids": token_ids, "padding_mask": padding_mask,
-              "mask_positions": np.tile(np.arange(MAX_LENGTH, dtype=np.int32), (3, 1))}
+    inputs = {
+        "token_ids": token_ids,
+        "padding_mask": padding_mask,
+        "mask_positions": np.tile(np.arange(MAX_LENGTH, dtype=np.int32), (3, 1)),
+    }
     if family == "bert":
         inputs["segment_ids"] = np.zeros_like(token_ids)
     return inputs
@@ -65,8 +71,10 @@ def keras_and_hf_logits(case, family):
     inputs = sample_batch(family, hf.config.pad_token_id, hf.config.vocab_size)
     keras_logits = np.asarray(case["keras"](inputs, training=False))
     with torch.no_grad():
-        hf_logits = hf(input_ids=torch.tensor(inputs["token_ids"], dtype=torch.long),
-                       attention_mask=torch.tensor(inputs["padding_mask"])).logits.numpy()
+        hf_logits = hf(
+            input_ids=torch.tensor(inputs["token_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(inputs["padding_mask"]),
+        ).logits.numpy()
     valid = inputs["padding_mask"].astype(bool)  # pad positions are nobody's output
     return keras_logits[valid], hf_logits[valid]
 
@@ -80,8 +88,10 @@ def test_keras_hub_preset_round_trip(exported, family):
     reloaded = keras_hub.models.MaskedLM.from_preset(preset)
     assert type(reloaded) is type(case["keras"])
     inputs = sample_batch(family, 1, reloaded.backbone.vocabulary_size)
-    np.testing.assert_array_equal(np.asarray(reloaded(inputs, training=False)),
-                                  np.asarray(case["keras"](inputs, training=False)))
+    np.testing.assert_array_equal(
+        np.asarray(reloaded(inputs, training=False)),
+        np.asarray(case["keras"](inputs, training=False)),
+    )
     # Our loader takes the preset too, with the run config and tokenizer we put in it.
     _, run_config, tokenizer_dir = model_source.load_masked_lm(preset)
     assert run_config["family"] == family and run_config["max_length"] == MAX_LENGTH
@@ -94,15 +104,18 @@ def test_hf_folder_loads_every_weight(exported, family):
     info = case["loading_info"]
     assert not info["missing_keys"] and not info["unexpected_keys"]
     assert not info["mismatched_keys"] and not info["error_msgs"]
-    assert type(case["hf"]).__name__ == {"roberta": "RobertaForMaskedLM",
-                                          "bert": "BertForMaskedLM"}[family]
+    assert (
+        type(case["hf"]).__name__
+        == {"roberta": "RobertaForMaskedLM", "bert": "BertForMaskedLM"}[family]
+    )
     files = set(os.listdir(case["paths"]["hf"]))
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= files
     assert not any(f.endswith((".bin", ".pt", ".pkl", ".h5")) for f in files)
     # The decoder is tied to the word embeddings, not a copy.
     hf = case["hf"]
-    assert hf.get_output_embeddings().weight.data_ptr() == \
-        hf.get_input_embeddings().weight.data_ptr()
+    assert (
+        hf.get_output_embeddings().weight.data_ptr() == hf.get_input_embeddings().weight.data_ptr()
+    )
 
 
 def test_roberta_position_ids_follow_pad_id(exported):
@@ -152,8 +165,9 @@ def test_fill_mask_pipeline_agrees_with_predict(exported, family):
     case = exported[family]
     fill_mask = transformers.pipeline("fill-mask", model=case["paths"]["hf"], top_k=3)
     hf_top = fill_mask(FILL_MASK_TEXT[family])
-    ours = predict.MaskPredictor(case["paths"]["keras-hub"]).predict([FILL_MASK_TEXT[family]],
-                                                                     top_k=3)[0][0]
+    ours = predict.MaskPredictor(case["paths"]["keras-hub"]).predict(
+        [FILL_MASK_TEXT[family]], top_k=3
+    )[0][0]
     assert hf_top[0]["token_str"].strip() == ours[0][0].strip()
     np.testing.assert_allclose([c["score"] for c in hf_top], [s for _, s in ours], atol=1e-3)
 
@@ -193,8 +207,9 @@ def test_refuses_a_tokenizer_that_is_not_the_trained_one(exported):
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
-    code = export.main(["--checkpoint", str(tmp_path), "--output_dir", str(tmp_path / "out"),
-                        "--format", "hf"])
+    code = export.main(
+        ["--checkpoint", str(tmp_path), "--output_dir", str(tmp_path / "out"), "--format", "hf"]
+    )
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err
@@ -206,18 +221,22 @@ def test_hf_folder_is_not_taken_for_a_preset(exported):
 
 
 def _tree(folder):
-    return {str(p.relative_to(folder)): p.read_bytes() for p in Path(folder).rglob("*")
-            if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in Path(folder).rglob("*") if p.is_file()
+    }
 
 
 def _leftovers(parent):
     return [p.name for p in Path(parent).iterdir() if p.name.startswith(fs.TEMP_PREFIX)]
 
 
-@pytest.mark.parametrize("fault", [
-    OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), Terminated("stopped by signal SIGTERM")])
-def test_a_failed_re_export_leaves_the_previous_export_whole(exported, tmp_path, monkeypatch,
-                                                              capsys, fault):
+@pytest.mark.parametrize(
+    "fault",
+    [OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), Terminated("stopped by signal SIGTERM")],
+)
+def test_a_failed_re_export_leaves_the_previous_export_whole(
+    exported, tmp_path, monkeypatch, capsys, fault
+):
     """The model card is the last file written: a full disk (or a SIGTERM) there used to
     leave the new weights beside the old card. Now the export is staged and swapped in."""
     out = tmp_path / "exp"
@@ -246,8 +265,19 @@ def test_a_failed_first_export_leaves_no_folder(exported, tmp_path, monkeypatch,
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out / "tokenizer" / "x"))
 
     monkeypatch.setattr(export.tokenizer_files, "copy", full_disk)
-    assert export.main(["--checkpoint", exported["roberta"]["run"], "--output_dir", str(out),
-                        "--format", "keras-hub"]) == 2
+    assert (
+        export.main(
+            [
+                "--checkpoint",
+                exported["roberta"]["run"],
+                "--output_dir",
+                str(out),
+                "--format",
+                "keras-hub",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no space left on device" in err[0], err
     assert not out.exists() and _leftovers(tmp_path) == []
@@ -266,29 +296,46 @@ def test_an_export_refuses_a_folder_that_holds_something_else(exported, tmp_path
     out = tmp_path / "notes"
     out.mkdir()
     (out / "todo.txt").write_text("mine")
-    assert export.main(["--checkpoint", exported["roberta"]["run"], "--output_dir", str(out),
-                        "--format", "hf"]) == 2
+    assert (
+        export.main(
+            ["--checkpoint", exported["roberta"]["run"], "--output_dir", str(out), "--format", "hf"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not an earlier output" in err[0], err
     assert _tree(out) == {"todo.txt": b"mine"} and _leftovers(tmp_path) == []
 
 
 def test_a_disk_too_small_for_the_preset_is_refused_before_h5py_writes(
-        exported, tmp_path, monkeypatch, capsys):
+    exported, tmp_path, monkeypatch, capsys
+):
     """h5py on a full disk crashes the process at exit (exit 139): measure first."""
     usage = shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(export.shutil, "disk_usage",
-                        lambda path: usage._replace(free=1 << 20))
-    assert export.main(["--checkpoint", exported["roberta"]["run"], "--output_dir",
-                        str(tmp_path / "exp"), "--format", "keras-hub"]) == 2
+    monkeypatch.setattr(export.shutil, "disk_usage", lambda path: usage._replace(free=1 << 20))
+    assert (
+        export.main(
+            [
+                "--checkpoint",
+                exported["roberta"]["run"],
+                "--output_dir",
+                str(tmp_path / "exp"),
+                "--format",
+                "keras-hub",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "MiB are free" in err[0], err
     assert not (tmp_path / "exp").exists() and _leftovers(tmp_path) == []
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
-                    reason="the gs:// swap does not depend on the backend; one pass is enough")
+@pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") == "jax",
+    reason="the gs:// swap does not depend on the backend; one pass is enough",
+)
 def test_a_gcs_export_is_whole_or_nothing(exported, gcs, monkeypatch, tmp_path):
     """On gs:// (no rename): staged under a `.tmp-` prefix beside the export, then copied
     in; a failure before that leaves the earlier export's objects exactly as they were."""
@@ -315,16 +362,16 @@ def test_a_gcs_export_is_whole_or_nothing(exported, gcs, monkeypatch, tmp_path):
     assert not any(fs.TEMP_PREFIX in n for n in names)
 
 
-def test_an_export_refuses_a_run_folder_that_holds_an_export_deeper_down(exported, tmp_path,
-                                                                        capsys):
+def test_an_export_refuses_a_run_folder_that_holds_an_export_deeper_down(
+    exported, tmp_path, capsys
+):
     """The trainer exports into RUN/export/: that `config.json` does not make RUN an export
     (it would have been replaced whole, checkpoints and all)."""
     run = tmp_path / "run"
     shutil.copytree(exported["roberta"]["run"], run)
     export.export(str(run), str(run / "export"), "all")
     before = _tree(run)
-    assert export.main(["--checkpoint", str(run), "--output_dir", str(run),
-                        "--format", "hf"]) == 2
+    assert export.main(["--checkpoint", str(run), "--output_dir", str(run), "--format", "hf"]) == 2
     assert "not an earlier output" in capsys.readouterr().err
     assert _tree(run) == before
 
@@ -336,8 +383,9 @@ MLM_HEAD = {"roberta": ("lm_head.",), "bert": ("cls.predictions.",)}
 NEW_HEAD = {"roberta": ("classifier.",), "bert": ("classifier.", "bert.pooler.")}
 # PyTorch-side checks of a folder test_hf_folder_loads_every_weight checks on both backends:
 # one pass is enough (CI's budget).
-TORCH_SIDE_ONCE = pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
-                                     reason="PyTorch only; run on the TensorFlow pass")
+TORCH_SIDE_ONCE = pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") == "jax", reason="PyTorch only; run on the TensorFlow pass"
+)
 
 
 @pytest.mark.slow
@@ -350,11 +398,14 @@ def test_hf_export_fine_tunes_in_transformers_sequence_classification(exported, 
     path = case["paths"]["hf"]
     torch.manual_seed(0)
     model, info = transformers.AutoModelForSequenceClassification.from_pretrained(
-        path, num_labels=3, output_loading_info=True)
-    assert info["missing_keys"] and all(k.startswith(NEW_HEAD[family])
-                                        for k in info["missing_keys"]), info["missing_keys"]
-    assert all(k.startswith(MLM_HEAD[family]) for k in info["unexpected_keys"]), \
-        info["unexpected_keys"]
+        path, num_labels=3, output_loading_info=True
+    )
+    assert info["missing_keys"] and all(
+        k.startswith(NEW_HEAD[family]) for k in info["missing_keys"]
+    ), info["missing_keys"]
+    assert all(k.startswith(MLM_HEAD[family]) for k in info["unexpected_keys"]), info[
+        "unexpected_keys"
+    ]
     assert not info["mismatched_keys"] and not info["error_msgs"]
     encoder = dict(case["hf"].base_model.named_parameters())
     for name, weight in model.base_model.named_parameters():
@@ -362,8 +413,11 @@ def test_hf_export_fine_tunes_in_transformers_sequence_classification(exported, 
             assert torch.equal(weight, encoder[name]), name
     assert set(encoder) <= dict(model.base_model.named_parameters()).keys()
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-    batch = tokenizer(["the cat sat on the mat.", "a dog ran.", "birds fly south in winter."],
-                      padding=True, return_tensors="pt")
+    batch = tokenizer(
+        ["the cat sat on the mat.", "a dog ran.", "birds fly south in winter."],
+        padding=True,
+        return_tensors="pt",
+    )
     labels = torch.tensor([0, 1, 2])
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     model.eval()  # dropout off: the loss of one fixed batch must fall step by step

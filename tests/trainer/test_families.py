@@ -13,8 +13,9 @@ def test_flag_choices_are_the_registered_families():
 @pytest.mark.parametrize("name", families.NAMES)
 def test_a_built_model_and_its_preset_name_lead_back_to_the_record(name):
     record = families.get(name)
-    config = backbone_config(name, "tiny", 100, 16, dict(num_layers=1, hidden_dim=16,
-                                                         num_heads=2, intermediate_dim=32))
+    config = backbone_config(
+        name, "tiny", 100, 16, dict(num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32)
+    )
     masked_lm = build_masked_lm(name, config)
     assert families.of_model(masked_lm) is record
     assert families.of_registered_name(record.registered_name) is record

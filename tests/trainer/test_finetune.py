@@ -13,26 +13,44 @@ import pytest
 from tests.trainer import finetune_data as fd
 from trainer import finetune
 
-TENSORFLOW_ONLY = pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
-                                     reason="the JAX pass runs the two cases above")
+TENSORFLOW_ONLY = pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") == "jax", reason="the JAX pass runs the two cases above"
+)
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("models")
-    return {"export": fd.export_preset(root, "roberta"),
-            "run": fd.run_folder(root, "bert", masked_accuracy=0.012)}
+    return {
+        "export": fd.export_preset(root, "roberta"),
+        "run": fd.run_folder(root, "bert", masked_accuracy=0.012),
+    }
 
 
 def _finetune(tmp_path, model, name, pair, regression, *extra):
     tmp_path.mkdir(exist_ok=True)
     files = {}
     for split, seed, count in (("train", 0, 32), ("dev", 1, 12)):
-        files[split] = fd.write(tmp_path / f"{split}{name}", fd.examples(count, seed, pair,
-                                                                          regression))
-    args = ["--model", model, "--train", files["train"], "--dev", files["dev"],
-            "--text_column", "sentence", "--output_dir", str(tmp_path / "out"),
-            "--learning_rate", "1e-3", "--batch_size", "8", *extra]
+        files[split] = fd.write(
+            tmp_path / f"{split}{name}", fd.examples(count, seed, pair, regression)
+        )
+    args = [
+        "--model",
+        model,
+        "--train",
+        files["train"],
+        "--dev",
+        files["dev"],
+        "--text_column",
+        "sentence",
+        "--output_dir",
+        str(tmp_path / "out"),
+        "--learning_rate",
+        "1e-3",
+        "--batch_size",
+        "8",
+        *extra,
+    ]
     if pair:
         args += ["--text_pair_column", "second"]
     if regression:
@@ -42,10 +60,23 @@ def _finetune(tmp_path, model, name, pair, regression, *extra):
 
 
 def test_pair_classification_from_our_export_selects_on_dev_and_states_the_protocol(
-        models, tmp_path, capsys):
-    found = _finetune(tmp_path, models["export"], ".tsv", True, False, "--seeds", "1,2",
-                      "--epochs", "2", "--max_length", "10", "--test",
-                      fd.write(tmp_path / "test.tsv", fd.examples(8, 2, True, False)))
+    models, tmp_path, capsys
+):
+    found = _finetune(
+        tmp_path,
+        models["export"],
+        ".tsv",
+        True,
+        False,
+        "--seeds",
+        "1,2",
+        "--epochs",
+        "2",
+        "--max_length",
+        "10",
+        "--test",
+        fd.write(tmp_path / "test.tsv", fd.examples(8, 2, True, False)),
+    )
     protocol, scores = found["protocol"], found["scores"]
     assert protocol["seeds"] == [1, 2] and protocol["metric"] == "accuracy"
     assert "cramming" in protocol["recipe_source"] and protocol["selection"]
@@ -66,8 +97,7 @@ def test_pair_classification_from_our_export_selects_on_dev_and_states_the_proto
 
 @pytest.mark.slow
 def test_single_regression_from_a_run_folder_warns_of_the_plateau(models, tmp_path, capsys):
-    found = _finetune(tmp_path, models["run"], ".csv", False, True, "--seeds", "3",
-                      "--epochs", "1")
+    found = _finetune(tmp_path, models["run"], ".csv", False, True, "--seeds", "3", "--epochs", "1")
     assert found["model"]["kind"] == "checkpoint" and found["model"]["family"] == "bert"
     assert found["scores"]["metric"] == "spearman"
     assert set(found["scores"]["seeds"][0]["dev"]) == {"pearson", "spearman", "mse"}
@@ -80,18 +110,38 @@ def test_single_regression_from_a_run_folder_warns_of_the_plateau(models, tmp_pa
 
 @pytest.mark.slow
 @TENSORFLOW_ONLY
-def test_single_classification_from_jsonl_from_scratch_scores_a_seed_as_if_alone(
-        models, tmp_path):
+def test_single_classification_from_jsonl_from_scratch_scores_a_seed_as_if_alone(models, tmp_path):
     """Seeds share one compiled model (`protocol.SeedModels`): seed 2 after seed 1 must
     train exactly as seed 2 alone."""
-    both = _finetune(tmp_path / "both", models["export"], ".jsonl", False, False,
-                     "--seeds", "1,2", "--epochs", "1", "--from_scratch")
-    alone = _finetune(tmp_path / "alone", models["export"], ".jsonl", False, False,
-                      "--seeds", "2", "--epochs", "1", "--from_scratch")
+    both = _finetune(
+        tmp_path / "both",
+        models["export"],
+        ".jsonl",
+        False,
+        False,
+        "--seeds",
+        "1,2",
+        "--epochs",
+        "1",
+        "--from_scratch",
+    )
+    alone = _finetune(
+        tmp_path / "alone",
+        models["export"],
+        ".jsonl",
+        False,
+        False,
+        "--seeds",
+        "2",
+        "--epochs",
+        "1",
+        "--from_scratch",
+    )
     assert both["model"]["from_scratch"] is True
     after, first = both["scores"]["seeds"][1]["epochs"], alone["scores"]["seeds"][0]["epochs"]
     assert [e["train_loss"] for e in after] == pytest.approx(
-        [e["train_loss"] for e in first], rel=1e-5)
+        [e["train_loss"] for e in first], rel=1e-5
+    )
     assert [e["dev"] for e in after] == [e["dev"] for e in first]
 
 
@@ -106,13 +156,13 @@ def test_pretrained_and_from_scratch_start_from_different_backbone_weights(model
     scratch = PretrainedBackbone(source, from_scratch=True).classifier(2, seed=1)
     saved = PretrainedBackbone(source).weights
     assert all(np.array_equal(a, b) for a, b in zip(pretrained, saved))
-    assert not all(np.array_equal(a, b)
-                   for a, b in zip(scratch.backbone.get_weights(), saved))
+    assert not all(np.array_equal(a, b) for a, b in zip(scratch.backbone.get_weights(), saved))
 
 
 @pytest.mark.slow
 def test_a_run_killed_while_training_leaves_no_results_file_not_even_an_old_one(
-        models, tmp_path, monkeypatch, capsys):
+    models, tmp_path, monkeypatch, capsys
+):
     from common.errors import Terminated
     from trainer.finetuning import protocol
 
@@ -124,8 +174,20 @@ def test_a_run_killed_while_training_leaves_no_results_file_not_even_an_old_one(
     stale.write_text('{"scores": "of an earlier run"}')
     monkeypatch.setattr(protocol, "run_seed", killed)
     train = fd.write(tmp_path / "train.csv", fd.examples(8, 0, False, False))
-    code = finetune.main(["--model", models["export"], "--train", train, "--dev", train,
-                          "--text_column", "sentence", "--output_dir", str(stale.parent)])
+    code = finetune.main(
+        [
+            "--model",
+            models["export"],
+            "--train",
+            train,
+            "--dev",
+            train,
+            "--text_column",
+            "sentence",
+            "--output_dir",
+            str(stale.parent),
+        ]
+    )
     assert code == 143 and "SIGTERM" in capsys.readouterr().err
     assert not stale.exists()
 
@@ -140,11 +202,14 @@ def test_an_export_without_its_run_reads_masked_accuracy_from_its_model_card(mod
 
     export = tmp_path / "moved-export"
     shutil.copytree(models["export"], export)
-    assert pretraining.pretraining_facts(model_source.resolve(str(export)))[
-        "masked_accuracy"] is None
+    assert (
+        pretraining.pretraining_facts(model_source.resolve(str(export)))["masked_accuracy"] is None
+    )
     common = dict(task_type="fill-mask", dataset_type="custom", dataset_name="held-out")
-    results = [EvalResult(metric_type="accuracy", metric_value=0.05, **common),
-               EvalResult(metric_type="unigram_baseline_ratio", metric_value=1.25, **common)]
+    results = [
+        EvalResult(metric_type="accuracy", metric_value=0.05, **common),
+        EvalResult(metric_type="unigram_baseline_ratio", metric_value=1.25, **common),
+    ]
     data = ModelCardData(model_name="m", eval_results=results)
     (export / "README.md").write_text(str(ModelCard(f"---\n{data.to_yaml()}\n---\n\ntext")))
     facts = pretraining.pretraining_facts(model_source.resolve(str(export)))

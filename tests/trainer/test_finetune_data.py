@@ -4,7 +4,6 @@ kind of bad input as one `error:` line with exit status 2 (checked before a mode
 
 import json
 
-import numpy as np
 import pytest
 
 from common.errors import UserError
@@ -33,29 +32,45 @@ def export(tmp_path_factory):
 
 @pytest.mark.parametrize("name", ["t.jsonl", "t.csv", "t.tsv"])
 def test_each_format_reads_the_named_columns(tmp_path, name):
-    rows = [{"sentence": 'he said "w3, w4"', "second": "w5", "label": "yes", "extra": "x"},
-            {"sentence": "w6", "second": "w7 w8", "label": "no", "extra": "y"}]
+    rows = [
+        {"sentence": 'he said "w3, w4"', "second": "w5", "label": "yes", "extra": "x"},
+        {"sentence": "w6", "second": "w7 w8", "label": "no", "extra": "y"},
+    ]
     split = datasets.read_split(fd.write(tmp_path / name, rows), PAIR)
     assert split.texts == ['he said "w3, w4"', "w6"] and split.pairs == ["w5", "w7 w8"]
     assert split.raw_labels == ["yes", "no"] and split.row_numbers == [1, 2]
 
 
 def test_rows_with_an_empty_text_are_skipped_and_counted(tmp_path):
-    rows = [{"sentence": "w1", "label": "a"}, {"sentence": "  ", "label": "b"},
-            {"label": "b"}, {"sentence": "w2", "label": "b"}]
+    rows = [
+        {"sentence": "w1", "label": "a"},
+        {"sentence": "  ", "label": "b"},
+        {"label": "b"},
+        {"sentence": "w2", "label": "b"},
+    ]
     split = datasets.read_split(fd.write(tmp_path / "t.jsonl", rows), SINGLE)
     assert split.texts == ["w1", "w2"] and split.skipped_empty == 2
     assert split.row_numbers == [1, 4]
 
 
 def test_labels_are_named_by_train_in_sorted_order_and_regression_reads_numbers(tmp_path):
-    split = datasets.read_split(fd.write(tmp_path / "t.csv", [
-        {"sentence": "w1", "label": "pos"}, {"sentence": "w2", "label": "neg"}]), SINGLE)
+    split = datasets.read_split(
+        fd.write(
+            tmp_path / "t.csv",
+            [{"sentence": "w1", "label": "pos"}, {"sentence": "w2", "label": "neg"}],
+        ),
+        SINGLE,
+    )
     names = datasets.label_names(split)
     assert names == ("neg", "pos")
     assert list(datasets.encode_labels(split, SINGLE, names)) == [1, 0]
-    numbers = datasets.read_split(fd.write(tmp_path / "r.csv", [
-        {"sentence": "w1", "label": "0.5"}, {"sentence": "w2", "label": "-2"}]), SINGLE)
+    numbers = datasets.read_split(
+        fd.write(
+            tmp_path / "r.csv",
+            [{"sentence": "w1", "label": "0.5"}, {"sentence": "w2", "label": "-2"}],
+        ),
+        SINGLE,
+    )
     regression = datasets.TaskSpec("regression", "sentence", None, "label")
     assert list(datasets.encode_labels(numbers, regression, None)) == [0.5, -2.0]
 
@@ -96,31 +111,53 @@ def _run(export, tmp_path, capsys, train_rows, dev_rows, *extra, name="t.csv"):
     train = fd.write(tmp_path / f"train-{name}", train_rows)
     dev = fd.write(tmp_path / f"dev-{name}", dev_rows)
     try:
-        code = finetune.main(["--model", export, "--train", train, "--dev", dev,
-                              "--text_column", "sentence",
-                              "--output_dir", str(tmp_path / "out"), *extra])
+        code = finetune.main(
+            [
+                "--model",
+                export,
+                "--train",
+                train,
+                "--dev",
+                dev,
+                "--text_column",
+                "sentence",
+                "--output_dir",
+                str(tmp_path / "out"),
+                *extra,
+            ]
+        )
     except SystemExit as exit_:  # a usage error (the flags' own checks)
         code = exit_.code
     err = capsys.readouterr().err.strip()
     return code, err
 
 
-GOOD = [{"sentence": "w1 w2", "second": "w3", "label": "a"},
-        {"sentence": "w4", "second": "w5", "label": "b"}]
+GOOD = [
+    {"sentence": "w1 w2", "second": "w3", "label": "a"},
+    {"sentence": "w4", "second": "w5", "label": "b"},
+]
 
 
-@pytest.mark.parametrize("dev_rows, extra, message", [
-    (GOOD, ["--label_column", "gold"], "has no column 'gold' (--label_column)"),
-    ([{"sentence": "w1", "label": "a"}], ["--text_pair_column", "second"],
-     "has no column 'second' (--text_pair_column) (a text-pair task needs both"),
-    ([{"sentence": "w1", "label": "c"}], [], "label 'c' does not occur in the training file"),
-    ([{"sentence": "w1", "label": "high"}], ["--task_type", "regression"],
-     "regression label 'a' is not a finite number"),
-    (GOOD, ["--metric", "pearson"], "--metric pearson does not score a classification"),
-    (GOOD, ["--seeds", "1,x"], "--seeds must be comma-separated integers"),
-])
-def test_bad_input_is_one_error_line_and_exit_2(export, tmp_path, capsys, dev_rows, extra,
-                                                message):
+@pytest.mark.parametrize(
+    "dev_rows, extra, message",
+    [
+        (GOOD, ["--label_column", "gold"], "has no column 'gold' (--label_column)"),
+        (
+            [{"sentence": "w1", "label": "a"}],
+            ["--text_pair_column", "second"],
+            "has no column 'second' (--text_pair_column) (a text-pair task needs both",
+        ),
+        ([{"sentence": "w1", "label": "c"}], [], "label 'c' does not occur in the training file"),
+        (
+            [{"sentence": "w1", "label": "high"}],
+            ["--task_type", "regression"],
+            "regression label 'a' is not a finite number",
+        ),
+        (GOOD, ["--metric", "pearson"], "--metric pearson does not score a classification"),
+        (GOOD, ["--seeds", "1,x"], "--seeds must be comma-separated integers"),
+    ],
+)
+def test_bad_input_is_one_error_line_and_exit_2(export, tmp_path, capsys, dev_rows, extra, message):
     code, err = _run(export, tmp_path, capsys, GOOD, dev_rows, *extra)
     assert code == 2 and err.startswith("error: ") and len(err.splitlines()) == 1, err
     assert message in err
@@ -130,8 +167,9 @@ def test_bad_input_is_one_error_line_and_exit_2(export, tmp_path, capsys, dev_ro
 def test_an_export_of_another_family_is_refused_in_one_line(export, tmp_path, capsys):
     other = tmp_path / "deberta"
     other.mkdir()
-    (other / "config.json").write_text(json.dumps(
-        {"registered_name": "keras_hub>DebertaV3Backbone", "config": {}}))
+    (other / "config.json").write_text(
+        json.dumps({"registered_name": "keras_hub>DebertaV3Backbone", "config": {}})
+    )
     (other / "task.json").write_text("{}")
     code, err = _run(str(other), tmp_path, capsys, GOOD, GOOD)
     assert code == 2 and "is not a keras-hub RoBERTa/BERT masked LM preset" in err
@@ -151,10 +189,19 @@ def test_a_file_whose_texts_are_all_empty_is_refused(export, tmp_path, capsys):
 def test_a_hugging_face_save_to_disk_folder_reads_like_a_file_with_class_names(tmp_path):
     import datasets as hf_datasets
 
-    features = hf_datasets.Features({"sentence": hf_datasets.Value("string"),
-                                     "label": hf_datasets.ClassLabel(names=["neg", "pos"])})
-    saved = hf_datasets.DatasetDict({"train": hf_datasets.Dataset.from_dict(
-        {"sentence": ["w1 w2", "", "w3"], "label": [1, 0, 0]}, features=features)})
+    features = hf_datasets.Features(
+        {
+            "sentence": hf_datasets.Value("string"),
+            "label": hf_datasets.ClassLabel(names=["neg", "pos"]),
+        }
+    )
+    saved = hf_datasets.DatasetDict(
+        {
+            "train": hf_datasets.Dataset.from_dict(
+                {"sentence": ["w1 w2", "", "w3"], "label": [1, 0, 0]}, features=features
+            )
+        }
+    )
     saved.save_to_disk(str(tmp_path / "glue"))
     split = datasets.read_split(str(tmp_path / "glue" / "train"), SINGLE)
     assert split.texts == ["w1 w2", "w3"] and split.raw_labels == ["pos", "neg"]

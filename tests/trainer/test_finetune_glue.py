@@ -20,18 +20,20 @@ def glue_dir(tmp_path_factory):
     return str(glue_data.fake_glue(tmp_path_factory.mktemp("glue")))
 
 
-@pytest.mark.parametrize("name, pair, train, labels", [
-    ("cola", False, 12, {"0", "1"}),  # no header row: the first row is an example
-    ("sst2", False, 12, {"0", "1"}),
-    ("mrpc", True, 12, {"0", "1"}),  # the header's byte-order mark does not hide "Quality"
-    ("qqp", True, 12, {"0", "1"}),  # + one row lacking its fields, skipped and counted
-    ("stsb", True, 12, None),
-    ("mnli", True, 12, set(glue_data.NLI)),
-    ("qnli", True, 12, set(glue_data.ENTAIL)),
-    ("rte", True, 12, set(glue_data.ENTAIL)),
-])
-def test_each_glue_task_reads_its_own_files_columns_and_labels(glue_dir, name, pair, train,
-                                                               labels):
+@pytest.mark.parametrize(
+    "name, pair, train, labels",
+    [
+        ("cola", False, 12, {"0", "1"}),  # no header row: the first row is an example
+        ("sst2", False, 12, {"0", "1"}),
+        ("mrpc", True, 12, {"0", "1"}),  # the header's byte-order mark does not hide "Quality"
+        ("qqp", True, 12, {"0", "1"}),  # + one row lacking its fields, skipped and counted
+        ("stsb", True, 12, None),
+        ("mnli", True, 12, set(glue_data.NLI)),
+        ("qnli", True, 12, set(glue_data.ENTAIL)),
+        ("rte", True, 12, set(glue_data.ENTAIL)),
+    ],
+)
+def test_each_glue_task_reads_its_own_files_columns_and_labels(glue_dir, name, pair, train, labels):
     task = glue.TASKS[name]
     splits = glue.read(glue_dir, task)
     assert len(splits["train"]) == train and len(splits["dev"]) == 6
@@ -63,27 +65,50 @@ def test_class_one_is_glues_positive_class_so_f1_is_mrpcs_and_qqps():
 def test_a_save_to_disk_folder_of_nyu_mll_glue_maps_class_names_to_glues_labels(tmp_path):
     import datasets as hf
 
-    mrpc = hf.Features({"sentence1": hf.Value("string"), "sentence2": hf.Value("string"),
-                        "label": hf.ClassLabel(names=["not_equivalent", "equivalent"]),
-                        "idx": hf.Value("int32")})
-    rows = {"sentence1": ["w1 w2", "w3"], "sentence2": ["w4", "w5 w6"], "label": [1, 0],
-            "idx": [0, 1]}
-    hf.DatasetDict({split: hf.Dataset.from_dict(rows, features=mrpc)
-                    for split in ("train", "validation")}).save_to_disk(str(tmp_path / "mrpc"))
+    mrpc = hf.Features(
+        {
+            "sentence1": hf.Value("string"),
+            "sentence2": hf.Value("string"),
+            "label": hf.ClassLabel(names=["not_equivalent", "equivalent"]),
+            "idx": hf.Value("int32"),
+        }
+    )
+    rows = {
+        "sentence1": ["w1 w2", "w3"],
+        "sentence2": ["w4", "w5 w6"],
+        "label": [1, 0],
+        "idx": [0, 1],
+    }
+    hf.DatasetDict(
+        {split: hf.Dataset.from_dict(rows, features=mrpc) for split in ("train", "validation")}
+    ).save_to_disk(str(tmp_path / "mrpc"))
     splits = glue.read(str(tmp_path), glue.TASKS["mrpc"])
     assert splits["train"].raw_labels == ["1", "0"]  # equivalent is GLUE's 1
     assert splits["dev"].pairs == ["w4", "w5 w6"]
 
 
 def test_the_glue_score_is_the_mean_of_task_means_two_metrics_averaged_first():
-    reported = {"cola": {"mcc": 0.40}, "sst2": {"accuracy": 0.90},
-                "mrpc": {"accuracy": 0.80, "f1": 0.86}, "qqp": {"accuracy": 0.88, "f1": 0.84},
-                "stsb": {"pearson": 0.85, "spearman": 0.83},
-                "mnli": {"accuracy": 0.80, "accuracy_mm": 0.82},
-                "qnli": {"accuracy": 0.87}, "rte": {"accuracy": 0.60}}
+    reported = {
+        "cola": {"mcc": 0.40},
+        "sst2": {"accuracy": 0.90},
+        "mrpc": {"accuracy": 0.80, "f1": 0.86},
+        "qqp": {"accuracy": 0.88, "f1": 0.84},
+        "stsb": {"pearson": 0.85, "spearman": 0.83},
+        "mnli": {"accuracy": 0.80, "accuracy_mm": 0.82},
+        "qnli": {"accuracy": 0.87},
+        "rte": {"accuracy": 0.60},
+    }
     score = glue.glue_score(reported)
-    by_hand = {"cola": 0.40, "sst2": 0.90, "mrpc": 0.83, "qqp": 0.86, "stsb": 0.84,
-               "mnli": 0.81, "qnli": 0.87, "rte": 0.60}
+    by_hand = {
+        "cola": 0.40,
+        "sst2": 0.90,
+        "mrpc": 0.83,
+        "qqp": 0.86,
+        "stsb": 0.84,
+        "mnli": 0.81,
+        "qnli": 0.87,
+        "rte": 0.60,
+    }
     assert score["tasks"] == pytest.approx(by_hand)
     assert score["score"] == pytest.approx(6.11 / 8) and score["complete"]
     assert "Wang et al. 2019" in score["source"]
@@ -96,21 +121,32 @@ def test_glue_recipes_state_their_source_and_give_the_small_tasks_more_seeds():
     assert (recipe.learning_rate, recipe.epochs, recipe.batch_size) == (8e-5, 10, 32)
     assert all(len(glue.TASKS[n].recipe.seeds) == 5 for n in glue.MNLI_STARTED)
     assert len(glue.TASKS["mnli"].recipe.seeds) < len(glue.TASKS["sst2"].recipe.seeds)
-    config = finetune.FinetuneFlags(model="m", output_dir="o", task="mrpc", glue_dir="g",
-                                    learning_rate=1e-3)
+    config = finetune.FinetuneFlags(
+        model="m", output_dir="o", task="mrpc", glue_dir="g", learning_rate=1e-3
+    )
     assert config.recipe("f1", recipe).learning_rate == 1e-3  # the flag wins
-    assert config.recipe("f1", recipe).epochs == 10 and config.seed_list(recipe.seeds) == \
-        [1, 2, 3, 4, 5]
+    assert config.recipe("f1", recipe).epochs == 10 and config.seed_list(recipe.seeds) == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--task", "cola"], "--task cola needs --glue_dir"),
-    (["--task", "cola", "--glue_dir", "g", "--train", "t.csv"], "drop --train"),
-    (["--task", "rte", "--glue_dir", "g", "--mnli_start"], "--mnli_start needs --task glue"),
-    (["--train", "t.csv"], "--train and --dev are required"),
-    (["--task", "glue", "--glue_dir", "g", "--card", "e", "--from_scratch"],
-     "--card with --from_scratch"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--task", "cola"], "--task cola needs --glue_dir"),
+        (["--task", "cola", "--glue_dir", "g", "--train", "t.csv"], "drop --train"),
+        (["--task", "rte", "--glue_dir", "g", "--mnli_start"], "--mnli_start needs --task glue"),
+        (["--train", "t.csv"], "--train and --dev are required"),
+        (
+            ["--task", "glue", "--glue_dir", "g", "--card", "e", "--from_scratch"],
+            "--card with --from_scratch",
+        ),
+    ],
+)
 def test_glue_flags_that_do_not_fit_together_are_one_line(args, message, capsys):
     with pytest.raises(SystemExit) as exit_:
         finetune.main(["--model", "m", "--output_dir", "o", *args])
@@ -123,7 +159,8 @@ def test_a_glue_folder_without_the_task_or_its_dev_file_is_one_line(tmp_path, gl
         glue.read(str(tmp_path), glue.TASKS["rte"])
     (tmp_path / "MNLI").mkdir()
     (tmp_path / "MNLI" / "train.tsv").write_text(
-        (open(os.path.join(glue_dir, "MNLI", "train.tsv")).read()))
+        open(os.path.join(glue_dir, "MNLI", "train.tsv")).read()
+    )
     with pytest.raises(UserError, match="dev_matched.tsv is missing"):
         glue.read(str(tmp_path), glue.TASKS["mnli"])
     (tmp_path / "CoLA").mkdir()
@@ -136,8 +173,13 @@ def _card(folder, fill_mask=0.3):
     from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
     folder.mkdir(parents=True)
-    old = EvalResult(task_type="fill-mask", dataset_type="custom", dataset_name="held-out",
-                     metric_type="accuracy", metric_value=fill_mask)
+    old = EvalResult(
+        task_type="fill-mask",
+        dataset_type="custom",
+        dataset_name="held-out",
+        metric_type="accuracy",
+        metric_value=fill_mask,
+    )
     data = ModelCardData(model_name="tiny", eval_results=[old])
     (folder / "README.md").write_text(str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n# Body")))
 
@@ -149,8 +191,10 @@ def test_scores_go_into_both_cards_of_an_export_and_read_back_with_the_hub_parse
         _card(tmp_path / "export" / fmt)
     reported = {name: {m: 0.5 for m in glue.TASKS[name].reported} for name in glue.ORDER}
     reported["mnli"]["accuracy_mm"] = 0.25
-    document = {"glue": glue.glue_score(reported), "tasks": {
-        name: {"reported": values, "seeds": [1, 2]} for name, values in reported.items()}}
+    document = {
+        "glue": glue.glue_score(reported),
+        "tasks": {name: {"reported": values, "seeds": [1, 2]} for name, values in reported.items()},
+    }
     paths = card_scores.readmes(str(tmp_path / "export"))
     for _ in range(2):  # a rerun replaces its entries, it does not add them again
         card_scores.add(paths, card_scores.entries(document))
@@ -158,8 +202,11 @@ def test_scores_go_into_both_cards_of_an_export_and_read_back_with_the_hub_parse
         card = ModelCard.load(path)
         results = card.data.eval_results
         assert results[0].task_type == "fill-mask"  # the masked-LM result stays
-        glue_results = {(r.dataset_config, r.dataset_split, r.metric_type): r.metric_value
-                        for r in results if r.dataset_type == "nyu-mll/glue"}
+        glue_results = {
+            (r.dataset_config, r.dataset_split, r.metric_type): r.metric_value
+            for r in results
+            if r.dataset_type == "nyu-mll/glue"
+        }
         assert len(glue_results) == 13 and card.text.strip() == "# Body"
         assert glue_results[("cola", "validation", "matthews_correlation")] == 0.5
         assert glue_results[("mnli", "validation_mismatched", "accuracy")] == 0.25
@@ -170,10 +217,13 @@ def test_scores_go_into_both_cards_of_an_export_and_read_back_with_the_hub_parse
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
-                    reason="8 fine-tunes end to end: the TensorFlow pass runs it")
+@pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") == "jax",
+    reason="8 fine-tunes end to end: the TensorFlow pass runs it",
+)
 def test_task_glue_end_to_end_on_a_tiny_fake_glue_folder_with_mnli_start_and_the_card(
-        glue_dir, tmp_path, capsys, monkeypatch):
+    glue_dir, tmp_path, capsys, monkeypatch
+):
     from trainer.finetuning import classifier
 
     compile_for = classifier.compile_for
@@ -185,20 +235,44 @@ def test_task_glue_end_to_end_on_a_tiny_fake_glue_folder_with_mnli_start_and_the
     monkeypatch.setattr(classifier, "compile_for", eagerly)
     started = []  # (pretrained weights, the weights RTE, MRPC and STS-B start from)
     started_from = classifier.PretrainedBackbone.started_from
-    monkeypatch.setattr(classifier.PretrainedBackbone, "started_from", lambda self, w: (
-        started.append((self.weights, w)), started_from(self, w))[1])
+    monkeypatch.setattr(
+        classifier.PretrainedBackbone,
+        "started_from",
+        lambda self, w: (started.append((self.weights, w)), started_from(self, w))[1],
+    )
     export = fd.export_preset(tmp_path, "roberta")
     _card(tmp_path / "export" / "keras-hub")
     out = tmp_path / "out"
-    assert finetune.main(["--model", export, "--task", "glue", "--glue_dir", glue_dir,
-                          "--output_dir", str(out), "--epochs", "1", "--seeds", "1",
-                          "--learning_rate", "1e-3", "--batch_size", "8", "--mnli_start",
-                          "--card", str(tmp_path / "export")]) == 0
+    assert (
+        finetune.main(
+            [
+                "--model",
+                export,
+                "--task",
+                "glue",
+                "--glue_dir",
+                glue_dir,
+                "--output_dir",
+                str(out),
+                "--epochs",
+                "1",
+                "--seeds",
+                "1",
+                "--learning_rate",
+                "1e-3",
+                "--batch_size",
+                "8",
+                "--mnli_start",
+                "--card",
+                str(tmp_path / "export"),
+            ]
+        )
+        == 0
+    )
     summary = json.loads((out / "results.json").read_text())
     assert set(summary["tasks"]) == set(glue.ORDER) and summary["glue"]["complete"]
     assert set(summary["tasks"]["mnli"]["reported"]) == {"accuracy", "accuracy_mm"}
-    by_hand = [sum(t["reported"].values()) / len(t["reported"])
-               for t in summary["tasks"].values()]
+    by_hand = [sum(t["reported"].values()) / len(t["reported"]) for t in summary["tasks"].values()]
     assert summary["glue"]["score"] == pytest.approx(sum(by_hand) / 8)
     import numpy as np
 
@@ -217,19 +291,28 @@ def test_task_glue_end_to_end_on_a_tiny_fake_glue_folder_with_mnli_start_and_the
 
 def test_card_entries_of_one_glue_task_and_of_own_files_name_their_dataset():
     summary = {"dev": {m: {"mean": 0.5} for m in ("accuracy", "f1", "macro_f1", "mcc")}}
-    document = {"task": {"glue": "mrpc", "reported": ["accuracy", "f1"], "type":
-                         "classification"}, "scores": {"seeds": [{}, {}], "summary": summary},
-                "data": {"dev": {"path": "/data/pairs/dev.tsv"}}}
+    document = {
+        "task": {"glue": "mrpc", "reported": ["accuracy", "f1"], "type": "classification"},
+        "scores": {"seeds": [{}, {}], "summary": summary},
+        "data": {"dev": {"path": "/data/pairs/dev.tsv"}},
+    }
     mrpc = card_scores.entries(document)
-    assert [(r.dataset_config, r.metric_type) for r in mrpc] == [("mrpc", "accuracy"),
-                                                                 ("mrpc", "f1")]
+    assert [(r.dataset_config, r.metric_type) for r in mrpc] == [
+        ("mrpc", "accuracy"),
+        ("mrpc", "f1"),
+    ]
     assert mrpc[0].metric_name == "accuracy (dev, mean of 2 seed(s))"
     document["task"] = {"type": "classification"}
     own = card_scores.entries(document)
     assert {(r.dataset_type, r.dataset_name, r.dataset_split) for r in own} == {
-        ("custom", "dev.tsv", "dev")}
+        ("custom", "dev.tsv", "dev")
+    }
     assert [(r.metric_type, r.metric_config) for r in own] == [
-        ("accuracy", None), ("f1", None), ("f1", "macro"), ("matthews_correlation", None)]
+        ("accuracy", None),
+        ("f1", None),
+        ("f1", "macro"),
+        ("matthews_correlation", None),
+    ]
 
 
 def test_a_label_that_is_not_the_tasks_is_one_line_and_exit_2(glue_dir, tmp_path, capsys):
@@ -240,8 +323,18 @@ def test_a_label_that_is_not_the_tasks_is_one_line_and_exit_2(glue_dir, tmp_path
     dev = copy / "RTE" / "dev.tsv"
     dev.write_text(dev.read_text().replace("\tnot_entailment\n", "\tmaybe\n", 1))
     export = fd.export_preset(tmp_path, "roberta")
-    code = finetune.main(["--model", export, "--task", "rte", "--glue_dir", str(copy),
-                          "--output_dir", str(tmp_path / "out")])
+    code = finetune.main(
+        [
+            "--model",
+            export,
+            "--task",
+            "rte",
+            "--glue_dir",
+            str(copy),
+            "--output_dir",
+            str(tmp_path / "out"),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert "RTE/dev.tsv row 1: label 'maybe' is not one of GLUE's RTE labels" in err

@@ -52,8 +52,7 @@ def test_spearman_gives_ties_their_average_rank():
     # ranks (1, 2.5, 2.5, 4) vs (1, 2, 3, 4): centred (-1.5, 0, 0, 1.5), (-1.5, -.5, .5, 1.5)
     # -> 4.5 / sqrt(4.5 * 5).
     assert list(metrics.ranks([1, 2, 2, 3])) == [1.0, 2.5, 2.5, 4.0]
-    assert metrics.spearman([1, 2, 2, 3], [10, 20, 30, 40]) == pytest.approx(
-        4.5 / math.sqrt(22.5))
+    assert metrics.spearman([1, 2, 2, 3], [10, 20, 30, 40]) == pytest.approx(4.5 / math.sqrt(22.5))
 
 
 def test_mse_by_hand():
@@ -62,7 +61,11 @@ def test_mse_by_hand():
 
 def test_f1_is_reported_for_two_classes_only():
     assert set(metrics.classification_scores([0, 1], [0, 1], 2)) == {
-        "accuracy", "f1", "macro_f1", "mcc"}
+        "accuracy",
+        "f1",
+        "macro_f1",
+        "mcc",
+    }
     assert "f1" not in metrics.classification_scores([0, 1, 2], [0, 1, 2], 3)
 
 
@@ -80,8 +83,9 @@ def _record(seed, accuracy):
 
 def test_a_seed_at_the_majority_class_level_is_flagged_and_kept_out_of_the_second_mean():
     # Train's majority is class 1, dev's class 0: the level is the best constant on dev.
-    data = protocol.TaskData("classification", 2, (None, np.array([1, 1, 1, 0])),
-                             (None, np.array([0, 0, 1, 1, 0])))
+    data = protocol.TaskData(
+        "classification", 2, (None, np.array([1, 1, 1, 0])), (None, np.array([0, 0, 1, 1, 0]))
+    )
     constant = protocol.constant_scores(data)  # always class 0: 3/5 of dev
     assert constant["accuracy"] == pytest.approx(0.6) and constant["mcc"] == 0.0
     records = [_record(1, 0.8), _record(2, 0.6), _record(3, 1.0)]
@@ -93,18 +97,29 @@ def test_a_seed_at_the_majority_class_level_is_flagged_and_kept_out_of_the_secon
 
 
 def test_a_seed_that_gives_one_answer_to_every_dev_example_is_flagged():
-    one_answer = {"seed": 1, "best_epoch": 1, "dev": {"accuracy": 0.7},
-                  "epochs": [{"epoch": 1, "distinct_predictions": 1}]}
-    varied = {"seed": 2, "best_epoch": 2, "dev": {"accuracy": 0.7},
-              "epochs": [{"epoch": 1, "distinct_predictions": 1},
-                         {"epoch": 2, "distinct_predictions": 3}]}
+    one_answer = {
+        "seed": 1,
+        "best_epoch": 1,
+        "dev": {"accuracy": 0.7},
+        "epochs": [{"epoch": 1, "distinct_predictions": 1}],
+    }
+    varied = {
+        "seed": 2,
+        "best_epoch": 2,
+        "dev": {"accuracy": 0.7},
+        "epochs": [
+            {"epoch": 1, "distinct_predictions": 1},
+            {"epoch": 2, "distinct_predictions": 3},
+        ],
+    }
     summary = protocol.summarise([one_answer, varied], "accuracy", {"accuracy": 0.5})
     assert summary["collapsed_seeds"] == [1]
 
 
 def test_regression_collapse_is_judged_against_the_training_mean():
-    data = protocol.TaskData("regression", 1, (None, np.array([1.0, 3.0])),
-                             (None, np.array([0.0, 4.0])))
+    data = protocol.TaskData(
+        "regression", 1, (None, np.array([1.0, 3.0])), (None, np.array([0.0, 4.0]))
+    )
     constant = protocol.constant_scores(data)
     assert constant["pearson"] == 0.0 and constant["mse"] == pytest.approx(4.0)
     assert protocol.is_collapsed(0.0, constant["spearman"], "spearman")

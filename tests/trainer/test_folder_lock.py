@@ -21,9 +21,17 @@ SHORT = ["--train_steps", "2", "--eval_every", "2", "--save_every", "2"]
 def _lock_of(pid: int, run_id: str = "t20261126000000abcdef") -> dict:
     """A training run's lock record on this machine, as `run_lock` writes it."""
     now = time.time()
-    return {"run_id": run_id, "host": "here", "pid": pid, "boot_id": run_lock.boot_id(),
-            "pid_ns": run_lock.pid_namespace(), "started": now, "heartbeat": now,
-            "runner": "trainer (tensorflow)", "kind": run_lock.TRAINING}
+    return {
+        "run_id": run_id,
+        "host": "here",
+        "pid": pid,
+        "boot_id": run_lock.boot_id(),
+        "pid_ns": run_lock.pid_namespace(),
+        "started": now,
+        "heartbeat": now,
+        "runner": "trainer (tensorflow)",
+        "kind": run_lock.TRAINING,
+    }
 
 
 def _dead_pid() -> int:
@@ -33,8 +41,7 @@ def _dead_pid() -> int:
 
 
 @same_on_every_backend
-def test_a_second_trainer_on_a_held_run_folder_is_refused_in_one_line(corpus, tmp_path,
-                                                                      capsys):
+def test_a_second_trainer_on_a_held_run_folder_is_refused_in_one_line(corpus, tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()
     lock = _lock_of(os.getpid())  # a live process on this machine holds it
@@ -57,18 +64,20 @@ def test_the_chief_holds_the_lock_while_it_trains_and_releases_it(corpus, tmp_pa
     class _ReadLock(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
             seen.append(run_lock.read(str(out)))
+
     task.run(task.parse_args(task_args(corpus, out, *SHORT)), extra_callbacks=[_ReadLock()])
     assert "taking over the lock of run t20261126000000abcdef" in capsys.readouterr().err
-    assert seen and all(s["pid"] == os.getpid() and s["kind"] == run_lock.TRAINING
-                        and s["run_id"].startswith("t") for s in seen), seen[:1]
+    assert seen and all(
+        s["pid"] == os.getpid() and s["kind"] == run_lock.TRAINING and s["run_id"].startswith("t")
+        for s in seen
+    ), seen[:1]
     assert not (out / "_LOCK").exists()
     assert (out / "metrics.json").exists()
 
 
 @same_on_every_backend
 def test_a_run_whose_lock_was_taken_over_stops_before_writing(tmp_path):
-    lock = run_lock.acquire(str(tmp_path), "t20261126000000aaaaaa", "test",
-                            kind=run_lock.TRAINING)
+    lock = run_lock.acquire(str(tmp_path), "t20261126000000aaaaaa", "test", kind=run_lock.TRAINING)
     lock.lost = run_lock.LockLostError("taken over")
     with pytest.raises(folder_lock.LockLost, match="stops without writing"):
         folder_lock.LockKept(lock).on_epoch_end(0)

@@ -10,8 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.trainer.mlm_data import SEQ_LEN, TINY, Preempted, make_tokenizer, preempt_at, \
-    write_split
+from tests.trainer.mlm_data import SEQ_LEN, TINY, Preempted, make_tokenizer, preempt_at, write_split
 from trainer import task
 from trainer.run_dir import RunDir
 
@@ -30,7 +29,7 @@ def _rows(num: int, seed: int):
     ids = np.zeros((num, SEQ_LEN), np.int64)
     ids[:, 0], ids[:, WORDS + 1] = 2, 3
     starts = rng.integers(0, 95, num)
-    ids[:, 1:WORDS + 1] = 5 + (starts[:, None] + np.arange(WORDS)) % 95
+    ids[:, 1 : WORDS + 1] = 5 + (starts[:, None] + np.arange(WORDS)) % 95
     mask = (np.arange(SEQ_LEN) < WORDS + 2).astype(np.int64)[None].repeat(num, 0)
     return ids, mask
 
@@ -45,12 +44,38 @@ def full_rows(tmp_path_factory):
 
 
 def _args(root, out, batch: int, accum: int, *extra) -> list[str]:
-    return ["--train_data", str(root / "train"), "--eval_data", str(root / "eval"),
-            "--tokenizer", str(root / "tokenizer"), "--output_dir", str(out), "--model",
-            "tiny", "--config", NO_DROPOUT, "--strategy", "cpu", "--learning_rate", "1e-2",
-            "--per_replica_batch_size", str(batch), "--grad_accum_steps", str(accum),
-            "--train_steps", "6", "--eval_every", "3", "--save_every", "3", "--verbose", "0",
-            *EQUAL_WEIGHTS, *extra]
+    return [
+        "--train_data",
+        str(root / "train"),
+        "--eval_data",
+        str(root / "eval"),
+        "--tokenizer",
+        str(root / "tokenizer"),
+        "--output_dir",
+        str(out),
+        "--model",
+        "tiny",
+        "--config",
+        NO_DROPOUT,
+        "--strategy",
+        "cpu",
+        "--learning_rate",
+        "1e-2",
+        "--per_replica_batch_size",
+        str(batch),
+        "--grad_accum_steps",
+        str(accum),
+        "--train_steps",
+        "6",
+        "--eval_every",
+        "3",
+        "--save_every",
+        "3",
+        "--verbose",
+        "0",
+        *EQUAL_WEIGHTS,
+        *extra,
+    ]
 
 
 def _weights(out):
@@ -77,8 +102,9 @@ def accumulated(full_rows, tmp_path_factory):
     return out
 
 
-def test_four_micro_batches_of_4_make_the_update_of_one_batch_of_16(big_batch, accumulated,
-                                                                  full_rows, tmp_path):
+def test_four_micro_batches_of_4_make_the_update_of_one_batch_of_16(
+    big_batch, accumulated, full_rows, tmp_path
+):
     worst = _worst(accumulated, big_batch)
     print(f"6 updates, 4 x 4 accumulated vs 16: max |weight difference| = {worst:.3g}")
     assert worst < 1e-5, worst
@@ -98,26 +124,32 @@ def test_four_micro_batches_of_4_make_the_update_of_one_batch_of_16(big_batch, a
     assert _worst(small, big_batch) > 100 * max(worst, 1e-7)
 
 
-@pytest.mark.skipif(keras.backend.backend() == "jax", reason="the resume position and update "
-                    "count are Keras' own on both backends: the kill loop runs on the TensorFlow "
-                    "pass (CI time); the JAX pass checks accumulation itself")
-def test_a_kill_half_way_through_an_accumulation_resumes_exactly(accumulated, full_rows,
-                                                                  tmp_path):
+@pytest.mark.skipif(
+    keras.backend.backend() == "jax",
+    reason="the resume position and update "
+    "count are Keras' own on both backends: the kill loop runs on the TensorFlow "
+    "pass (CI time); the JAX pass checks accumulation itself",
+)
+def test_a_kill_half_way_through_an_accumulation_resumes_exactly(accumulated, full_rows, tmp_path):
     args = _args(full_rows, tmp_path, 4, 4)
     killed = subprocess.run(
         [sys.executable, "-m", "tests.trainer.killable_run", "mid_accumulation:4", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=600)
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert [os.path.basename(p) for p in RunDir(str(tmp_path)).backups()] == [
-        "state-00000003.weights.h5"]  # update 4 done, 5 half accumulated, no backup since 3
+        "state-00000003.weights.h5"
+    ]  # update 4 done, 5 half accumulated, no backup since 3
     assert task.main(args) == 0
     worst = _worst(tmp_path, accumulated)
     print(f"killed mid-accumulation, resumed: max |weight difference| = {worst:.3g}")
     assert worst < 1e-6, worst
 
 
-def test_two_replicas_accumulating_match_one_batch_too(big_batch, full_rows, tmp_path,
-                                                       capsys):
+def test_two_replicas_accumulating_match_one_batch_too(big_batch, full_rows, tmp_path, capsys):
     """2 replicas x 2 rows x 4 micro-batches: the examples keep their rows, hence their
     masks (trainer/data.py), so the update is again the batch of 16's (DataParallel over two
     CPU devices on JAX). On TensorFlow, Keras' accumulation cannot run under tf.distribute:
@@ -137,12 +169,16 @@ def test_two_replicas_accumulating_match_one_batch_too(big_batch, full_rows, tmp
     assert worst < 1e-5, worst
 
 
-@pytest.mark.skipif(keras.backend.backend() != "jax", reason="the restore maps Keras' "
-                    "optimizer variables by name, the same code on both backends: the chain of "
-                    "four runs goes on the JAX pass, where it is faster (CI time); the TensorFlow "
-                    "pass has the kill loop above")
-def test_changing_the_accumulation_at_restarts_restores_step_and_moments(big_batch, full_rows,
-                                                                        tmp_path, recwarn):
+@pytest.mark.skipif(
+    keras.backend.backend() != "jax",
+    reason="the restore maps Keras' "
+    "optimizer variables by name, the same code on both backends: the chain of "
+    "four runs goes on the JAX pass, where it is faster (CI time); the TensorFlow "
+    "pass has the kill loop above",
+)
+def test_changing_the_accumulation_at_restarts_restores_step_and_moments(
+    big_batch, full_rows, tmp_path, recwarn
+):
     """The split of the global batch of 16 changes at each restart (docs/training.md allows
     it): 16 x 1, 8 x 2 micro-batches from step 2, 4 x 4 from step 3, 16 x 1 from step 4.
     The optimizer has one accumulator per weight more, then as many, then fewer than the
@@ -162,9 +198,11 @@ def test_changing_the_accumulation_at_restarts_restores_step_and_moments(big_bat
     history = json.loads((tmp_path / "history.json").read_text())
     assert [e["step"] for e in history] == [1, 2, 3, 4, 5, 6]
     attempts = json.loads((tmp_path / "run_config.json").read_text())["attempts"]
-    assert [(a["start_step"], a["per_replica_batch_size"], a["grad_accum_steps"])
-            for a in attempts] == [(0, 16, 1), (2, 8, 2), (3, 4, 4), (4, 16, 1)]  # the card's
+    assert [
+        (a["start_step"], a["per_replica_batch_size"], a["grad_accum_steps"]) for a in attempts
+    ] == [(0, 16, 1), (2, 8, 2), (3, 4, 4), (4, 16, 1)]  # the card's
     worst = _worst(tmp_path, big_batch)
-    print(f"16 x 1 -> 8 x 2 at 2 -> 4 x 4 at 3 -> 16 x 1 at 4: max |weight difference| = "
-          f"{worst:.3g}")
+    print(
+        f"16 x 1 -> 8 x 2 at 2 -> 4 x 4 at 3 -> 16 x 1 at 4: max |weight difference| = {worst:.3g}"
+    )
     assert worst < 1e-5, worst

@@ -25,17 +25,25 @@ BERT_SHIPPED_TOLERANCE = 5e-3  # ditto: keras-hub's BERT head differs from HF's 
 VOCAB = 100
 
 
-def hf_checkpoint(folder, family, *, pad_id=1, positions=SEQ_LEN, canonical=False,
-                  tokenizer=False, **overrides):
+def hf_checkpoint(
+    folder, family, *, pad_id=1, positions=SEQ_LEN, canonical=False, tokenizer=False, **overrides
+):
     """A tiny RobertaForMaskedLM / BertForMaskedLM, weights noised so logits are not flat.
     `canonical`: RoBERTa's rows that HF never reads and its token-type row are zero (what our
     export writes), so that a round trip can be compared tensor by tensor."""
     torch.manual_seed(0)
-    kwargs = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=64, pad_token_id=pad_id)
+    kwargs = dict(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        pad_token_id=pad_id,
+    )
     if family == "roberta":
-        kwargs.update(max_position_embeddings=positions + pad_id + 1, type_vocab_size=1,
-                      layer_norm_eps=1e-5)
+        kwargs.update(
+            max_position_embeddings=positions + pad_id + 1, type_vocab_size=1, layer_norm_eps=1e-5
+        )
         classes = transformers.RobertaConfig, transformers.RobertaForMaskedLM
     else:  # keras-hub's BERT layers compute the tanh GELU (trainer/families/bert.py)
         kwargs.update(max_position_embeddings=positions, hidden_act="gelu_pytorch_tanh")
@@ -45,7 +53,7 @@ def hf_checkpoint(folder, family, *, pad_id=1, positions=SEQ_LEN, canonical=Fals
         for parameter in hf.parameters():
             parameter.add_(torch.randn_like(parameter) * 0.1)
         if family == "roberta" and canonical:
-            hf.roberta.embeddings.position_embeddings.weight[:pad_id + 1] = 0
+            hf.roberta.embeddings.position_embeddings.weight[: pad_id + 1] = 0
             hf.roberta.embeddings.token_type_embeddings.weight.zero_()
     hf.save_pretrained(str(folder))
     if tokenizer:
@@ -65,14 +73,18 @@ def logits(masked_lm, hf, family, pad_id):
     ids = rng.integers(5, VOCAB, (3, SEQ_LEN)).astype(np.int32)
     mask = np.ones_like(ids)
     ids[1, 20:], mask[1, 20:] = pad_id, 0  # right padding, as HF RoBERTa's positions need
-    inputs = {"token_ids": ids, "padding_mask": mask,
-              "mask_positions": np.tile(np.arange(SEQ_LEN, dtype=np.int32), (3, 1))}
+    inputs = {
+        "token_ids": ids,
+        "padding_mask": mask,
+        "mask_positions": np.tile(np.arange(SEQ_LEN, dtype=np.int32), (3, 1)),
+    }
     if family == "bert":
         inputs["segment_ids"] = np.zeros_like(ids)
     ours = np.asarray(masked_lm(inputs, training=False))
     with torch.no_grad():
-        theirs = hf(input_ids=torch.tensor(ids, dtype=torch.long),
-                    attention_mask=torch.tensor(mask)).logits.numpy()
+        theirs = hf(
+            input_ids=torch.tensor(ids, dtype=torch.long), attention_mask=torch.tensor(mask)
+        ).logits.numpy()
     valid = mask.astype(bool)
     return ours[valid], theirs[valid]
 
@@ -116,14 +128,19 @@ def test_export_of_the_loaded_model_is_the_input_checkpoint(tmp_path, family):
         np.testing.assert_array_equal(exported[name], value, err_msg=name)
 
 
-@pytest.mark.parametrize("change, named", [
-    (lambda c, w: c.update(hidden_act="gelu_new"), "hidden_act"),
-    (lambda c, w: c.update(model_type="deberta-v2"), "'deberta-v2'"),
-    (lambda c, w: c.update(layer_norm_eps=1e-12), "layer_norm_eps"),
-    (lambda c, w: w.update({"lm_head.extra.weight": np.zeros(3, np.float32)}),
-     "lm_head.extra.weight"),
-    (lambda c, w: w.pop("lm_head.bias"), "lacks lm_head.bias"),
-])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (lambda c, w: c.update(hidden_act="gelu_new"), "hidden_act"),
+        (lambda c, w: c.update(model_type="deberta-v2"), "'deberta-v2'"),
+        (lambda c, w: c.update(layer_norm_eps=1e-12), "layer_norm_eps"),
+        (
+            lambda c, w: w.update({"lm_head.extra.weight": np.zeros(3, np.float32)}),
+            "lm_head.extra.weight",
+        ),
+        (lambda c, w: w.pop("lm_head.bias"), "lacks lm_head.bias"),
+    ],
+)
 def test_what_the_model_cannot_represent_is_refused_naming_it(tmp_path, change, named):
     from safetensors.numpy import load_file, save_file
 
@@ -144,12 +161,18 @@ def test_pooler_and_next_sentence_heads_are_skipped_with_a_note(tmp_path, capsys
 
     hf = hf_checkpoint(tmp_path, "roberta")
     weights = load_file(str(tmp_path / "model.safetensors"))
-    weights.update({"roberta.pooler.dense.weight": np.ones((32, 32), np.float32),
-                    "roberta.pooler.dense.bias": np.ones(32, np.float32)})
+    weights.update(
+        {
+            "roberta.pooler.dense.weight": np.ones((32, 32), np.float32),
+            "roberta.pooler.dense.bias": np.ones(32, np.float32),
+        }
+    )
     save_file(weights, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
     _, masked_lm = loaded(tmp_path)
-    assert "not loading roberta.pooler.dense.bias, roberta.pooler.dense.weight" in \
-        capsys.readouterr().out
+    assert (
+        "not loading roberta.pooler.dense.bias, roberta.pooler.dense.weight"
+        in capsys.readouterr().out
+    )
     ours, theirs = logits(masked_lm, hf, "roberta", pad_id=1)
     assert np.abs(ours - theirs).max() <= TOLERANCE
 
@@ -161,13 +184,17 @@ def test_a_tokenizer_json_without_its_config_is_checked_by_size_and_pad(tmp_path
     hf_checkpoint(tmp_path, "roberta", pad_id=0, tokenizer=True)
     os.remove(tmp_path / "tokenizer_config.json")
     initial = init_from.resolve(str(tmp_path))
-    assert initial.tokenizer is None and "note: the checkpoint's tokenizer" in \
-        capsys.readouterr().out
+    assert (
+        initial.tokenizer is None and "note: the checkpoint's tokenizer" in capsys.readouterr().out
+    )
     info = tokenizer_files.TokenizerInfo("f" * 64, VOCAB, {"pad_token": 0})
     init_from.check_tokenizer(initial, info, "data-tokenizer")  # size and pad agree
     with pytest.raises(init_from.InitFromError, match="pads with id 3"):
-        init_from.check_tokenizer(initial, tokenizer_files.TokenizerInfo(
-            "f" * 64, VOCAB, {"pad_token": 3}), "data-tokenizer")
+        init_from.check_tokenizer(
+            initial,
+            tokenizer_files.TokenizerInfo("f" * 64, VOCAB, {"pad_token": 3}),
+            "data-tokenizer",
+        )
 
 
 def test_a_hub_id_that_cannot_be_downloaded_is_one_line(monkeypatch):
@@ -192,27 +219,40 @@ def test_transformers_tokenizer_folders_load_as_ours(tmp_path):
 
     from common import tokenizer_files
 
-    styles = {"roberta": ("<s>", "<pad>", "</s>", "<unk>", "<mask>"),
-              "bert": ("[CLS]", "[PAD]", "[SEP]", "[UNK]", "[MASK]")}
+    styles = {
+        "roberta": ("<s>", "<pad>", "</s>", "<unk>", "<mask>"),
+        "bert": ("[CLS]", "[PAD]", "[SEP]", "[UNK]", "[MASK]"),
+    }
     for family, (cls, pad, sep, unk, mask) in styles.items():
         vocab = {t: i for i, t in enumerate([cls, pad, sep, unk, mask] + ["a", "b"])}
         tok = Tokenizer(models.WordLevel(vocab, unk_token=unk))
         tok.pre_tokenizer = pre_tokenizers.Whitespace()
         fast = transformers.PreTrainedTokenizerFast(
-            tokenizer_object=tok, cls_token=cls, pad_token=pad, sep_token=sep, unk_token=unk,
-            mask_token=mask)
+            tokenizer_object=tok,
+            cls_token=cls,
+            pad_token=pad,
+            sep_token=sep,
+            unk_token=unk,
+            mask_token=mask,
+        )
         fast.save_pretrained(str(tmp_path / family))
         _, info = tokenizer_files.load(str(tmp_path / family))
-        assert info.special_token_ids == {"cls_token": 0, "sep_token": 2, "pad_token": 1,
-                                          "unk_token": 3, "mask_token": 4}, family
+        assert info.special_token_ids == {
+            "cls_token": 0,
+            "sep_token": 2,
+            "pad_token": 1,
+            "unk_token": 3,
+            "mask_token": 4,
+        }, family
 
 
 # --- the trainer (one training run, TensorFlow only) ---------------------------------------
 
+
 def _args(corpus, out, init, *extra):
     args = task_args(corpus, out, "--init_from", str(init), *extra)
     cut = args.index("--config")
-    return args[:cut] + args[cut + 2:]  # --config is refused with --init_from
+    return args[:cut] + args[cut + 2 :]  # --config is refused with --init_from
 
 
 def _one_line_error(capsys, code) -> str:
@@ -232,8 +272,9 @@ def test_refuses_data_of_another_tokenizer(corpus, tmp_path, capsys):
     (tmp_path / "ckpt" / "tokenizer.json").write_text(json.dumps(data))
     assert other.vocab_size == VOCAB
     capsys.readouterr()  # save_pretrained's progress bar
-    err = _one_line_error(capsys, task.main(_args(corpus, tmp_path / "out", tmp_path / "ckpt",
-                                                  "--train_steps", "1")))
+    err = _one_line_error(
+        capsys, task.main(_args(corpus, tmp_path / "out", tmp_path / "ckpt", "--train_steps", "1"))
+    )
     assert "is not the one" in err and "--tokenizer" in err
     assert not (tmp_path / "out" / "run_config.json").exists()
 
@@ -241,36 +282,50 @@ def test_refuses_data_of_another_tokenizer(corpus, tmp_path, capsys):
 def test_refuses_sequences_longer_than_the_checkpoint_positions(corpus, tmp_path, capsys):
     from trainer import task
 
-    hf_checkpoint(tmp_path / "ckpt", "roberta", pad_id=0, positions=SEQ_LEN - 8,
-                  tokenizer=True)
+    hf_checkpoint(tmp_path / "ckpt", "roberta", pad_id=0, positions=SEQ_LEN - 8, tokenizer=True)
     capsys.readouterr()
-    err = _one_line_error(capsys, task.main(_args(corpus, tmp_path / "out", tmp_path / "ckpt",
-                                                  "--train_steps", "1")))
+    err = _one_line_error(
+        capsys, task.main(_args(corpus, tmp_path / "out", tmp_path / "ckpt", "--train_steps", "1"))
+    )
     assert f"have {SEQ_LEN} tokens" in err and f"positions for {SEQ_LEN - 8}" in err
     assert "reserves for pad_id + 1" in err
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax",
-                    reason="one training run, on the TensorFlow pass only")
+@pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") == "jax", reason="one training run, on the TensorFlow pass only"
+)
 def test_continued_run_starts_at_the_checkpoint_loss_and_restarts_as_a_run(
-        corpus, tmp_path, capsys, monkeypatch):
+    corpus, tmp_path, capsys, monkeypatch
+):
     """Continue a short run's HF export: the first evaluation is at the exported model's loss
     (not chance), run_config records the checkpoint, a restart resumes the run (the checkpoint
     is not loaded again) and a restart with another --init_from is refused."""
     from trainer import task
 
-    steps = ["--train_steps", "40", "--eval_every", "40", "--save_every", "40",
-             "--max_eval_batches", "4"]
+    steps = [
+        "--train_steps",
+        "40",
+        "--eval_every",
+        "40",
+        "--save_every",
+        "40",
+        "--max_eval_batches",
+        "4",
+    ]
     assert task.main(task_args(corpus, tmp_path / "source", *steps)) == 0
     source = json.loads((tmp_path / "source" / "metrics.json").read_text())["eval_loss"]
     hf = export.export(str(tmp_path / "source"), str(tmp_path / "export"), "hf")["hf"]
-    out, steps = tmp_path / "continued", ["--train_steps", "1", "--learning_rate", "1e-9",
-                                          "--max_eval_batches", "4"]
+    out, steps = (
+        tmp_path / "continued",
+        ["--train_steps", "1", "--learning_rate", "1e-9", "--max_eval_batches", "4"],
+    )
     assert task.main(_args(corpus, out, hf, *steps)) == 0
     first = json.loads((out / "history.json").read_text())[0]["eval_loss"]
-    print(f"source eval loss {source:.4f}, continued first eval {first:.4f}, "
-          f"chance {math.log(VOCAB):.2f}")
+    print(
+        f"source eval loss {source:.4f}, continued first eval {first:.4f}, "
+        f"chance {math.log(VOCAB):.2f}"
+    )
     assert abs(first - source) < 0.01 and first < math.log(VOCAB) - 0.2
     recorded = json.loads((out / "run_config.json").read_text())["init_from"]
     assert recorded["kind"] == "hf" and len(recorded["digest"]) == 64
@@ -284,8 +339,10 @@ def test_continued_run_starts_at_the_checkpoint_loss_and_restarts_as_a_run(
 def test_model_card_says_what_the_model_was_continued_from():
     from trainer import card_text
 
-    config = {"init_from": {"path": "ckpt/hf", "kind": "hf", "digest": "ab" * 32},
-              "train_data": "data/train"}
+    config = {
+        "init_from": {"path": "ckpt/hf", "kind": "hf", "digest": "ab" * 32},
+        "train_data": "data/train",
+    }
     origin = card_text._origin(config)
     assert "continued from `ckpt/hf`" in origin and "abab" in origin and "data/train" in origin
     assert card_text._origin({"init_from": None}) == "pretrained from scratch"
@@ -296,8 +353,11 @@ def test_our_run_folder_and_preset_load_exactly(tmp_path, layout):
     from tests.trainer.test_checkpoints import assert_same_weights, make_training_dir
 
     run_dir, trained = make_training_dir(str(tmp_path), "bert")
-    path = run_dir if layout == "run" else export.export(
-        run_dir, str(tmp_path / "export"), "all")["keras-hub"]
+    path = (
+        run_dir
+        if layout == "run"
+        else export.export(run_dir, str(tmp_path / "export"), "all")["keras-hub"]
+    )
     initial = init_from.resolve(path if layout == "run" else str(tmp_path / "export"))
     assert initial.kind == {"run": "checkpoint", "preset": "preset"}[layout]
     assert initial.tokenizer is not None and initial.family == "bert"

@@ -12,8 +12,9 @@ pytestmark = pytest.mark.skipif(keras.backend.backend() != "jax", reason="JAX's 
 
 
 def _config(*extra):
-    return parse_args(task_args({"train": "t", "eval": "e", "tokenizer": "k"}, "o",
-                                "--train_steps", "1", *extra))
+    return parse_args(
+        task_args({"train": "t", "eval": "e", "tokenizer": "k"}, "o", "--train_steps", "1", *extra)
+    )
 
 
 @pytest.mark.parametrize("kind", ["tpu", "gpu"])

@@ -30,6 +30,7 @@ def step_seed(seed, step, replica, batch=4096):
 def as_numpy(out):
     return {k: keras.ops.convert_to_numpy(v) for k, v in out.items()}
 
+
 SPECIAL = (0, 1, 2, 3, 4)  # pad, unk, cls, sep, mask
 SPEC = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL)
 
@@ -121,7 +122,9 @@ def test_seeds_differ_by_step_and_replica_and_repeat_exactly():
     assert (base != positions(step_seed(2, 5, 0, 64))).any()
     # Eval keys depend on each row's tokens only: the same row, wherever it is in a batch.
     keys = keras.ops.convert_to_numpy(content_keys(9, ids))
-    np.testing.assert_array_equal(keys[::-1], keras.ops.convert_to_numpy(content_keys(9, ids[::-1])))
+    np.testing.assert_array_equal(
+        keys[::-1], keras.ops.convert_to_numpy(content_keys(9, ids[::-1]))
+    )
     assert len(set(keys.tolist())) == len(keys)
 
 
@@ -151,9 +154,11 @@ def test_compiled_and_eager_masks_are_identical(mode):
 
 # Masks of one fixed batch, the same on TensorFlow and JAX (both runs of `make test` check
 # these digests): every op is integer or exact, so the backends agree bit for bit.
-GOLDEN = {"token": "f9ffd9fd26275859cccc7eda9c086c81",
-          "span": "99f2c8ec68ff61bf31300fde2285e7d5",
-          "whole_word": "82646113e25d1d8edb73c44d0c5170b2"}
+GOLDEN = {
+    "token": "f9ffd9fd26275859cccc7eda9c086c81",
+    "span": "99f2c8ec68ff61bf31300fde2285e7d5",
+    "whole_word": "82646113e25d1d8edb73c44d0c5170b2",
+}
 
 
 @pytest.mark.parametrize("mode", sorted(GOLDEN))
@@ -161,46 +166,59 @@ def test_masks_are_identical_on_every_backend(mode):
     rng = np.random.default_rng(0)
     ids = rng.integers(5, 100, (64, 32)).astype("int32")
     ids[:, 0] = 2
-    spec = MaskingSpec(100, 4, SPECIAL, masking=mode,
-                       word_starts=WORD_STARTS if mode == "whole_word" else ())
+    spec = MaskingSpec(
+        100, 4, SPECIAL, masking=mode, word_starts=WORD_STARTS if mode == "whole_word" else ()
+    )
     out = as_numpy(mask_tokens(ids, np.ones_like(ids), train_keys(1, 5, np.arange(64)), spec))
     digest = hashlib.md5(b"".join(out[k].tobytes() for k in sorted(out))).hexdigest()
     assert digest == GOLDEN[mode]
     first = keras.ops.convert_to_numpy(uniforms(np.array([0, 1], np.int32), 4))[0, 0]
-    np.testing.assert_array_equal(first, np.array([0.9167772, 0.41964698, 0.94490606,
-                                                   0.9225967], np.float32))
+    np.testing.assert_array_equal(
+        first, np.array([0.9167772, 0.41964698, 0.94490606, 0.9225967], np.float32)
+    )
 
 
 # --- whole_word and span --------------------------------------------------------------------
 
 # Ids 5..59 start a word, 60..99 continue one (as '▁x' / 'x' pieces of a unigram vocabulary).
 WORD_STARTS = tuple(i < 60 for i in range(100))
-WWM = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word",
-                  word_starts=WORD_STARTS)
+WWM = MaskingSpec(
+    vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word", word_starts=WORD_STARTS
+)
 SPAN = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="span")
 # As WWM, with ids 50..59 (starts) and 90..94 (continuations) ending a unit of an unspaced
 # script (a Han character, '版' / '版' after '▁...'), 60..64 continuing a character (a
 # combining mark, a byte of a character), 65..69 ending with a Han character's first bytes and
 # 95..99 holding continuation bytes only (`tokenizer_files.ENDS_*`): the token after a unit
 # starts a word (a Latin run glued to Chinese) unless it is mid-character.
-GLUED = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word",
-                    word_starts=WORD_STARTS,
-                    unit_ends=tuple(1 if 50 <= i < 60 or 90 <= i < 95 else 2 if 65 <= i < 70
-                                    else 3 if i >= 95 else 0 for i in range(100)),
-                    mid_character=tuple(60 <= i < 65 or i >= 95 for i in range(100)))
+GLUED = MaskingSpec(
+    vocab_size=100,
+    mask_id=4,
+    special_ids=SPECIAL,
+    masking="whole_word",
+    word_starts=WORD_STARTS,
+    unit_ends=tuple(
+        1 if 50 <= i < 60 or 90 <= i < 95 else 2 if 65 <= i < 70 else 3 if i >= 95 else 0
+        for i in range(100)
+    ),
+    mid_character=tuple(60 <= i < 65 or i >= 95 for i in range(100)),
+)
 
 
 def _words_batch(num=2048, length=64, seed=1):
     """Rows of full length (as concatenated chunks are) with CLS/SEP document boundaries
     inside, words of 1-4 pieces, and a continuation piece at some rows' start."""
     rng = np.random.default_rng(seed)
-    ids = np.where(rng.random((num, length)) < 0.45, rng.integers(60, 100, (num, length)),
-                   rng.integers(5, 60, (num, length)))
+    ids = np.where(
+        rng.random((num, length)) < 0.45,
+        rng.integers(60, 100, (num, length)),
+        rng.integers(5, 60, (num, length)),
+    )
     ids[:, 0] = 2
     ids[rng.random((num, length)) < 0.02] = 3
     short = rng.random(num) < 0.1  # some padded rows
     mask = np.ones_like(ids)
-    mask[short, length // 2:] = 0
+    mask[short, length // 2 :] = 0
     ids = np.where(mask == 1, ids, 0)
     return ids.astype(np.int32), mask.astype(np.int32)
 
@@ -211,11 +229,15 @@ def _units(ids, mask, spec):
     units = []
     for row in range(len(ids)):
         start = None
-        starts = tokenizer_files.starts_in(ids[row], spec.word_starts, spec.unit_ends,
-                                           spec.mid_character)
+        starts = tokenizer_files.starts_in(
+            ids[row], spec.word_starts, spec.unit_ends, spec.mid_character
+        )
         for pos in range(ids.shape[1] + 1):
-            ends_here = (pos == ids.shape[1] or not candidate[row, pos]
-                         or (starts[pos] and start is not None))
+            ends_here = (
+                pos == ids.shape[1]
+                or not candidate[row, pos]
+                or (starts[pos] and start is not None)
+            )
             if start is not None and ends_here:
                 units.append((row, start, pos))
                 start = None
@@ -258,8 +280,11 @@ def test_units_mask_15_percent_never_specials_labels_original(unit_masked):
 @pytest.mark.parametrize("spec", [WWM, GLUED], ids=["spaced", "glued"])
 def test_whole_words_are_never_split(spec):
     ids, mask = _words_batch(512)
-    out = as_numpy(compiled(lambda i, m, k: mask_tokens(i, m, k, spec))(
-        ids, mask, step_seed(1, 1, 0, len(ids))))
+    out = as_numpy(
+        compiled(lambda i, m, k: mask_tokens(i, m, k, spec))(
+            ids, mask, step_seed(1, 1, 0, len(ids))
+        )
+    )
     grid = _selected_grid(ids, out)
     whole = partial = 0
     for row, start, end in _units(ids, mask, spec):
@@ -278,8 +303,12 @@ def test_a_token_after_an_unspaced_unit_starts_a_word_unless_it_continues_it():
 
     ids, _ = _words_batch(256)
     got = keras.ops.convert_to_numpy(compiled(lambda i: _word_starts(i, GLUED))(ids))
-    expected = np.array([tokenizer_files.starts_in(row, GLUED.word_starts, GLUED.unit_ends,
-                                                   GLUED.mid_character) for row in ids])
+    expected = np.array(
+        [
+            tokenizer_files.starts_in(row, GLUED.word_starts, GLUED.unit_ends, GLUED.mid_character)
+            for row in ids
+        ]
+    )
     np.testing.assert_array_equal(got, expected)
     spaced_only = np.array(WORD_STARTS)[ids]
     new = got & ~spaced_only
@@ -301,7 +330,7 @@ def test_span_lengths_follow_the_truncated_geometric():
     lengths = np.concatenate([np.diff(np.flatnonzero(row)) for row in starts])
     assert lengths.min() >= 1 and lengths.max() <= 10
     k = np.arange(1, 11)
-    expected = 0.2 * 0.8 ** (k - 1) / (1 - 0.8 ** 10)
+    expected = 0.2 * 0.8 ** (k - 1) / (1 - 0.8**10)
     observed = np.bincount(lengths, minlength=11)[1:] / len(lengths)
     assert np.abs(observed - expected).max() < 0.01, observed
     assert abs(lengths.mean() - 3.80) < 0.05
@@ -338,8 +367,14 @@ def test_whole_word_needs_a_table_and_modes_are_checked():
     with pytest.raises(ValueError, match="word_starts"):
         MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word")
     with pytest.raises(ValueError, match="unit_ends and mid_character"):
-        MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="whole_word",
-                    word_starts=WORD_STARTS, unit_ends=(False,) * 100)
+        MaskingSpec(
+            vocab_size=100,
+            mask_id=4,
+            special_ids=SPECIAL,
+            masking="whole_word",
+            word_starts=WORD_STARTS,
+            unit_ends=(False,) * 100,
+        )
     with pytest.raises(ValueError, match="not one of"):
         MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="words")
 

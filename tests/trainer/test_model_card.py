@@ -21,8 +21,10 @@ OPTIONS = model_card.CardOptions(language="en", license="apache-2.0")
 def exported(prepared_run, tmp_path_factory):
     out = tmp_path_factory.mktemp("card_export")
     paths = export.export(str(prepared_run["run"]), str(out), "all", OPTIONS)
-    cards = {fmt: ModelCard.load(os.path.join(folder, model_card.README))
-             for fmt, folder in paths.items()}
+    cards = {
+        fmt: ModelCard.load(os.path.join(folder, model_card.README))
+        for fmt, folder in paths.items()
+    }
     return {**prepared_run, "paths": paths, "cards": cards}
 
 
@@ -40,8 +42,14 @@ def test_every_export_has_a_card_that_parses(exported):
         kinds = [r.metric_type for r in data.eval_results]
         assert kinds == ["loss", "accuracy", "perplexity", "unigram_baseline_ratio"]
         assert {r.task_type for r in data.eval_results} == {"fill-mask"}
-        for section in ("## Model", "## Tokenizer", "## Training data", "## Training recipe",
-                        "## Results", "## How to use"):
+        for section in (
+            "## Model",
+            "## Tokenizer",
+            "## Training data",
+            "## Training recipe",
+            "## Results",
+            "## How to use",
+        ):
             assert section in card.text, (fmt, section)
 
 
@@ -72,8 +80,7 @@ def test_data_section_is_the_prepare_manifest(exported):
     assert f"| duplicates removed | {duplicates:,}" in text
     filtered = sum(run_counts["filtered_by_rule"].values())
     assert f"| removed by the quality filter | {filtered:,}" in text
-    assert (f"| training sequences | {found.num_examples:,} of {found.max_length} tokens |"
-            in text)
+    assert f"| training sequences | {found.num_examples:,} of {found.max_length} tokens |" in text
     assert f"| training tokens (not padding) | {found.num_tokens:,} |" in text
     assert f"`{config['train_data_digest']}`" in text
 
@@ -89,8 +96,9 @@ def test_model_tokenizer_and_recipe_are_the_runs(exported):
     assert f"| kind | {tokenizer['model']['type']} (" in text
     assert f"| vocabulary | {config['tokenizer']['vocab_size']:,} |" in text
     assert f"| optimizer steps | {CARD_RUN_STEPS} (of {config['total_steps']} planned) |" in text
-    assert f"| global batch | {config['global_batch_size']} sequences (16 per replica x 1) |" \
-        in text
+    assert (
+        f"| global batch | {config['global_batch_size']} sequences (16 per replica x 1) |" in text
+    )
     assert f"| peak learning rate | {config['learning_rate']} |" in text
     assert f"linear warmup over {config['warmup_steps']} steps" in text
     assert "| masking | single tokens (BERT/RoBERTa), 0.15 of tokens |" in text
@@ -114,8 +122,9 @@ def test_each_card_counts_the_parameters_its_own_folder_holds(exported):
 
 
 def test_usage_names_the_published_repositories(prepared_run, tmp_path):
-    options = model_card.CardOptions(published={"hf": "hf://org/tiny",
-                                                "keras-hub": "hf://org/tiny-keras-hub"})
+    options = model_card.CardOptions(
+        published={"hf": "hf://org/tiny", "keras-hub": "hf://org/tiny-keras-hub"}
+    )
     paths = export.export(str(prepared_run["run"]), str(tmp_path), "all", options)
     text = ModelCard.load(os.path.join(paths["hf"], "README.md")).text
     assert 'pipeline("fill-mask", model="org/tiny")' in text
@@ -129,8 +138,9 @@ def test_an_earlier_checkpoint_gets_its_own_evaluation(prepared_run, tmp_path):
     at_10 = next(e for e in history if e["step"] == 10)
     results = card_facts.results_at(str(run), 10)
     assert results["eval_loss"] == at_10["eval_loss"] != _read(run / "metrics.json")["eval_loss"]
-    paths = export.export(str(run / "checkpoints" / "ckpt-00000010.weights.h5"), str(tmp_path),
-                          "hf")
+    paths = export.export(
+        str(run / "checkpoints" / "ckpt-00000010.weights.h5"), str(tmp_path), "hf"
+    )
     card = ModelCard.load(os.path.join(paths["hf"], "README.md"))
     loss = next(r for r in card.data.eval_results if r.metric_type == "loss")
     assert loss.metric_value == round(at_10["eval_loss"], 4)
@@ -160,11 +170,18 @@ def test_what_is_gone_is_not_recorded(prepared_run, tmp_path):
 def test_an_accumulated_run_says_how_its_global_batch_is_made():
     from trainer import card_facts, card_text
 
-    config = {"global_batch_size": 64, "per_replica_batch_size": 4, "replicas": 2,
-              "grad_accum_steps": 8, "total_steps": 10}
+    config = {
+        "global_batch_size": 64,
+        "per_replica_batch_size": 4,
+        "replicas": 2,
+        "grad_accum_steps": 8,
+        "total_steps": 10,
+    }
     facts = card_facts.CardFacts(config, 1, {}, 10, None, None, None, None)
-    assert "| global batch | 64 sequences (4 per replica x 2 x 8 accumulated micro-batches) |" \
+    assert (
+        "| global batch | 64 sequences (4 per replica x 2 x 8 accumulated micro-batches) |"
         in card_text.recipe_section(facts)
+    )
 
 
 def test_a_restarted_run_states_each_attempts_recipe_with_its_steps():
@@ -173,18 +190,32 @@ def test_a_restarted_run_states_each_attempts_recipe_with_its_steps():
     the whole run's. An attempt whose steps were all redone (resumed at 400 again) is gone."""
     from trainer import attempts, card_facts, card_text
 
-    first = {"learning_rate": 1e-3, "global_batch_size": 16, "per_replica_batch_size": 16,
-             "replicas": 1, "grad_accum_steps": 1, "strategy": "cpu", "precision": "fp32",
-             "total_steps": 1000, "warmup_steps": 50}
-    second = {**first, "learning_rate": 5e-4, "per_replica_batch_size": 8, "replicas": 2,
-              "strategy": "gpu"}
+    first = {
+        "learning_rate": 1e-3,
+        "global_batch_size": 16,
+        "per_replica_batch_size": 16,
+        "replicas": 1,
+        "grad_accum_steps": 1,
+        "strategy": "cpu",
+        "precision": "fp32",
+        "total_steps": 1000,
+        "warmup_steps": 50,
+    }
+    second = {
+        **first,
+        "learning_rate": 5e-4,
+        "per_replica_batch_size": 8,
+        "replicas": 2,
+        "strategy": "gpu",
+    }
     history = attempts.history(None, first, 0)
     history = attempts.history({**first, "attempts": history}, second, 400)
     history = attempts.history({**second, "attempts": history}, second, 400)  # a kill at 450
     assert [a["start_step"] for a in history] == [0, 400]
     config = {**second, "attempts": history}
-    facts = card_facts.CardFacts(config, 1, {}, 600, None, None, None, None,
-                                 attempts=tuple(attempts.spans(history, 600)))
+    facts = card_facts.CardFacts(
+        config, 1, {}, 600, None, None, None, None, attempts=tuple(attempts.spans(history, 600))
+    )
     text = card_text.recipe_section(facts)
     assert "| peak learning rate | by attempt, see below |" in text
     assert "| global batch | by attempt, see below |" in text
@@ -192,8 +223,9 @@ def test_a_restarted_run_states_each_attempts_recipe_with_its_steps():
     assert "| 0-400 | 0.001 | 16 sequences (16 per replica x 1) | CPU, 1 replica(s) |" in text
     assert "| 400-600 | 0.0005 | 16 sequences (8 per replica x 2) | GPU, 2 replica(s) |" in text
     assert "| precision | fp32 |" in text  # what held throughout stays one row
-    one = card_facts.CardFacts(config, 1, {}, 300, None, None, None, None,
-                               attempts=tuple(attempts.spans(history, 300)))
+    one = card_facts.CardFacts(
+        config, 1, {}, 300, None, None, None, None, attempts=tuple(attempts.spans(history, 300))
+    )
     assert "Attempts" not in card_text.recipe_section(one)  # step 300: the first recipe only
 
 
@@ -203,8 +235,10 @@ def test_finetune_scores_join_a_real_exports_cards_and_keep_what_they_said(expor
     root = tmp_path / "export"
     shutil.copytree(os.path.dirname(exported["paths"]["hf"]), root)
     reported = {name: {m: 0.5 for m in glue.TASKS[name].reported} for name in glue.ORDER}
-    document = {"glue": glue.glue_score(reported), "tasks": {
-        name: {"reported": values, "seeds": [1]} for name, values in reported.items()}}
+    document = {
+        "glue": glue.glue_score(reported),
+        "tasks": {name: {"reported": values, "seeds": [1]} for name, values in reported.items()},
+    }
     card_scores.add(card_scores.readmes(str(root)), card_scores.entries(document))
     for fmt, before in exported["cards"].items():
         after = ModelCard.load(str(root / fmt / model_card.README))

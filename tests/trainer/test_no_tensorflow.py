@@ -24,12 +24,24 @@ from tests.support import no_tensorflow
 ROOT = str(test_layers.ROOT)
 # What a JAX run or tool starts from (`python -m ...`, or the package a program imports).
 JAX_ENTRY_POINTS = (
-    "trainer", "trainer.task", "trainer.export", "trainer.predict", "trainer.finetune",
-    "trainer.fill_mask_demo", "trainer.baseline", "trainer.plot", "trainer.push",
-    "trainer.init_from", "trainer.model_card", "trainer.backends.jax_backend", "common.verify")
+    "trainer",
+    "trainer.task",
+    "trainer.export",
+    "trainer.predict",
+    "trainer.finetune",
+    "trainer.fill_mask_demo",
+    "trainer.baseline",
+    "trainer.plot",
+    "trainer.push",
+    "trainer.init_from",
+    "trainer.model_card",
+    "trainer.backends.jax_backend",
+    "common.verify",
+)
 TENSORFLOW = ("tensorflow", "tensorflow_text", "tf_keras")
-jax_pass_only = pytest.mark.skipif(os.environ.get("KERAS_BACKEND") != "jax",
-                                   reason="runs on the JAX pass (KERAS_BACKEND=jax)")
+jax_pass_only = pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") != "jax", reason="runs on the JAX pass (KERAS_BACKEND=jax)"
+)
 
 
 def _import_time_statements(body):
@@ -53,8 +65,9 @@ def import_time_edges(modules) -> tuple[dict, set]:
             if isinstance(node, ast.Import):
                 names = {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = {f"{node.module}.{a.name}" for a in node.names} & modules.keys() \
-                    | {node.module}
+                names = {f"{node.module}.{a.name}" for a in node.names} & modules.keys() | {
+                    node.module
+                }
             else:
                 continue
             if any(n.split(".")[0] in TENSORFLOW for n in names):
@@ -81,32 +94,49 @@ def test_no_module_a_jax_run_imports_imports_tensorflow():
     """Only modules no JAX entry point reaches may import TensorFlow when imported (today:
     the TensorFlow backend, its strategies, the tf.data pipeline)."""
     edges, tensorflow_importers = import_time_edges(test_layers._modules())
-    assert {"trainer.backends.tensorflow_strategy",
-            "trainer.backends.tensorflow_backend", "trainer.data_tf"} <= tensorflow_importers
-    chains = [" -> ".join(chain) for chain in
-              (_chain(edges, entry, tensorflow_importers) for entry in JAX_ENTRY_POINTS)
-              if chain]
+    assert {
+        "trainer.backends.tensorflow_strategy",
+        "trainer.backends.tensorflow_backend",
+        "trainer.data_tf",
+    } <= tensorflow_importers
+    chains = [
+        " -> ".join(chain)
+        for chain in (_chain(edges, entry, tensorflow_importers) for entry in JAX_ENTRY_POINTS)
+        if chain
+    ]
     assert chains == [], f"import TensorFlow: {sorted(tensorflow_importers)}"
 
 
 def test_the_scan_sees_imports_in_blocks_but_not_in_functions():
-    tree = ast.parse("import a\nif x:\n    import tensorflow\ntry:\n    from b import c\n"
-                     "except ImportError:\n    pass\ndef f():\n    import tensorflow_text\n")
-    edges, direct = import_time_edges({"m": (None, tree), "b": (None, ast.parse("")),
-                                       "b.c": (None, ast.parse(""))})
+    tree = ast.parse(
+        "import a\nif x:\n    import tensorflow\ntry:\n    from b import c\n"
+        "except ImportError:\n    pass\ndef f():\n    import tensorflow_text\n"
+    )
+    edges, direct = import_time_edges(
+        {"m": (None, tree), "b": (None, ast.parse("")), "b.c": (None, ast.parse(""))}
+    )
     assert direct == {"m"} and edges["m"] == {"b", "b.c"}
 
 
 def _run(args):
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env=no_tensorflow.env())
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=no_tensorflow.env(),
+    )
 
 
 def _weights(path) -> dict:
     found = {}
     with h5py.File(path, "r") as f:
-        f.visititems(lambda name, item: found.__setitem__(name, item[()])
-                     if isinstance(item, h5py.Dataset) else None)
+        f.visititems(
+            lambda name, item: (
+                found.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
+            )
+        )
     return found
 
 

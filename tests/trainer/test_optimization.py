@@ -42,8 +42,7 @@ def test_the_schedule_counts_updates_when_keras_counts_micro_batches():
     for update in (0, 3, 10, 57, 110):
         for micro in range(4):
             assert float(accumulated(4 * update + micro)) == float(plain(update))
-    assert WarmupLinearDecay(**accumulated.get_config()).get_config() == \
-        accumulated.get_config()
+    assert WarmupLinearDecay(**accumulated.get_config()).get_config() == accumulated.get_config()
     optimizer = build_optimizer(1e-3, 110, 10, grad_accum_steps=4)
     assert optimizer.gradient_accumulation_steps == 4
     assert build_optimizer(1e-3, 110, 10).gradient_accumulation_steps is None

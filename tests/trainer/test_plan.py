@@ -2,39 +2,54 @@
 
 import pytest
 
-from trainer.plan import (DEFAULT_LEARNING_RATES, DeviceSettings, PlanError, TrainPlan,
-                          check_continuation, check_start, device_settings, learning_rate,
-                          make_plan, warmup_change)
+from trainer.plan import (
+    DEFAULT_LEARNING_RATES,
+    DeviceSettings,
+    PlanError,
+    TrainPlan,
+    check_continuation,
+    check_start,
+    device_settings,
+    learning_rate,
+    make_plan,
+    warmup_change,
+)
 
 
 def test_device_settings():
-    assert device_settings(None, "auto", None, on_tpu=True, on_cpu_replicas=False) == \
-        DeviceSettings("bf16", True, 100, fused_attention=True)
+    assert device_settings(
+        None, "auto", None, on_tpu=True, on_cpu_replicas=False
+    ) == DeviceSettings("bf16", True, 100, fused_attention=True)
     # MirroredStrategy over CPUs: the step is not compiled (keras#19005); masks are the same.
-    assert device_settings(None, "auto", None, False, on_cpu_replicas=True) == \
-        DeviceSettings("fp32", False, 1)
+    assert device_settings(None, "auto", None, False, on_cpu_replicas=True) == DeviceSettings(
+        "fp32", False, 1
+    )
     # The TPU build of TensorFlow on a CPU has no XLA backend for it: nothing is compiled.
-    assert device_settings(None, "auto", None, False, False, cpu_without_xla=True) == \
-        DeviceSettings("fp32", False, 1)
+    assert device_settings(
+        None, "auto", None, False, False, cpu_without_xla=True
+    ) == DeviceSettings("fp32", False, 1)
     assert device_settings("bf16", "false", 8, False, False).steps_per_execution == 8
 
 
 def test_a_gpu_gets_bf16_many_steps_per_call_and_fused_attention_by_default():
-    assert device_settings(None, "auto", None, False, False, on_gpu=True) == \
-        DeviceSettings("bf16", True, 100, fused_attention=True)
+    assert device_settings(None, "auto", None, False, False, on_gpu=True) == DeviceSettings(
+        "bf16", True, 100, fused_attention=True
+    )
     # A CPU keeps float32, one step per call and the backbone's attention dropout.
-    assert device_settings(None, "auto", None, False, False) == \
-        DeviceSettings("fp32", True, 1, fused_attention=False)
+    assert device_settings(None, "auto", None, False, False) == DeviceSettings(
+        "fp32", True, 1, fused_attention=False
+    )
     # Each default gives way to its flag.
-    assert device_settings("fp32", "auto", 4, False, False, on_gpu=True,
-                           fused_attention="false") == DeviceSettings("fp32", True, 4, False)
-    assert device_settings(None, "auto", None, False, False,
-                           fused_attention="true").fused_attention
+    assert device_settings(
+        "fp32", "auto", 4, False, False, on_gpu=True, fused_attention="false"
+    ) == DeviceSettings("fp32", True, 4, False)
+    assert device_settings(None, "auto", None, False, False, fused_attention="true").fused_attention
 
 
 def test_intervals_divide_save_eval_and_total():
-    plan = make_plan(1000, save_every=200, eval_every=500, steps_per_execution=100,
-                     warmup_ratio=0.05)
+    plan = make_plan(
+        1000, save_every=200, eval_every=500, steps_per_execution=100, warmup_ratio=0.05
+    )
     assert (plan.interval, plan.steps_per_execution, plan.warmup_steps) == (100, 100, 50)
     assert plan.segments(0) == [(0, 10, 100)]
     assert plan.eval_epochs(0, 10, 100) == [5, 10]
@@ -42,19 +57,21 @@ def test_intervals_divide_save_eval_and_total():
 
 def test_a_resume_off_the_intervals_first_reaches_a_boundary():
     # Killed at 900 with --save_every 300; resumed with --save_every 400 --eval_every 400.
-    plan = make_plan(2000, save_every=400, eval_every=400, steps_per_execution=100,
-                     warmup_ratio=0.0)
+    plan = make_plan(
+        2000, save_every=400, eval_every=400, steps_per_execution=100, warmup_ratio=0.0
+    )
     assert plan.interval == 400
     assert plan.segments(900) == [(900, 1, 300), (1200, 2, 400)]
-    assert plan.eval_epochs(900, 1, 300) == [1]     # 1200 is a multiple of 400
+    assert plan.eval_epochs(900, 1, 300) == [1]  # 1200 is a multiple of 400
     assert plan.eval_epochs(1200, 2, 400) == [1, 2]  # 1600, 2000
     assert plan.steps_per_execution_from(900) == 100
     assert make_plan(2000, 400, 400, 64, 0.0).steps_per_execution_from(900) == 4
 
 
 def test_the_last_segment_ends_at_the_total_and_a_finished_run_has_none():
-    plan = TrainPlan(total_steps=150, interval=50, steps_per_execution=1, warmup_steps=0,
-                     eval_every=50)
+    plan = TrainPlan(
+        total_steps=150, interval=50, steps_per_execution=1, warmup_steps=0, eval_every=50
+    )
     assert plan.segments(120) == [(120, 1, 30)]
     assert plan.segments(150) == []
 
@@ -77,8 +94,7 @@ def test_a_total_inside_the_saved_warmup_replans_it_so_the_rate_reaches_zero():
 
 def test_data_order_and_objective_are_fixed():
     saved = {"shuffle_buffer_size": 65536, "masking": "token", "mlm_probability": 0.15}
-    for key, value in (("shuffle_buffer_size", 100), ("masking", "span"),
-                       ("mlm_probability", 0.2)):
+    for key, value in (("shuffle_buffer_size", 100), ("masking", "span"), ("mlm_probability", 0.2)):
         with pytest.raises(PlanError, match=f"flag: --{key}"):
             check_continuation(saved, dict(saved, **{key: value}), "out")
 

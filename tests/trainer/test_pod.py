@@ -18,13 +18,22 @@ import pytest
 
 from tests.trainer.mlm_data import task_args
 
-pytestmark = [pytest.mark.slow,  # the fast lane (make test-fast) leaves it to make test
-              pytest.mark.skipif(keras.backend.backend() != "jax",
-                                 reason="the multi-process path is JAX's")]
+pytestmark = [
+    pytest.mark.slow,  # the fast lane (make test-fast) leaves it to make test
+    pytest.mark.skipif(keras.backend.backend() != "jax", reason="the multi-process path is JAX's"),
+]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-POD = ["--train_steps", "40", "--eval_every", "20", "--save_every", "20",
-       "--per_replica_batch_size", "8"]  # global batch 16, as the one-process reference
+POD = [
+    "--train_steps",
+    "40",
+    "--eval_every",
+    "20",
+    "--save_every",
+    "20",
+    "--per_replica_batch_size",
+    "8",
+]  # global batch 16, as the one-process reference
 
 
 def _free_port() -> int:
@@ -33,8 +42,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _pod(kill_at: str | list[str], args: list[str],
-         host_1_args: list[str] | None = None) -> list[subprocess.CompletedProcess]:
+def _pod(
+    kill_at: str | list[str], args: list[str], host_1_args: list[str] | None = None
+) -> list[subprocess.CompletedProcess]:
     """Runs both hosts of the pod with the same command (as `--worker=all` does; host 1 runs
     `host_1_args` if given); `kill_at`: killable_run's kill point, for both or one per host."""
     port = _free_port()
@@ -42,13 +52,22 @@ def _pod(kill_at: str | list[str], args: list[str],
     kills = [kill_at] * 2 if isinstance(kill_at, str) else kill_at
     for process_id, host_args in enumerate([args, host_1_args or args]):
         env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # one device each
-        env.update(KERAS_BACKEND="jax", KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
-                   KERAS_DISTRIBUTION_NUM_PROCESSES="2",
-                   KERAS_DISTRIBUTION_PROCESS_ID=str(process_id))
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "tests.trainer.killable_run", kills[process_id],
-             *host_args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True))
+        env.update(
+            KERAS_BACKEND="jax",
+            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+            KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+            KERAS_DISTRIBUTION_PROCESS_ID=str(process_id),
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.trainer.killable_run", kills[process_id], *host_args],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     results = []
     for proc in procs:
         try:
@@ -63,7 +82,7 @@ def _pod(kill_at: str | list[str], args: list[str],
 def _args(corpus, out):
     args = task_args(corpus, out, *POD)
     i = args.index("--per_replica_batch_size")
-    del args[i:i + 2]  # task_args' 16; POD gives 8 per host
+    del args[i : i + 2]  # task_args' 16; POD gives 8 per host
     return args
 
 
@@ -90,7 +109,9 @@ def test_two_hosts_train_one_global_batch_and_only_host_0_writes(pod_run):
     assert [e["step"] for e in history] == [20, 40]
     assert history[-1]["eval_loss"] < history[0]["eval_loss"]
     assert sorted(os.listdir(pod_run / "checkpoints")) == [
-        "ckpt-00000020.weights.h5", "ckpt-00000040.weights.h5"]
+        "ckpt-00000020.weights.h5",
+        "ckpt-00000040.weights.h5",
+    ]
 
 
 def _errors(result) -> list[str]:
@@ -98,7 +119,8 @@ def _errors(result) -> list[str]:
 
 
 def test_sigterm_stops_every_host_at_one_step_a_lost_host_ends_the_other_in_one_line(
-        corpus, pod_run, tmp_path):
+    corpus, pod_run, tmp_path
+):
     """Issue 31 items 3 and 4, one pod run through four attempts (pod starts are slow):
 
     1. SIGTERM on host 1 at step 25: jax.distributed's preemption notifier takes it from the
@@ -144,8 +166,9 @@ def test_sigterm_stops_every_host_at_one_step_a_lost_host_ends_the_other_in_one_
     for r in resumed:
         assert r.returncode == 0, r.stderr[-3000:]
     assert [e["step"] for e in json.loads((tmp_path / "history.json").read_text())] == [20, 40]
-    worst = max(float(np.max(np.abs(a - b)))
-                for a, b in zip(_weights(tmp_path), _weights(pod_run)))
-    print(f"pod stopped by SIGTERM at step {step}, host 1 killed at step {step + 3}, "
-          f"resumed: max |weight difference| = {worst:.3g}")
+    worst = max(float(np.max(np.abs(a - b))) for a, b in zip(_weights(tmp_path), _weights(pod_run)))
+    print(
+        f"pod stopped by SIGTERM at step {step}, host 1 killed at step {step + 3}, "
+        f"resumed: max |weight difference| = {worst:.3g}"
+    )
     assert worst < 2e-4, worst

@@ -29,14 +29,19 @@ def expected_top(masked_lm, predictor, text, top_k):
     """Independent reference: one unpadded row, the full softmax, sorted ids."""
     ids = predictor.tokenizer.encode(text).ids
     positions = [p for p, t in enumerate(ids) if t == predictor.info.mask_id]
-    inputs = {"token_ids": np.array([ids], np.int32), "padding_mask": np.ones((1, len(ids)), np.int32),
-              "mask_positions": np.array([positions], np.int32)}
+    inputs = {
+        "token_ids": np.array([ids], np.int32),
+        "padding_mask": np.ones((1, len(ids)), np.int32),
+        "mask_positions": np.array([positions], np.int32),
+    }
     if "segment_ids" in masked_lm.input:
         inputs["segment_ids"] = np.zeros((1, len(ids)), np.int32)
     logits = np.asarray(masked_lm(inputs, training=False), np.float64)[0]
     probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
-    return [[(int(t), probs[m, t]) for t in np.argsort(-probs[m])[:top_k]]
-            for m in range(len(positions))]
+    return [
+        [(int(t), probs[m, t]) for t in np.argsort(-probs[m])[:top_k]]
+        for m in range(len(positions))
+    ]
 
 
 @pytest.mark.parametrize("family", ["roberta", "bert"])
@@ -49,9 +54,11 @@ def test_predict_matches_the_model_and_batching_changes_nothing(runs, family):
         expected = expected_top(masked_lm, predictor, text, 4)
         for candidates, reference in zip(masks, expected):
             assert [tok for tok, _ in candidates] == [
-                predictor.tokenizer.decode([i], skip_special_tokens=False) for i, _ in reference]
-            np.testing.assert_allclose([s for _, s in candidates], [s for _, s in reference],
-                                       rtol=1e-5)
+                predictor.tokenizer.decode([i], skip_special_tokens=False) for i, _ in reference
+            ]
+            np.testing.assert_allclose(
+                [s for _, s in candidates], [s for _, s in reference], rtol=1e-5
+            )
 
 
 def test_predict_masks_from_preset_equals_checkpoint(runs, tmp_path):
@@ -61,8 +68,9 @@ def test_predict_masks_from_preset_equals_checkpoint(runs, tmp_path):
     from_preset = predict.predict_masks(preset, TEXTS["roberta"][:1], top_k=3)
     assert len(from_run[0][0]) == 3
     assert [t for t, _ in from_run[0][0]] == [t for t, _ in from_preset[0][0]]
-    np.testing.assert_allclose([s for _, s in from_run[0][0]], [s for _, s in from_preset[0][0]],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        [s for _, s in from_run[0][0]], [s for _, s in from_preset[0][0]], rtol=1e-6
+    )
 
 
 def test_input_errors(runs):
@@ -86,22 +94,41 @@ def test_cli_error_is_one_line_with_exit_code_2(runs):
     """A real process: no traceback and no TensorFlow noise (the model is never loaded)."""
     result = subprocess.run(
         [sys.executable, "-m", "trainer.predict", "--model", runs["roberta"][0], "no mask here"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: text 1 has no <mask> token: 'no mask here'"]
+        "error: text 1 has no <mask> token: 'no mask here'"
+    ]
 
 
 @pytest.mark.slow
 def test_cli_on_a_cpu_shows_no_tensorflow_noise(runs):
     """The model's first call makes oneDNN log an `E0000 ... DT_INT64` line once per process;
     on a machine without a GPU it is hidden with TensorFlow's other known start-up lines."""
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES",
-                                                             "TF_CPP_MIN_LOG_LEVEL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CUDA_VISIBLE_DEVICES", "TF_CPP_MIN_LOG_LEVEL")
+    }
     result = subprocess.run(
-        [sys.executable, "-m", "trainer.predict", "--model", runs["roberta"][0],
-         "The cat <mask> on the mat."], cwd=REPO_ROOT, capture_output=True, text=True,
-        timeout=300, env=env)
+        [
+            sys.executable,
+            "-m",
+            "trainer.predict",
+            "--model",
+            runs["roberta"][0],
+            "The cat <mask> on the mat.",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "mask 1:" in result.stdout
     for noise in ("E0000", "DT_INT64", "cuInit", "cuda drivers", "cpu_feature_guard"):

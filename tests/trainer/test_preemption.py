@@ -21,13 +21,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # (kill point, the step the next attempt must resume from): see killable_run's docstring.
 KILLS = [
-    ("mid_interval:25", 0),       # mid-interval, before any file of the run's steps
-    ("checkpoint_write:1", 0),    # half of ckpt-40 written
-    ("history:2", 40),            # backup 40 committed; history of step 80 written
-    ("after_checkpoint:1", 40),   # ckpt-80 published, its backup not
-    ("backup_write:1", 40),       # half of the backup of step 80 written
-    ("mid_interval:100", 80),     # backup 80 committed, killed inside the last interval
-    ("metrics:1", 120),           # everything of step 120 committed but metrics.json
+    ("mid_interval:25", 0),  # mid-interval, before any file of the run's steps
+    ("checkpoint_write:1", 0),  # half of ckpt-40 written
+    ("history:2", 40),  # backup 40 committed; history of step 80 written
+    ("after_checkpoint:1", 40),  # ckpt-80 published, its backup not
+    ("backup_write:1", 40),  # half of the backup of step 80 written
+    ("mid_interval:100", 80),  # backup 80 committed, killed inside the last interval
+    ("metrics:1", 120),  # everything of step 120 committed but metrics.json
 ]
 # The kill points are the trainer's own (file writes, interval ends), not the backend's: the
 # full loop runs on TensorFlow; the JAX pass (CI time) keeps two: killed between two files of
@@ -38,12 +38,18 @@ if keras.backend.backend() == "jax":
 # Plan arithmetic and file handling that run the same code whatever the backend: the JAX
 # pass leaves them to the TensorFlow pass (CI time).
 same_on_every_backend = pytest.mark.skipif(
-    keras.backend.backend() == "jax", reason="backend-independent; run on the TensorFlow pass")
+    keras.backend.backend() == "jax", reason="backend-independent; run on the TensorFlow pass"
+)
 
 
 def _attempt(kill_at, args):
-    return subprocess.run([sys.executable, "-m", "tests.trainer.killable_run", kill_at, *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "tests.trainer.killable_run", kill_at, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _weights(path):
@@ -83,22 +89,29 @@ def test_sigkill_at_many_moments_then_restart_matches_uninterrupted(corpus, full
     assert worst < 2e-4, worst
     leftovers = [n for _, _, files in os.walk(out) for n in files if n.startswith(".tmp-")]
     assert not leftovers and sorted(os.listdir(out / "backup")) == [
-        "state-00000080.weights.h5", "state-00000120.weights.h5"]
+        "state-00000080.weights.h5",
+        "state-00000120.weights.h5",
+    ]
 
 
 @same_on_every_backend
 def test_resume_with_another_eval_and_save_interval_is_exact(corpus, full_run, tmp_path):
     with pytest.raises(Preempted):
-        task.run(task.parse_args(task_args(corpus, tmp_path, *STEPS)),
-                 extra_callbacks=[preempt_at(40)])
-    changed = task_args(corpus, tmp_path, "--train_steps", "120", "--eval_every", "20",
-                        "--save_every", "30")
+        task.run(
+            task.parse_args(task_args(corpus, tmp_path, *STEPS)), extra_callbacks=[preempt_at(40)]
+        )
+    changed = task_args(
+        corpus, tmp_path, "--train_steps", "120", "--eval_every", "20", "--save_every", "30"
+    )
     assert task.main(changed) == 0
     history = _history(tmp_path)
     assert [e["step"] for e in history] == [40, 50, 60, 70, 80, 90, 100, 110, 120]
     assert [e["step"] for e in history if "eval_loss" in e] == [40, 60, 80, 100, 120]
     assert sorted(os.listdir(tmp_path / "checkpoints")) == [
-        "ckpt-00000060.weights.h5", "ckpt-00000090.weights.h5", "ckpt-00000120.weights.h5"]
+        "ckpt-00000060.weights.h5",
+        "ckpt-00000090.weights.h5",
+        "ckpt-00000120.weights.h5",
+    ]
     final, expected = _weights(tmp_path), _weights(full_run)
     worst = max(float(np.max(np.abs(a - b))) for a, b in zip(final, expected))
     print(f"resumed with other intervals: max |weight difference| = {worst:.3g}")
@@ -113,10 +126,12 @@ def _copy_of(full_run, tmp_path):
 
 @same_on_every_backend
 def test_extending_train_steps_replans_the_decay_without_a_second_warmup(
-        corpus, full_run, tmp_path):
+    corpus, full_run, tmp_path
+):
     out = _copy_of(full_run, tmp_path)
-    longer = task_args(corpus, out, "--train_steps", "200", "--eval_every", "40",
-                       "--save_every", "40")
+    longer = task_args(
+        corpus, out, "--train_steps", "200", "--eval_every", "40", "--save_every", "40"
+    )
     assert task.main(longer) == 0
     history = _history(out)
     assert [e["step"] for e in history] == [40, 80, 120, 160, 200]
@@ -128,23 +143,27 @@ def test_extending_train_steps_replans_the_decay_without_a_second_warmup(
     assert json.loads((out / "metrics.json").read_text())["steps"] == 200
 
 
-@pytest.mark.parametrize("change, expected", [
-    (["--train_steps", "80"], "already trained 120 steps"),
-    (["--train_steps", "120", "--seed", "7"], "flag: --seed"),
-    (["--train_steps", "120", "--per_replica_batch_size", "8"], "global_batch_size"),
-    # The data order and the objective from the resume step on (issue 22 item 10).
-    (["--train_steps", "160", "--shuffle_buffer_size", "100"], "flag: --shuffle_buffer_size"),
-    (["--train_steps", "160", "--masking", "span"], "flag: --masking"),
-    (["--train_steps", "160", "--mlm_probability", "0.2"], "flag: --mlm_probability"),
-])
-def test_changes_that_cannot_continue_are_one_line(corpus, full_run, tmp_path, capsys, change,
-                                                   expected):
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (["--train_steps", "80"], "already trained 120 steps"),
+        (["--train_steps", "120", "--seed", "7"], "flag: --seed"),
+        (["--train_steps", "120", "--per_replica_batch_size", "8"], "global_batch_size"),
+        # The data order and the objective from the resume step on (issue 22 item 10).
+        (["--train_steps", "160", "--shuffle_buffer_size", "100"], "flag: --shuffle_buffer_size"),
+        (["--train_steps", "160", "--masking", "span"], "flag: --masking"),
+        (["--train_steps", "160", "--mlm_probability", "0.2"], "flag: --mlm_probability"),
+    ],
+)
+def test_changes_that_cannot_continue_are_one_line(
+    corpus, full_run, tmp_path, capsys, change, expected
+):
     out = _copy_of(full_run, tmp_path)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     args = task_args(corpus, out, "--eval_every", "40", "--save_every", "40")
     i = args.index("--per_replica_batch_size")
     if "--per_replica_batch_size" in change:
-        del args[i:i + 2]
+        del args[i : i + 2]
     assert task.main(args + change) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0], err
@@ -157,9 +176,13 @@ def test_resuming_on_the_other_backend_is_refused_with_one_line(corpus, full_run
     out = _copy_of(full_run, tmp_path)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     other = {"jax": "tensorflow", "tensorflow": "jax"}[keras.backend.backend()]
-    proc = subprocess.run([sys.executable, "-m", "trainer.task", "--backend", other,
-                           *task_args(corpus, out, *STEPS)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainer.task", "--backend", other, *task_args(corpus, out, *STEPS)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "another backend" in errors[0] and "flag: --backend" in errors[0]
@@ -172,12 +195,12 @@ def _truncate(path):
         f.write(data[: len(data) // 3])
 
 
-def test_torn_backups_fall_back_to_older_state_then_checkpoint(corpus, full_run, tmp_path,
-                                                               capsys):
+def test_torn_backups_fall_back_to_older_state_then_checkpoint(corpus, full_run, tmp_path, capsys):
     out = _copy_of(full_run, tmp_path)
     run = RunDir(str(out))
-    args = task_args(corpus, out, "--train_steps", "160", "--eval_every", "40",
-                     "--save_every", "40")
+    args = task_args(
+        corpus, out, "--train_steps", "160", "--eval_every", "40", "--save_every", "40"
+    )
     _truncate(run.backup(120))
     assert task.main(args) == 0  # resumes from the backup of step 80
     err = capsys.readouterr().err
@@ -198,14 +221,37 @@ def test_torn_backups_fall_back_to_older_state_then_checkpoint(corpus, full_run,
 
 def test_resume_on_two_replicas_at_the_same_global_batch(corpus, tmp_path):
     with pytest.raises(Preempted):
-        task.run(task.parse_args(task_args(corpus, tmp_path, "--train_steps", "60",
-                                           "--eval_every", "30", "--save_every", "30")),
-                 extra_callbacks=[preempt_at(30)])
-    two = task_args(corpus, tmp_path, "--train_steps", "60", "--eval_every", "30",
-                    "--save_every", "30", "--cpu_replicas", "2",
-                    "--per_replica_batch_size", "8")
+        task.run(
+            task.parse_args(
+                task_args(
+                    corpus,
+                    tmp_path,
+                    "--train_steps",
+                    "60",
+                    "--eval_every",
+                    "30",
+                    "--save_every",
+                    "30",
+                )
+            ),
+            extra_callbacks=[preempt_at(30)],
+        )
+    two = task_args(
+        corpus,
+        tmp_path,
+        "--train_steps",
+        "60",
+        "--eval_every",
+        "30",
+        "--save_every",
+        "30",
+        "--cpu_replicas",
+        "2",
+        "--per_replica_batch_size",
+        "8",
+    )
     i = two.index("--per_replica_batch_size")
-    del two[i:i + 2]  # the 16 of task_args; 8 per replica below
+    del two[i : i + 2]  # the 16 of task_args; 8 per replica below
     assert task.main(two) == 0
     run_config = json.loads((tmp_path / "run_config.json").read_text())
     assert run_config["replicas"] == 2 and run_config["global_batch_size"] == 16
@@ -220,8 +266,13 @@ def test_a_non_chief_process_writes_nothing(corpus, tmp_path, monkeypatch):
     setup = backends.setup
     monkeypatch.setattr(backends, "setup", lambda c: dataclasses.replace(setup(c), chief=False))
     out = tmp_path / "worker1"
-    metrics = task.run(task.parse_args(task_args(corpus, out, "--train_steps", "20",
-                                                 "--eval_every", "10", "--save_every", "10")))
+    metrics = task.run(
+        task.parse_args(
+            task_args(
+                corpus, out, "--train_steps", "20", "--eval_every", "10", "--save_every", "10"
+            )
+        )
+    )
     assert metrics["steps"] == 20
     assert not out.exists() or not any(out.rglob("*")), list(out.rglob("*"))
 
@@ -233,11 +284,21 @@ def test_sigterm_mid_save_removes_the_temporary_weights(corpus, tmp_path):
     tmp.mkdir()
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.trainer.killable_run", "checkpoint_term:1",
-         *task_args(corpus, out, "--train_steps", "40", "--eval_every", "40", "--save_every",
-                    "20")],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "TMPDIR": str(tmp)})
+        [
+            sys.executable,
+            "-m",
+            "tests.trainer.killable_run",
+            "checkpoint_term:1",
+            *task_args(
+                corpus, out, "--train_steps", "40", "--eval_every", "40", "--save_every", "20"
+            ),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
     assert proc.returncode == 143, proc.stderr[-3000:]
     assert "SIGTERM" in proc.stderr.strip().splitlines()[-1]
     assert not list(tmp.iterdir())
@@ -256,11 +317,24 @@ def test_a_preemption_sync_point_backs_up_its_step_then_stops(corpus, tmp_path, 
     from trainer import backends
 
     setup, stop_at = backends.setup, {"call": 0}
-    monkeypatch.setattr(backends, "setup", lambda c: dataclasses.replace(
-        setup(c), preemption_sync=lambda n: n == stop_at["call"]))
+    monkeypatch.setattr(
+        backends,
+        "setup",
+        lambda c: dataclasses.replace(setup(c), preemption_sync=lambda n: n == stop_at["call"]),
+    )
     out = tmp_path / "run"
-    args = task_args(corpus, out, "--train_steps", "20", "--eval_every", "10", "--save_every",
-                     "10", "--max_eval_batches", "1")
+    args = task_args(
+        corpus,
+        out,
+        "--train_steps",
+        "20",
+        "--eval_every",
+        "10",
+        "--save_every",
+        "10",
+        "--max_eval_batches",
+        "1",
+    )
     for call, step in [(3, 3), (7, 10)]:  # calls count from 1 in each attempt
         stop_at["call"] = call
         with pytest.raises(Terminated, match=f"stopped at step {step}"):
@@ -269,4 +343,6 @@ def test_a_preemption_sync_point_backs_up_its_step_then_stops(corpus, tmp_path, 
     assert [e["step"] for e in _history(out)] == [10] and "eval_loss" in _history(out)[0]
     assert sorted(os.listdir(out / "checkpoints")) == ["ckpt-00000010.weights.h5"]
     assert sorted(os.listdir(out / "backup")) == [
-        "state-00000003.weights.h5", "state-00000010.weights.h5"]
+        "state-00000003.weights.h5",
+        "state-00000010.weights.h5",
+    ]

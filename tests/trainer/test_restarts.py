@@ -32,8 +32,9 @@ def _read(out, name):
 @same_on_every_backend
 def test_a_start_killed_before_any_step_is_replanned_from_the_new_flags(corpus, tmp_path):
     with pytest.raises(Preempted):  # killed at step 0 of a long run: run_config, no backup
-        _run(corpus, tmp_path, 100_000, "--eval_every", "20",
-             callbacks=[_KilledBeforeTheFirstStep()])
+        _run(
+            corpus, tmp_path, 100_000, "--eval_every", "20", callbacks=[_KilledBeforeTheFirstStep()]
+        )
     assert _read(tmp_path, "run_config.json")["warmup_steps"] == 5000
     _run(corpus, tmp_path, 40, "--eval_every", "20")
     assert _read(tmp_path, "run_config.json")["warmup_steps"] == 2  # 5 % of 40
@@ -60,8 +61,14 @@ def test_a_total_equal_to_the_backed_up_step_evaluates_and_finishes(corpus, tmp_
         _run(corpus, tmp_path, 40, "--eval_every", "40", callbacks=[preempt_at(20)])
     assert "eval_loss" not in _read(tmp_path, "history.json")[-1]
     capsys.readouterr()
-    assert task.main(task_args(corpus, tmp_path, "--train_steps", "20", "--save_every", "20",
-                               "--eval_every", "40")) == 0
+    assert (
+        task.main(
+            task_args(
+                corpus, tmp_path, "--train_steps", "20", "--save_every", "20", "--eval_every", "40"
+            )
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "already trained 20 steps" in out and "evaluating" in out
     metrics = _read(tmp_path, "metrics.json")
@@ -82,8 +89,7 @@ def test_a_total_equal_to_the_backed_up_step_evaluates_and_finishes(corpus, tmp_
 @same_on_every_backend
 @pytest.mark.parametrize("flag", ["--train_steps", "--epochs"])
 @pytest.mark.parametrize("value", ["0", "-3"])
-def test_step_counts_below_one_are_refused_naming_the_flag(corpus, tmp_path, capsys, flag,
-                                                          value):
+def test_step_counts_below_one_are_refused_naming_the_flag(corpus, tmp_path, capsys, flag, value):
     with pytest.raises(SystemExit) as exit_info:
         task.main(task_args(corpus, tmp_path, flag, value))
     assert exit_info.value.code == 2

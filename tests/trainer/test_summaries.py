@@ -40,13 +40,20 @@ def test_tensorboard_reads_each_scalar_at_its_step(folder):
 
         reader = event_accumulator.EventAccumulator(folder)
         reader.Reload()
-        loss = [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
-                for e in reader.Tensors("loss")]
+        loss = [
+            (e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
+            for e in reader.Tensors("loss")
+        ]
         assert loss == [(10, 2.5), (20, 1.5)]
-    scalars = [(e.step, v.tag, v.tensor.float_val[0], v.metadata.plugin_data.plugin_name)
-               for e in events[1:] for v in e.summary.value]
-    assert scalars[:2] == [(10, "loss", 2.5, "scalars"),
-                           (10, "learning_rate", np.float32(1e-3), "scalars")]
+    scalars = [
+        (e.step, v.tag, v.tensor.float_val[0], v.metadata.plugin_data.plugin_name)
+        for e in events[1:]
+        for v in e.summary.value
+    ]
+    assert scalars[:2] == [
+        (10, "loss", 2.5, "scalars"),
+        (10, "learning_rate", np.float32(1e-3), "scalars"),
+    ]
     assert [s[0] for s in scalars] == [10, 10, 20, 20]
 
 

@@ -45,16 +45,24 @@ def test_output_dir_follows_the_export_contract(full_run, corpus):
     assert run_config["tokenizer"] == corpus["info"].to_dict()
     assert run_config["backbone_config"]["hidden_dim"] == 64
     assert sorted(os.listdir(full_run / "tokenizer")) == [
-        "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
+        "special_tokens_map.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
     assert sorted(os.listdir(full_run / "checkpoints")) == [  # keep_checkpoints 2
-        "ckpt-00000080.weights.h5", "ckpt-00000120.weights.h5"]
+        "ckpt-00000080.weights.h5",
+        "ckpt-00000120.weights.h5",
+    ]
     assert os.listdir(full_run / "logs" / "train") and os.listdir(full_run / "logs" / "validation")
     assert sorted(os.listdir(full_run / "backup")) == [  # the newest two
-        "state-00000080.weights.h5", "state-00000120.weights.h5"]
+        "state-00000080.weights.h5",
+        "state-00000120.weights.h5",
+    ]
     steps = [e["step"] for e in _history(full_run)]
     assert steps == [40, 80, 120]
     assert {"loss", "accuracy", "perplexity", "learning_rate", "examples_per_second"} <= set(
-        _history(full_run)[0])
+        _history(full_run)[0]
+    )
 
     masked_lm = build_masked_lm(run_config["family"], run_config["backbone_config"])
     fresh = masked_lm.get_weights()
@@ -82,16 +90,27 @@ def test_interrupted_run_resumes_where_it_stopped(full_run, corpus, tmp_path):
     resumed, uninterrupted = _history(tmp_path), _history(full_run)
     assert [e["step"] for e in resumed] == [40, 80, 120]
     for key in ("loss", "eval_loss", "learning_rate"):
-        np.testing.assert_allclose([e[key] for e in resumed],
-                                   [e[key] for e in uninterrupted], rtol=2e-4, err_msg=key)
+        np.testing.assert_allclose(
+            [e[key] for e in resumed], [e[key] for e in uninterrupted], rtol=2e-4, err_msg=key
+        )
     # Running the finished command once more changes nothing.
     before = (tmp_path / "metrics.json").read_text()
     assert task.main(args) == 0 and (tmp_path / "metrics.json").read_text() == before
 
 
 def _two_replica_args(corpus, out, steps="40"):
-    args = task_args(corpus, out, "--train_steps", steps, "--eval_every", "20",
-                     "--save_every", "20", "--cpu_replicas", "2")
+    args = task_args(
+        corpus,
+        out,
+        "--train_steps",
+        steps,
+        "--eval_every",
+        "20",
+        "--save_every",
+        "20",
+        "--cpu_replicas",
+        "2",
+    )
     i = args.index("--per_replica_batch_size")
     args[i + 1] = "8"  # global batch 16, as the one-replica runs
     return args
@@ -113,19 +132,24 @@ def test_two_replicas_over_two_cpu_devices(corpus, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(keras.backend.backend() != "jax",
-                    reason="TensorFlow averages per-replica means: close, not equal")
+@pytest.mark.skipif(
+    keras.backend.backend() != "jax",
+    reason="TensorFlow averages per-replica means: close, not equal",
+)
 def test_two_devices_give_the_one_device_result_at_the_same_global_batch(corpus, tmp_path):
     """JAX computes one global step whatever the device count: same examples (rows), same
     masks (keyed by global row), same dropout, so the same weights up to summation order."""
     from trainer import model_source
 
-    one = task_args(corpus, tmp_path / "one", "--train_steps", "20", "--eval_every", "20",
-                    "--save_every", "20")
+    one = task_args(
+        corpus, tmp_path / "one", "--train_steps", "20", "--eval_every", "20", "--save_every", "20"
+    )
     assert task.main(one) == 0
     assert task.main(_two_replica_args(corpus, tmp_path / "two", "20")) == 0
-    weights = [model_source.load_masked_lm(str(tmp_path / name))[0].get_weights()
-               for name in ("one", "two")]
+    weights = [
+        model_source.load_masked_lm(str(tmp_path / name))[0].get_weights()
+        for name in ("one", "two")
+    ]
     worst = max(float(np.max(np.abs(a - b))) for a, b in zip(*weights))
     print(f"2 devices vs 1: max |weight difference| = {worst:.3g}")
     assert worst < 1e-4, worst
@@ -134,8 +158,18 @@ def test_two_devices_give_the_one_device_result_at_the_same_global_batch(corpus,
 @pytest.mark.slow
 @pytest.mark.parametrize("masking", ["whole_word", "span"])
 def test_whole_word_and_span_masking_train(corpus, tmp_path, masking):
-    args = task_args(corpus, tmp_path, "--train_steps", "40", "--eval_every", "20",
-                     "--save_every", "40", "--masking", masking)
+    args = task_args(
+        corpus,
+        tmp_path,
+        "--train_steps",
+        "40",
+        "--eval_every",
+        "20",
+        "--save_every",
+        "40",
+        "--masking",
+        masking,
+    )
     metrics = task.run(task.parse_args(args))
     run_config = json.loads((tmp_path / "run_config.json").read_text())
     assert run_config["masking"] == masking
@@ -145,8 +179,14 @@ def test_whole_word_and_span_masking_train(corpus, tmp_path, masking):
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "trainer.task", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "trainer.task", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 @pytest.mark.slow
@@ -159,7 +199,7 @@ def test_cli_rejects_incomplete_data_with_one_line(corpus, tmp_path):
     args[args.index("--train_data") + 1] = str(bad)
     proc = _cli(*args)
     assert proc.returncode == 2, proc.stderr[-2000:]
-    lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "no manifest.json" in lines[0] and "Traceback" not in proc.stderr
 
 
@@ -175,14 +215,23 @@ def test_mismatches_exit_2_with_one_line(corpus, tmp_path, capsys, problem):
         (tmp_path / "tok").mkdir()
         make_tokenizer(tmp_path / "tok")
         (tmp_path / "tok" / "tokenizer.json").write_text(
-            (tmp_path / "tok" / "tokenizer.json").read_text().replace('"w1"', '"w1x"'))
+            (tmp_path / "tok" / "tokenizer.json").read_text().replace('"w1"', '"w1x"')
+        )
         args[args.index("--tokenizer") + 1] = str(tmp_path / "tok")
         expected = "another tokenizer"
     else:
         (tmp_path / "out").mkdir()
-        (tmp_path / "out" / "run_config.json").write_text(json.dumps(
-            {"family": "bert", "backbone_config": {}, "max_length": 32, "tokenizer": {},
-             "seed": 42}))
+        (tmp_path / "out" / "run_config.json").write_text(
+            json.dumps(
+                {
+                    "family": "bert",
+                    "backbone_config": {},
+                    "max_length": 32,
+                    "tokenizer": {},
+                    "seed": 42,
+                }
+            )
+        )
         expected = "holds a run with another family"
     assert task.main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -192,7 +241,7 @@ def test_mismatches_exit_2_with_one_line(corpus, tmp_path, capsys, problem):
 def test_tokenizer_defaults_to_the_manifest_and_legacy_format_needs_it(corpus, tmp_path, capsys):
     args = task_args(corpus, tmp_path / "out", "--train_steps", "5")
     i = args.index("--tokenizer")
-    del args[i:i + 2]
+    del args[i : i + 2]
     # The test corpus's manifest records no tokenizer path, like legacy-format shards.
     assert task.main(args) == 2
     assert "pass --tokenizer" in capsys.readouterr().err
@@ -200,10 +249,17 @@ def test_tokenizer_defaults_to_the_manifest_and_legacy_format_needs_it(corpus, t
 
 @pytest.mark.slow
 def test_a_cpu_run_shows_no_cuda_noise(corpus, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES",
-                                                             "TF_CPP_MIN_LOG_LEVEL")}
-    proc = _cli(*task_args(corpus, tmp_path / "out", "--train_steps", "4", "--eval_every", "4",
-                           "--save_every", "4"), env=env)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CUDA_VISIBLE_DEVICES", "TF_CPP_MIN_LOG_LEVEL")
+    }
+    proc = _cli(
+        *task_args(
+            corpus, tmp_path / "out", "--train_steps", "4", "--eval_every", "4", "--save_every", "4"
+        ),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     output = proc.stdout + proc.stderr
     for noise in ("E0000", "cuInit", "cuda drivers", "cpu_feature_guard", "absl::InitializeLog"):
@@ -228,10 +284,14 @@ def test_a_manifest_count_that_is_a_string_is_one_line(corpus, tmp_path, capsys)
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(keras.backend.backend() == "jax", reason="one backend: the JAX half of "
-                    "the cause is test_train_step's NaN loss; this is the stop (~25 s)")
+@pytest.mark.skipif(
+    keras.backend.backend() == "jax",
+    reason="one backend: the JAX half of "
+    "the cause is test_train_step's NaN loss; this is the stop (~25 s)",
+)
 def test_a_non_finite_loss_stops_the_run_with_one_line_and_saves_nothing_of_it(
-        corpus, tmp_path, capsys):
+    corpus, tmp_path, capsys
+):
     """Token ids beyond the vocabulary (shards whose checksums were made to match): the run
     stops at the first NaN loss, exit 2, and writes no checkpoint, backup, history or
     metrics for it (JAX used to report loss 0.0 and finish with exit 0)."""
@@ -241,8 +301,18 @@ def test_a_non_finite_loss_stops_the_run_with_one_line_and_saves_nothing_of_it(
     ids[mask > 0] += 100  # the vocabulary has 100 ids
     write_split(str(tmp_path / "lies"), ids, mask, corpus["info"])
     run = tmp_path / "run"
-    code = task.main(task_args({**corpus, "train": str(tmp_path / "lies")}, run,
-                               "--train_steps", "4", "--eval_every", "2", "--save_every", "2"))
+    code = task.main(
+        task_args(
+            {**corpus, "train": str(tmp_path / "lies")},
+            run,
+            "--train_steps",
+            "4",
+            "--eval_every",
+            "2",
+            "--save_every",
+            "2",
+        )
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("error: the training loss is nan at step 1")
     assert len(err.splitlines()) == 1

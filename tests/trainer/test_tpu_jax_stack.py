@@ -19,10 +19,14 @@ def _installed(name: str):
 
 # The stack checks need libtpu; the Keras ones need only jax and KERAS_BACKEND=jax, so they also
 # run on the default stack's JAX run.
-needs_libtpu = pytest.mark.skipif(not (_installed("jax") and _installed("libtpu")),
-                                  reason="needs the JAX TPU stack (make venv-tpu-jax)")
-pytestmark = pytest.mark.skipif(not _installed("jax") or os.environ.get("KERAS_BACKEND") != "jax",
-                                reason="needs jax and KERAS_BACKEND=jax")
+needs_libtpu = pytest.mark.skipif(
+    not (_installed("jax") and _installed("libtpu")),
+    reason="needs the JAX TPU stack (make venv-tpu-jax)",
+)
+pytestmark = pytest.mark.skipif(
+    not _installed("jax") or os.environ.get("KERAS_BACKEND") != "jax",
+    reason="needs jax and KERAS_BACKEND=jax",
+)
 
 
 @needs_libtpu
@@ -68,8 +72,14 @@ def _tiny_masked_lm():
     import keras_hub
 
     backbone = keras_hub.models.RobertaBackbone(
-        vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
-        max_sequence_length=12, dropout=0.0)
+        vocabulary_size=50,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=12,
+        dropout=0.0,
+    )
     return keras_hub.models.RobertaMaskedLM(backbone=backbone, preprocessor=None)
 
 
@@ -81,8 +91,11 @@ def _batch(n=16, length=12):
     labels = np.take_along_axis(tokens, positions, axis=1)
     masked = tokens.copy()
     np.put_along_axis(masked, positions, 3, axis=1)  # 3 plays the mask token
-    x = {"token_ids": masked, "padding_mask": np.ones_like(masked, bool),
-         "mask_positions": positions}
+    x = {
+        "token_ids": masked,
+        "padding_mask": np.ones_like(masked, bool),
+        "mask_positions": positions,
+    }
     return x, labels
 
 
@@ -92,8 +105,11 @@ def test_tiny_roberta_masked_lm_fits_under_jit_on_jax():
 
     keras.utils.set_random_seed(0)
     lm = _tiny_masked_lm()
-    lm.compile(optimizer=keras.optimizers.Adam(1e-2), jit_compile=True,
-               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    lm.compile(
+        optimizer=keras.optimizers.Adam(1e-2),
+        jit_compile=True,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     x, y = _batch()
     before = lm.evaluate(x, y, verbose=0, return_dict=True)["loss"]
     history = lm.fit(x, y, batch_size=8, epochs=6, shuffle=False, verbose=0)

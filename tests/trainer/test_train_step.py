@@ -14,8 +14,9 @@ from trainer.train_step import MaskedLMTrainer
 @pytest.mark.slow
 def test_bert_trains_from_raw_batches_with_jit_compile():
     keras.utils.set_random_seed(0)
-    config = backbone_config("bert", "tiny", 100, 16, dict(num_layers=1, hidden_dim=32,
-                                                          intermediate_dim=64))
+    config = backbone_config(
+        "bert", "tiny", 100, 16, dict(num_layers=1, hidden_dim=32, intermediate_dim=64)
+    )
     model = MaskedLMTrainer(build_masked_lm("bert", config), MaskingSpec(100, 4, (0, 1, 2, 3, 4)))
     ids = np.random.default_rng(0).integers(5, 100, (32, 16)).astype("int32")
     ids[:, 0], ids[:, -1] = 2, 3
@@ -37,8 +38,9 @@ def test_ids_outside_the_vocabulary_make_the_compiled_loss_nan_not_zero():
     """On JAX the compiled cross-entropy scored an out-of-vocabulary target 0.0 (loss 0.0,
     perplexity 1.0): the stop on a non-finite loss never fired. Both backends now say NaN."""
     keras.utils.set_random_seed(0)
-    config = backbone_config("bert", "tiny", 100, 16, dict(num_layers=1, hidden_dim=16,
-                                                          intermediate_dim=32))
+    config = backbone_config(
+        "bert", "tiny", 100, 16, dict(num_layers=1, hidden_dim=16, intermediate_dim=32)
+    )
     model = MaskedLMTrainer(build_masked_lm("bert", config), MaskingSpec(100, 4, (0, 1, 2, 3, 4)))
     ids = np.random.default_rng(0).integers(5, 100, (8, 16)).astype("int32")
     model({"input_ids": ids, "attention_mask": np.ones_like(ids)})  # built on good ids

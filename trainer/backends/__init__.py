@@ -16,8 +16,10 @@ import keras
 
 from trainer.backends.runtime import Runtime
 
-MODULES = {"tensorflow": "trainer.backends.tensorflow_backend",
-           "jax": "trainer.backends.jax_backend"}
+MODULES = {
+    "tensorflow": "trainer.backends.tensorflow_backend",
+    "jax": "trainer.backends.jax_backend",
+}
 
 
 def setup(config) -> Runtime:

@@ -69,14 +69,20 @@ def _gather(values: list) -> list:
 # How a collective or the coordination service reports a process that is gone (checked on
 # CPU/gloo: "Gloo AllGather failed: ... Connection reset by peer"; a missed heartbeat:
 # "Task 1 heartbeat timeout", "The following tasks are unhealthy").
-_PEER_LOST = ("Gloo", "Connection reset by peer", "heartbeat", "unhealthy",
-              "coordination service", "Connection refused", "Socket closed")
+_PEER_LOST = (
+    "Gloo",
+    "Connection reset by peer",
+    "heartbeat",
+    "unhealthy",
+    "coordination service",
+    "Connection refused",
+    "Socket closed",
+)
 
 
 def peer_lost(err: BaseException) -> bool:
     """Whether `err` says that another process of the pod is gone."""
-    return (jax.distributed.is_initialized()
-            and any(marker in str(err) for marker in _PEER_LOST))
+    return jax.distributed.is_initialized() and any(marker in str(err) for marker in _PEER_LOST)
 
 
 def _one_line(err: Exception) -> str | None:
@@ -84,8 +90,10 @@ def _one_line(err: Exception) -> str | None:
         return str(err).strip()
     if peer_lost(err):
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
-        return (f"another process of the pod stopped ({first}); restart the same command on "
-                "every host: the run resumes from its last backup.")
+        return (
+            f"another process of the pod stopped ({first}); restart the same command on "
+            "every host: the run resumes from its last backup."
+        )
     return None
 
 
@@ -113,17 +121,18 @@ def _devices(platform: str, cpu_replicas: int) -> list:
         devices = jax.devices(platform)
     except RuntimeError as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise StrategyError(f"--strategy {platform}: JAX sees no {platform.upper()} here "
-                            f"({first}); pass --strategy cpu, or run on a machine with one."
-                            ) from None
+        raise StrategyError(
+            f"--strategy {platform}: JAX sees no {platform.upper()} here "
+            f"({first}); pass --strategy cpu, or run on a machine with one."
+        ) from None
     if platform == "cpu":  # as many CPU devices per process as asked for (1: the default)
         mine = [d for d in devices if d.process_index == jax.process_index()][:cpu_replicas]
         if len(mine) < cpu_replicas:
             raise StrategyError(
                 f"--cpu_replicas {cpu_replicas}: JAX has {len(mine)} CPU device(s); set "
-                f"XLA_FLAGS=--xla_force_host_platform_device_count={cpu_replicas} at startup.")
-        devices = [d for d in devices if d.process_index != jax.process_index()
-                   or d in mine]
+                f"XLA_FLAGS=--xla_force_host_platform_device_count={cpu_replicas} at startup."
+            )
+        devices = [d for d in devices if d.process_index != jax.process_index() or d in mine]
     return devices
 
 
@@ -132,17 +141,37 @@ def setup(config) -> Runtime:
     _initialize(platform)
     devices = _devices(platform, config.cpu_replicas)
     # Set (or cleared) on every run: the distribution is Keras' process-wide state.
-    keras.distribution.set_distribution(keras.distribution.DataParallel(
-        devices=[f"{d.platform}:{d.id}" for d in devices], auto_shard_dataset=False)
-        if len(devices) > 1 else None)
+    keras.distribution.set_distribution(
+        keras.distribution.DataParallel(
+            devices=[f"{d.platform}:{d.id}" for d in devices], auto_shard_dataset=False
+        )
+        if len(devices) > 1
+        else None
+    )
     local = sum(d.process_index == jax.process_index() for d in devices)
     on_tpu = platform == "tpu"
-    device = plans.device_settings(config.precision, config.jit_compile,
-                                   config.steps_per_execution, on_tpu, False,
-                                   on_gpu=platform == "gpu",
-                                   fused_attention=config.fused_attention)
+    device = plans.device_settings(
+        config.precision,
+        config.jit_compile,
+        config.steps_per_execution,
+        on_tpu,
+        False,
+        on_gpu=platform == "gpu",
+        fused_attention=config.fused_attention,
+    )
     share = PipelineShare(jax.process_index(), jax.process_count(), 1, GRAIN)  # no TF
-    return Runtime("jax", len(devices), jax.process_count(), jax.process_index(), 1, local,
-                   jax.process_index() == 0, on_tpu, device, contextlib.nullcontext,
-                   lambda dataset_fn: dataset_fn(share), _preemption_sync(),
-                   _gather if jax.process_count() > 1 else None)
+    return Runtime(
+        "jax",
+        len(devices),
+        jax.process_count(),
+        jax.process_index(),
+        1,
+        local,
+        jax.process_index() == 0,
+        on_tpu,
+        device,
+        contextlib.nullcontext,
+        lambda dataset_fn: dataset_fn(share),
+        _preemption_sync(),
+        _gather if jax.process_count() > 1 else None,
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from common.errors import UserError
 from trainer.plan import DeviceSettings
@@ -53,5 +53,6 @@ class Runtime:
 
 def has_tpu() -> bool:
     """A TPU VM shows its chips as /dev/accel* (v2-v4) or /dev/vfio/N (v5+, v6)."""
-    return bool(os.environ.get("TPU_NAME") or glob.glob("/dev/accel*")
-                or glob.glob("/dev/vfio/[0-9]*"))
+    return bool(
+        os.environ.get("TPU_NAME") or glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*")
+    )

@@ -14,33 +14,61 @@ from trainer.data import PipelineShare
 
 
 def _share(context: tf.distribute.InputContext) -> PipelineShare:
-    return PipelineShare(context.input_pipeline_id, context.num_input_pipelines,
-                         context.num_replicas_in_sync // context.num_input_pipelines)
+    return PipelineShare(
+        context.input_pipeline_id,
+        context.num_input_pipelines,
+        context.num_replicas_in_sync // context.num_input_pipelines,
+    )
 
 
 def _distribute(strategy, dataset_fn):
     """The dataset as `fit` wants it: distributed under a real strategy, plain otherwise."""
-    distributed = (tf.distribute.TPUStrategy, tf.distribute.MirroredStrategy,
-                   tf.distribute.MultiWorkerMirroredStrategy)
+    distributed = (
+        tf.distribute.TPUStrategy,
+        tf.distribute.MirroredStrategy,
+        tf.distribute.MultiWorkerMirroredStrategy,
+    )
     if not isinstance(strategy, distributed):  # the default strategy (one device)
         return dataset_fn(PipelineShare())
     return strategy.distribute_datasets_from_function(lambda c: dataset_fn(_share(c)))
 
 
 def setup(config) -> Runtime:
-    strategy = strategies.select_strategy(config.strategy, config.tpu, config.tpu_zone,
-                                          config.gcp_project, config.cpu_replicas,
-                                          config.no_tpu)
+    strategy = strategies.select_strategy(
+        config.strategy,
+        config.tpu,
+        config.tpu_zone,
+        config.gcp_project,
+        config.cpu_replicas,
+        config.no_tpu,
+    )
     on_tpu = strategies.is_tpu(strategy)
     on_cpu_replicas = strategies.runs_on_cpu_replicas(strategy)
     on_gpu = not (on_tpu or on_cpu_replicas) and bool(tf.config.list_logical_devices("GPU"))
     device = plans.device_settings(
-        config.precision, config.jit_compile, config.steps_per_execution, on_tpu,
-        on_cpu_replicas, strategies.cpu_without_xla(strategy), on_gpu, config.fused_attention)
+        config.precision,
+        config.jit_compile,
+        config.steps_per_execution,
+        on_tpu,
+        on_cpu_replicas,
+        strategies.cpu_without_xla(strategy),
+        on_gpu,
+        config.fused_attention,
+    )
     replicas = strategy.num_replicas_in_sync
     pipelines = strategies.num_input_pipelines(strategy)
     # pipeline_id is per host and given to each dataset_fn by tf.distribute; this process
     # (the one TPU client, or one device) is pipeline 0.
-    return Runtime("tensorflow", replicas, pipelines, 0, replicas // pipelines, 1,
-                   strategies.is_chief(strategy), on_tpu, device, strategy.scope,
-                   functools.partial(_distribute, strategy))
+    return Runtime(
+        "tensorflow",
+        replicas,
+        pipelines,
+        0,
+        replicas // pipelines,
+        1,
+        strategies.is_chief(strategy),
+        on_tpu,
+        device,
+        strategy.scope,
+        functools.partial(_distribute, strategy),
+    )

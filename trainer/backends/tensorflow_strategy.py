@@ -25,7 +25,8 @@ def connect_tpu(tpu: str | None = None, zone: str | None = None, project: str | 
     name = tpu or "local"
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-            tpu=name, zone=zone, project=project)
+            tpu=name, zone=zone, project=project
+        )
         if name != "local":  # a named TPU or pod: the hosts are remote workers
             tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
@@ -45,7 +46,8 @@ def split_cpu(count: int) -> None:
     try:
         tf.config.set_logical_device_configuration(
             tf.config.list_physical_devices("CPU")[0],
-            [tf.config.LogicalDeviceConfiguration()] * count)
+            [tf.config.LogicalDeviceConfiguration()] * count,
+        )
     except RuntimeError:  # already initialised
         pass
 
@@ -58,13 +60,19 @@ def cpu_replicas(count: int) -> tf.distribute.Strategy:
     if len(logical) < count:
         raise StrategyError(
             f"--cpu_replicas {count}: TensorFlow was initialised with {len(logical)} CPU "
-            "device(s) before the trainer could split the CPU; pass the flag at startup.")
+            "device(s) before the trainer could split the CPU; pass the flag at startup."
+        )
     return tf.distribute.MirroredStrategy([d.name for d in logical[:count]])
 
 
-def select_strategy(kind: str = "auto", tpu: str | None = None, zone: str | None = None,
-                    project: str | None = None, num_cpu_replicas: int = 1,
-                    no_tpu: bool = False) -> tf.distribute.Strategy:
+def select_strategy(
+    kind: str = "auto",
+    tpu: str | None = None,
+    zone: str | None = None,
+    project: str | None = None,
+    num_cpu_replicas: int = 1,
+    no_tpu: bool = False,
+) -> tf.distribute.Strategy:
     """`tpu`, `gpu`, `cpu`, or `auto` (TPU if one is attached or named and not `no_tpu`, else
     GPUs, else CPU).
 
@@ -98,7 +106,7 @@ def runs_on_cpu_replicas(strategy) -> bool:
     return len(devices) > 1 and all("CPU" in d.upper() for d in devices)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_xla_available() -> bool:
     """Whether XLA can compile for the CPU. The TPU build of TensorFlow (tensorflow-tpu 2.20)
     ships no XLA CPU backend ("could not find registered transfer manager for platform
@@ -106,16 +114,18 @@ def host_xla_available() -> bool:
     try:
         with tf.device("/CPU:0"):
             tf.function(lambda x: x + 1, jit_compile=True)(tf.constant(1))
-    except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
-            tf.errors.UnimplementedError):
+    except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError, tf.errors.UnimplementedError):
         return False
     return True
 
 
 def cpu_without_xla(strategy) -> bool:
     """Training runs on the CPU with a TensorFlow that cannot XLA-compile for it."""
-    return (not is_tpu(strategy) and not tf.config.list_logical_devices("GPU")
-            and not host_xla_available())
+    return (
+        not is_tpu(strategy)
+        and not tf.config.list_logical_devices("GPU")
+        and not host_xla_available()
+    )
 
 
 def num_input_pipelines(strategy) -> int:
@@ -134,8 +144,7 @@ def is_chief(strategy) -> bool:
     or worker 0 when the cluster has none; every other worker writes nothing.
     """
     resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or isinstance(
-            resolver, tf.distribute.cluster_resolver.TPUClusterResolver):
+    if resolver is None or isinstance(resolver, tf.distribute.cluster_resolver.TPUClusterResolver):
         return True
     task_type, task_id = resolver.task_type, resolver.task_id
     if task_type in (None, "chief"):

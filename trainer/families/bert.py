@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from trainer.families.encoder_weights import (
+    common_backbone_config,
+    copy,
+    hf_common_config,
+    transpose,
+)
 from trainer.families.family import Family
-from trainer.families.encoder_weights import (common_backbone_config, copy, hf_common_config,
-                                              transpose)
 
 ROWS = (
     ("token_embedding/embeddings", "bert.embeddings.word_embeddings.weight", copy),
@@ -17,8 +21,7 @@ ROWS = (
     ("pooled_dense/bias", None, None),
     ("mlm_head/intermediate_dense/kernel", "cls.predictions.transform.dense.weight", transpose),
     ("mlm_head/intermediate_dense/bias", "cls.predictions.transform.dense.bias", copy),
-    ("mlm_head/intermediate_layer_norm/gamma", "cls.predictions.transform.LayerNorm.weight",
-     copy),
+    ("mlm_head/intermediate_layer_norm/gamma", "cls.predictions.transform.LayerNorm.weight", copy),
     ("mlm_head/intermediate_layer_norm/beta", "cls.predictions.transform.LayerNorm.bias", copy),
     ("mlm_head/output_bias", "cls.predictions.bias", copy),
 )
@@ -30,20 +33,33 @@ def hf_config(backbone_config: dict, ids: dict):
     from transformers import BertConfig
 
     return BertConfig(
-        **hf_common_config(backbone_config, ids), hidden_act="gelu_pytorch_tanh",
-        layer_norm_eps=1e-12, type_vocab_size=backbone_config.get("num_segments", 2),
+        **hf_common_config(backbone_config, ids),
+        hidden_act="gelu_pytorch_tanh",
+        layer_norm_eps=1e-12,
+        type_vocab_size=backbone_config.get("num_segments", 2),
         max_position_embeddings=backbone_config["max_sequence_length"],
-        architectures=["BertForMaskedLM"])
+        architectures=["BertForMaskedLM"],
+    )
 
 
 def backbone_config(hf: dict) -> dict:
     """The inverse of `hf_config`."""
-    return dict(common_backbone_config(hf), max_sequence_length=hf["max_position_embeddings"],
-                num_segments=hf.get("type_vocab_size", 2))
+    return dict(
+        common_backbone_config(hf),
+        max_sequence_length=hf["max_position_embeddings"],
+        num_segments=hf.get("type_vocab_size", 2),
+    )
 
 
-FAMILY = Family(name="bert", backbone_class="BertBackbone", task_class="BertMaskedLM",
-                registered_name="keras_hub>BertBackbone", takes_segment_ids=True,
-                hf_config=hf_config, weight_rows=ROWS, hf_prefix="bert",
-                backbone_config_of=backbone_config,
-                classifier_class="BertTextClassifier")
+FAMILY = Family(
+    name="bert",
+    backbone_class="BertBackbone",
+    task_class="BertMaskedLM",
+    registered_name="keras_hub>BertBackbone",
+    takes_segment_ids=True,
+    hf_config=hf_config,
+    weight_rows=ROWS,
+    hf_prefix="bert",
+    backbone_config_of=backbone_config,
+    classifier_class="BertTextClassifier",
+)

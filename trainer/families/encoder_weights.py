@@ -26,9 +26,11 @@ class Context:
 
 def inverse_of(forward):
     """Registers the decorated function as `forward.inverse` (transformers -> keras-hub)."""
+
     def register(backward):
         forward.inverse = backward
         return backward
+
     return register
 
 
@@ -79,38 +81,86 @@ def _heads_bias_back(w, ctx):
 # weight has no keras-hub counterpart; a None HF name means the variable is not exported.
 # The LM decoder weight and bias are tied in HF (to word embeddings and the head bias).
 ENCODER_LAYER = [
-    ("transformer_layer_{i}/self_attention_layer/query/kernel",
-     "{m}.encoder.layer.{i}.attention.self.query.weight", heads_in_kernel),
-    ("transformer_layer_{i}/self_attention_layer/query/bias",
-     "{m}.encoder.layer.{i}.attention.self.query.bias", heads_bias),
-    ("transformer_layer_{i}/self_attention_layer/key/kernel",
-     "{m}.encoder.layer.{i}.attention.self.key.weight", heads_in_kernel),
-    ("transformer_layer_{i}/self_attention_layer/key/bias",
-     "{m}.encoder.layer.{i}.attention.self.key.bias", heads_bias),
-    ("transformer_layer_{i}/self_attention_layer/value/kernel",
-     "{m}.encoder.layer.{i}.attention.self.value.weight", heads_in_kernel),
-    ("transformer_layer_{i}/self_attention_layer/value/bias",
-     "{m}.encoder.layer.{i}.attention.self.value.bias", heads_bias),
-    ("transformer_layer_{i}/self_attention_layer/attention_output/kernel",
-     "{m}.encoder.layer.{i}.attention.output.dense.weight", heads_out_kernel),
-    ("transformer_layer_{i}/self_attention_layer/attention_output/bias",
-     "{m}.encoder.layer.{i}.attention.output.dense.bias", copy),
-    ("transformer_layer_{i}/self_attention_layer_norm/gamma",
-     "{m}.encoder.layer.{i}.attention.output.LayerNorm.weight", copy),
-    ("transformer_layer_{i}/self_attention_layer_norm/beta",
-     "{m}.encoder.layer.{i}.attention.output.LayerNorm.bias", copy),
-    ("transformer_layer_{i}/feedforward_intermediate_dense/kernel",
-     "{m}.encoder.layer.{i}.intermediate.dense.weight", transpose),
-    ("transformer_layer_{i}/feedforward_intermediate_dense/bias",
-     "{m}.encoder.layer.{i}.intermediate.dense.bias", copy),
-    ("transformer_layer_{i}/feedforward_output_dense/kernel",
-     "{m}.encoder.layer.{i}.output.dense.weight", transpose),
-    ("transformer_layer_{i}/feedforward_output_dense/bias",
-     "{m}.encoder.layer.{i}.output.dense.bias", copy),
-    ("transformer_layer_{i}/feedforward_layer_norm/gamma",
-     "{m}.encoder.layer.{i}.output.LayerNorm.weight", copy),
-    ("transformer_layer_{i}/feedforward_layer_norm/beta",
-     "{m}.encoder.layer.{i}.output.LayerNorm.bias", copy),
+    (
+        "transformer_layer_{i}/self_attention_layer/query/kernel",
+        "{m}.encoder.layer.{i}.attention.self.query.weight",
+        heads_in_kernel,
+    ),
+    (
+        "transformer_layer_{i}/self_attention_layer/query/bias",
+        "{m}.encoder.layer.{i}.attention.self.query.bias",
+        heads_bias,
+    ),
+    (
+        "transformer_layer_{i}/self_attention_layer/key/kernel",
+        "{m}.encoder.layer.{i}.attention.self.key.weight",
+        heads_in_kernel,
+    ),
+    (
+        "transformer_layer_{i}/self_attention_layer/key/bias",
+        "{m}.encoder.layer.{i}.attention.self.key.bias",
+        heads_bias,
+    ),
+    (
+        "transformer_layer_{i}/self_attention_layer/value/kernel",
+        "{m}.encoder.layer.{i}.attention.self.value.weight",
+        heads_in_kernel,
+    ),
+    (
+        "transformer_layer_{i}/self_attention_layer/value/bias",
+        "{m}.encoder.layer.{i}.attention.self.value.bias",
+        heads_bias,
+    ),
+    (
+        "transformer_layer_{i}/self_attention_layer/attention_output/kernel",
+        "{m}.encoder.layer.{i}.attention.output.dense.weight",
+        heads_out_kernel,
+    ),
+    (
+        "transformer_layer_{i}/self_attention_layer/attention_output/bias",
+        "{m}.encoder.layer.{i}.attention.output.dense.bias",
+        copy,
+    ),
+    (
+        "transformer_layer_{i}/self_attention_layer_norm/gamma",
+        "{m}.encoder.layer.{i}.attention.output.LayerNorm.weight",
+        copy,
+    ),
+    (
+        "transformer_layer_{i}/self_attention_layer_norm/beta",
+        "{m}.encoder.layer.{i}.attention.output.LayerNorm.bias",
+        copy,
+    ),
+    (
+        "transformer_layer_{i}/feedforward_intermediate_dense/kernel",
+        "{m}.encoder.layer.{i}.intermediate.dense.weight",
+        transpose,
+    ),
+    (
+        "transformer_layer_{i}/feedforward_intermediate_dense/bias",
+        "{m}.encoder.layer.{i}.intermediate.dense.bias",
+        copy,
+    ),
+    (
+        "transformer_layer_{i}/feedforward_output_dense/kernel",
+        "{m}.encoder.layer.{i}.output.dense.weight",
+        transpose,
+    ),
+    (
+        "transformer_layer_{i}/feedforward_output_dense/bias",
+        "{m}.encoder.layer.{i}.output.dense.bias",
+        copy,
+    ),
+    (
+        "transformer_layer_{i}/feedforward_layer_norm/gamma",
+        "{m}.encoder.layer.{i}.output.LayerNorm.weight",
+        copy,
+    ),
+    (
+        "transformer_layer_{i}/feedforward_layer_norm/beta",
+        "{m}.encoder.layer.{i}.output.LayerNorm.bias",
+        copy,
+    ),
 ]
 
 
@@ -134,7 +184,11 @@ def hf_common_config(backbone_config: dict, special_token_ids: dict) -> dict:
 def common_backbone_config(hf: dict) -> dict:
     """The inverse of `hf_common_config`: keras-hub backbone arguments from a transformers
     config.json (the family adds its own; `trainer.init_from` checks the round trip)."""
-    return dict(vocabulary_size=hf["vocab_size"], hidden_dim=hf["hidden_size"],
-                num_layers=hf["num_hidden_layers"], num_heads=hf["num_attention_heads"],
-                intermediate_dim=hf["intermediate_size"],
-                dropout=hf.get("hidden_dropout_prob", 0.1))
+    return dict(
+        vocabulary_size=hf["vocab_size"],
+        hidden_dim=hf["hidden_size"],
+        num_layers=hf["num_hidden_layers"],
+        num_heads=hf["num_attention_heads"],
+        intermediate_dim=hf["intermediate_size"],
+        dropout=hf.get("hidden_dropout_prob", 0.1),
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 import keras_hub
 
@@ -29,8 +29,11 @@ class Family:
         """The named arguments of the backbone's constructor (its `**kwargs` are Keras layer
         options such as `name`, not model configuration)."""
         parameters = inspect.signature(self.backbone_cls().__init__).parameters.values()
-        return tuple(p.name for p in parameters if p.name != "self"
-                     and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        return tuple(
+            p.name
+            for p in parameters
+            if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        )
 
     def classifier_cls(self):
         return getattr(keras_hub.models, self.classifier_class)
@@ -40,8 +43,11 @@ class Family:
 
     def inputs(self, token_ids, padding_mask, mask_positions, zeros_like) -> dict:
         """The keras-hub MaskedLM input dict (one segment for MLM-only pretraining)."""
-        features = {"token_ids": token_ids, "padding_mask": padding_mask,
-                    "mask_positions": mask_positions}
+        features = {
+            "token_ids": token_ids,
+            "padding_mask": padding_mask,
+            "mask_positions": mask_positions,
+        }
         if self.takes_segment_ids:
             features["segment_ids"] = zeros_like(token_ids)
         return features

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.families.encoder_weights import (
+    common_backbone_config,
+    copy,
+    hf_common_config,
+    inverse_of,
+    transpose,
+)
 from trainer.families.family import Family
-from trainer.families.encoder_weights import (common_backbone_config, copy, hf_common_config,
-                                              inverse_of, transpose)
 
 TOKEN_TYPE = "roberta.embeddings.token_type_embeddings.weight"
 
@@ -27,7 +32,7 @@ def _positions_back(weight, ctx):
     # The leading rows are read only at pad positions (whose outputs are nobody's), and the
     # token-type row that HF adds to every token is added to every position instead: the
     # same sum reaches the embedding layer norm, so the outputs are unchanged.
-    return weight[ctx.pad_id + 1:] + ctx.hf[TOKEN_TYPE][0]
+    return weight[ctx.pad_id + 1 :] + ctx.hf[TOKEN_TYPE][0]
 
 
 @inverse_of(_zero_token_type)
@@ -37,8 +42,11 @@ def _token_type_back(weight, ctx):
 
 ROWS = (
     ("embeddings/token_embedding/embeddings", "roberta.embeddings.word_embeddings.weight", copy),
-    ("embeddings/position_embedding/embeddings", "roberta.embeddings.position_embeddings.weight",
-     _positions),
+    (
+        "embeddings/position_embedding/embeddings",
+        "roberta.embeddings.position_embeddings.weight",
+        _positions,
+    ),
     (None, TOKEN_TYPE, _zero_token_type),
     ("embeddings_layer_norm/gamma", "roberta.embeddings.LayerNorm.weight", copy),
     ("embeddings_layer_norm/beta", "roberta.embeddings.LayerNorm.bias", copy),
@@ -54,20 +62,32 @@ def hf_config(backbone_config: dict, ids: dict):
     from transformers import RobertaConfig
 
     return RobertaConfig(
-        **hf_common_config(backbone_config, ids), hidden_act="gelu", layer_norm_eps=1e-5,
+        **hf_common_config(backbone_config, ids),
+        hidden_act="gelu",
+        layer_norm_eps=1e-5,
         type_vocab_size=1,
         max_position_embeddings=backbone_config["max_sequence_length"] + ids["pad_token"] + 1,
-        architectures=["RobertaForMaskedLM"])
+        architectures=["RobertaForMaskedLM"],
+    )
 
 
 def backbone_config(hf: dict) -> dict:
     """The inverse of `hf_config`: positions start after the pad id (pad_id + 1 rows)."""
-    return dict(common_backbone_config(hf),
-                max_sequence_length=hf["max_position_embeddings"] - hf["pad_token_id"] - 1)
+    return dict(
+        common_backbone_config(hf),
+        max_sequence_length=hf["max_position_embeddings"] - hf["pad_token_id"] - 1,
+    )
 
 
-FAMILY = Family(name="roberta", backbone_class="RobertaBackbone", task_class="RobertaMaskedLM",
-                registered_name="keras_hub>RobertaBackbone", takes_segment_ids=False,
-                hf_config=hf_config, weight_rows=ROWS, hf_prefix="roberta",
-                backbone_config_of=backbone_config,
-                classifier_class="RobertaTextClassifier")
+FAMILY = Family(
+    name="roberta",
+    backbone_class="RobertaBackbone",
+    task_class="RobertaMaskedLM",
+    registered_name="keras_hub>RobertaBackbone",
+    takes_segment_ids=False,
+    hf_config=hf_config,
+    weight_rows=ROWS,
+    hf_prefix="roberta",
+    backbone_config_of=backbone_config,
+    classifier_class="RobertaTextClassifier",
+)

@@ -24,9 +24,15 @@ from trainer.finetuning import glue
 
 FORMAT_FOLDERS = ("keras-hub", "hf")
 # The Hub's metric ids (evaluate's names), so the Hub's leaderboards read them.
-METRIC_TYPES = {"accuracy": "accuracy", "f1": "f1", "macro_f1": "f1", "mcc":
-                "matthews_correlation", "pearson": "pearsonr", "spearman": "spearmanr",
-                "mse": "mse"}
+METRIC_TYPES = {
+    "accuracy": "accuracy",
+    "f1": "f1",
+    "macro_f1": "f1",
+    "mcc": "matthews_correlation",
+    "pearson": "pearsonr",
+    "spearman": "spearmanr",
+    "mse": "mse",
+}
 TASK_TYPE = "text-classification"
 
 
@@ -38,18 +44,25 @@ def readmes(export_dir: str) -> list[str]:
     if not found and fs.exists(own):
         found = [own]
     if not found:
-        raise UserError(f"--card {export_dir}: no model card there (README.md in it or in "
-                        f"its {' or '.join(FORMAT_FOLDERS)}/ folders); give trainer.export's "
-                        "output folder")
+        raise UserError(
+            f"--card {export_dir}: no model card there (README.md in it or in "
+            f"its {' or '.join(FORMAT_FOLDERS)}/ folders); give trainer.export's "
+            "output folder"
+        )
     return found
 
 
 def _result(metric: str, value: float, name: str, **dataset):
     from huggingface_hub import EvalResult
 
-    return EvalResult(task_type=TASK_TYPE, metric_type=METRIC_TYPES.get(metric, metric),
-                      metric_name=name, metric_value=round(float(value), 4),
-                      metric_config="macro" if metric == "macro_f1" else None, **dataset)
+    return EvalResult(
+        task_type=TASK_TYPE,
+        metric_type=METRIC_TYPES.get(metric, metric),
+        metric_name=name,
+        metric_value=round(float(value), 4),
+        metric_config="macro" if metric == "macro_f1" else None,
+        **dataset,
+    )
 
 
 def _glue_entries(document: dict) -> list:
@@ -59,18 +72,36 @@ def _glue_entries(document: dict) -> list:
         seeds = len(task["seeds"])
         for metric, value in task["reported"].items():
             mismatched = metric.endswith(glue.MISMATCHED)
-            split = ("validation_mismatched" if mismatched else "validation_matched") \
-                if task_name == "mnli" else "validation"
-            found.append(_result(metric.removesuffix(glue.MISMATCHED), value,
-                                 f"{metric} (dev, mean of {seeds} seed(s))",
-                                 task_name=f"GLUE {folder}", dataset_type="nyu-mll/glue",
-                                 dataset_name=f"GLUE {folder}", dataset_config=task_name,
-                                 dataset_split=split))
+            split = (
+                ("validation_mismatched" if mismatched else "validation_matched")
+                if task_name == "mnli"
+                else "validation"
+            )
+            found.append(
+                _result(
+                    metric.removesuffix(glue.MISMATCHED),
+                    value,
+                    f"{metric} (dev, mean of {seeds} seed(s))",
+                    task_name=f"GLUE {folder}",
+                    dataset_type="nyu-mll/glue",
+                    dataset_name=f"GLUE {folder}",
+                    dataset_config=task_name,
+                    dataset_split=split,
+                )
+            )
     score = document["glue"]
     if score["complete"]:  # a partial mean is not a GLUE score
-        found.append(_result("glue_score", score["score"], "GLUE score (dev, 8 tasks, no "
-                             "WNLI)", task_name="GLUE", dataset_type="nyu-mll/glue",
-                             dataset_name="GLUE", dataset_split="validation"))
+        found.append(
+            _result(
+                "glue_score",
+                score["score"],
+                "GLUE score (dev, 8 tasks, no WNLI)",
+                task_name="GLUE",
+                dataset_type="nyu-mll/glue",
+                dataset_name="GLUE",
+                dataset_split="validation",
+            )
+        )
     return found
 
 
@@ -82,24 +113,41 @@ def entries(document: dict) -> list:
     seeds = len(document["scores"]["seeds"])
     if task.get("glue"):
         folder = glue.TASKS[task["glue"]].folder
-        dataset = dict(task_name=f"GLUE {folder}", dataset_type="nyu-mll/glue",
-                       dataset_name=f"GLUE {folder}", dataset_config=task["glue"],
-                       dataset_split="validation")
+        dataset = dict(
+            task_name=f"GLUE {folder}",
+            dataset_type="nyu-mll/glue",
+            dataset_name=f"GLUE {folder}",
+            dataset_config=task["glue"],
+            dataset_split="validation",
+        )
         names = task["reported"]
     else:
         dev = document["data"]["dev"]["path"]
-        dataset = dict(task_name="Text classification" if task["type"] == "classification"
-                       else "Text regression", dataset_type="custom",
-                       dataset_name=fs.basename(dev.rstrip("/")), dataset_split="dev")
+        dataset = dict(
+            task_name="Text classification"
+            if task["type"] == "classification"
+            else "Text regression",
+            dataset_type="custom",
+            dataset_name=fs.basename(dev.rstrip("/")),
+            dataset_split="dev",
+        )
         names = list(summary)
-    return [_result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds} seed(s))", **dataset)
-            for m in names]
+    return [
+        _result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds} seed(s))", **dataset)
+        for m in names
+    ]
 
 
 def _key(result) -> tuple:
-    return (result.task_type, result.dataset_type, result.dataset_name,
-            result.dataset_config, result.dataset_split, result.metric_type,
-            result.metric_config)
+    return (
+        result.task_type,
+        result.dataset_type,
+        result.dataset_name,
+        result.dataset_config,
+        result.dataset_split,
+        result.metric_type,
+        result.metric_config,
+    )
 
 
 def add(paths: list[str], results: list) -> list[str]:

@@ -43,14 +43,18 @@ class PretrainedBackbone:
         """The tokenizer's ids must fit the model's embedding table."""
         trained = self.source.run_config.get("tokenizer", {}).get("fingerprint")
         if trained and trained != info.fingerprint:
-            raise UserError(f"{self.source.tokenizer_dir} is not the tokenizer the model was "
-                            f"trained with (fingerprint {info.fingerprint[:12]} != "
-                            f"{trained[:12]})")
+            raise UserError(
+                f"{self.source.tokenizer_dir} is not the tokenizer the model was "
+                f"trained with (fingerprint {info.fingerprint[:12]} != "
+                f"{trained[:12]})"
+            )
         if info.vocab_size > self.vocabulary_size:
-            raise UserError(f"the tokenizer has {info.vocab_size} tokens but the model only "
-                            f"{self.vocabulary_size} embeddings")
+            raise UserError(
+                f"the tokenizer has {info.vocab_size} tokens but the model only "
+                f"{self.vocabulary_size} embeddings"
+            )
 
-    def started_from(self, weights: list) -> "PretrainedBackbone":
+    def started_from(self, weights: list) -> PretrainedBackbone:
         """The same model starting from other backbone weights (MNLI's fine-tuned ones)."""
         other = copy.copy(self)
         other.weights, other.from_scratch = weights, False
@@ -62,16 +66,23 @@ class PretrainedBackbone:
         backbone = self.family.backbone_cls()(**self.config)
         if not self.from_scratch:
             backbone.set_weights(self.weights)
-        return self.family.classifier_cls()(backbone=backbone, num_classes=num_outputs,
-                                            preprocessor=None, dropout=HEAD_DROPOUT)
+        return self.family.classifier_cls()(
+            backbone=backbone, num_classes=num_outputs, preprocessor=None, dropout=HEAD_DROPOUT
+        )
 
 
-def compile_for(model, task_type: str, learning_rate: float, total_steps: int,
-                warmup_steps: int, weight_decay: float, jit_compile: bool) -> None:
+def compile_for(
+    model,
+    task_type: str,
+    learning_rate: float,
+    total_steps: int,
+    warmup_steps: int,
+    weight_decay: float,
+    jit_compile: bool,
+) -> None:
     """AdamW with linear warmup and linear decay to 0 (`trainer.optimization`); cross-entropy
     on logits for classification, mean squared error for regression."""
-    optimizer = build_optimizer(learning_rate, total_steps, warmup_steps,
-                                weight_decay=weight_decay)
+    optimizer = build_optimizer(learning_rate, total_steps, warmup_steps, weight_decay=weight_decay)
     if task_type == "regression":
         loss = keras.losses.MeanSquaredError()
     else:

@@ -70,8 +70,10 @@ def format_of(path: str, declared: str | None = None) -> str:
     for extension, name in _EXTENSIONS.items():
         if path.lower().endswith(extension):
             return name
-    raise UserError(f"{path}: cannot tell the format from the name; name it .jsonl, .csv, "
-                    ".tsv or a save_to_disk folder, or give --input_format")
+    raise UserError(
+        f"{path}: cannot tell the format from the name; name it .jsonl, .csv, "
+        ".tsv or a save_to_disk folder, or give --input_format"
+    )
 
 
 def read_saved_dataset(path: str) -> tuple[list[str], list[dict]]:
@@ -81,8 +83,10 @@ def read_saved_dataset(path: str) -> tuple[list[str], list[dict]]:
 
     if os.path.exists(os.path.join(path, "dataset_dict.json")):
         splits = sorted(n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)))
-        raise UserError(f"{path} holds several splits ({', '.join(splits)}): name one "
-                        f"folder, e.g. {os.path.join(path, splits[0] if splits else 'train')}")
+        raise UserError(
+            f"{path} holds several splits ({', '.join(splits)}): name one "
+            f"folder, e.g. {os.path.join(path, splits[0] if splits else 'train')}"
+        )
     try:
         dataset = datasets.load_from_disk(path)
     except FileNotFoundError as err:
@@ -92,8 +96,7 @@ def read_saved_dataset(path: str) -> tuple[list[str], list[dict]]:
         if isinstance(feature, datasets.ClassLabel):
             for row in rows:  # -1 (no label, GLUE's test splits) stays a number
                 value = row[name]
-                row[name] = feature.int2str(value) if 0 <= value < feature.num_classes \
-                    else value
+                row[name] = feature.int2str(value) if 0 <= value < feature.num_classes else value
     return list(dataset.column_names), rows
 
 
@@ -117,8 +120,11 @@ def read_rows(path: str, fmt: str) -> tuple[list[str], list[dict]]:
         columns = list(dict.fromkeys(key for row in rows for key in row))
         return columns, rows
     # GLUE's TSV files hold bare quote characters inside texts: no quoting in TSV.
-    reader = csv.DictReader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",",
-                            quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL)
+    reader = csv.DictReader(
+        io.StringIO(text),
+        delimiter="\t" if fmt == "tsv" else ",",
+        quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL,
+    )
     rows = list(reader)
     return list(reader.fieldnames or []), rows
 
@@ -129,10 +135,15 @@ def _check_columns(path: str, columns: list[str], spec: TaskSpec) -> None:
         wanted.insert(1, ("--text_pair_column", spec.text_pair_column))
     for flag, name in wanted:
         if name not in columns:
-            pair = (" (a text-pair task needs both text columns in every file)"
-                    if flag == "--text_pair_column" else "")
-            raise UserError(f"{path} has no column {name!r} ({flag}){pair}; its columns: "
-                            f"{', '.join(columns) or 'none'}")
+            pair = (
+                " (a text-pair task needs both text columns in every file)"
+                if flag == "--text_pair_column"
+                else ""
+            )
+            raise UserError(
+                f"{path} has no column {name!r} ({flag}){pair}; its columns: "
+                f"{', '.join(columns) or 'none'}"
+            )
 
 
 def _text(value) -> str:
@@ -175,8 +186,10 @@ def label_names(train: Split) -> tuple[str, ...]:
     if "" in names:
         raise UserError(f"{train.path}: a row has an empty label")
     if len(names) < 2:
-        raise UserError(f"{train.path}: every row has the label {names.pop()!r}; a "
-                        "classification task needs at least two labels")
+        raise UserError(
+            f"{train.path}: every row has the label {names.pop()!r}; a "
+            "classification task needs at least two labels"
+        )
     numeric = all(name.lstrip("-").isdigit() for name in names)
     return tuple(sorted(names, key=int if numeric else None))
 
@@ -184,15 +197,22 @@ def label_names(train: Split) -> tuple[str, ...]:
 def encode_labels(split: Split, spec: TaskSpec, names: tuple | None) -> np.ndarray:
     """Class ids (int32) for classification, float32 targets for regression."""
     if spec.task_type == "regression":
-        return np.array([_number(split.path, row, value) for row, value
-                         in zip(split.row_numbers, split.raw_labels)], np.float32)
+        return np.array(
+            [
+                _number(split.path, row, value)
+                for row, value in zip(split.row_numbers, split.raw_labels)
+            ],
+            np.float32,
+        )
     index = {name: i for i, name in enumerate(names)}
     ids = []
     for number, value in zip(split.row_numbers, split.raw_labels):
         label = _text(value)
         if label not in index:
-            raise UserError(f"{split.path} row {number}: label {label!r} does not occur in "
-                            f"the training file (its labels: {', '.join(names)})")
+            raise UserError(
+                f"{split.path} row {number}: label {label!r} does not occur in "
+                f"the training file (its labels: {', '.join(names)})"
+            )
         ids.append(index[label])
     return np.array(ids, np.int32)
 
@@ -203,6 +223,5 @@ def _number(path: str, number: int, value) -> float:
     except (TypeError, ValueError):
         result = math.nan
     if not math.isfinite(result):
-        raise UserError(f"{path} row {number}: regression label {value!r} is not a "
-                        "finite number")
+        raise UserError(f"{path} row {number}: regression label {value!r} is not a finite number")
     return result

@@ -41,12 +41,14 @@ RECIPE_SOURCE = (
     "defaults for base-size models; weight decay stays ours (0.01, AdamW's, scaled by the "
     "rate: theirs is decoupled, 1e-6..1e-5 absolute); seeds per task ours, more on the small "
     "noisy tasks as MosaicBERT's yaml does; a tiny model needs larger rates (--learning_rate "
-    "overrides every task)")
+    "overrides every task)"
+)
 SCORE_SOURCE = (
     "GLUE paper (Wang et al. 2019, section 4): the unweighted mean of the task scores; a task "
     "with two metrics scores their mean (MRPC, QQP: F1 and accuracy; STS-B: Pearson and "
     "Spearman; MNLI: matched and mismatched accuracy); dev sets, mean over seeds first, as "
-    "MosaicBERT and ModernBERT average")
+    "MosaicBERT and ModernBERT average"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,34 +87,115 @@ class GlueTask:
 
 _BINARY = ("0", "1")
 _SMALL, _MID, _LARGE = (1, 2, 3, 4, 5), (1, 2, 3), (1,)
-TASKS = {task.name: task for task in (
-    GlueTask("cola", "CoLA", "sentence", None, "label", _BINARY, "mcc", ("mcc",),
-             Recipe(5e-5, 10, 32, _MID), hf_labels=("unacceptable", "acceptable"),
-             no_header=("source", "label", "original_label", "sentence")),
-    GlueTask("sst2", "SST-2", "sentence", None, "label", _BINARY, "accuracy", ("accuracy",),
-             Recipe(3e-5, 3, 16, _MID), hf_labels=("negative", "positive")),
-    GlueTask("mrpc", "MRPC", "#1 String", "#2 String", "Quality", _BINARY, "f1",
-             ("accuracy", "f1"), Recipe(8e-5, 10, 32, _SMALL), "sentence1", "sentence2",
-             ("not_equivalent", "equivalent")),
-    GlueTask("qqp", "QQP", "question1", "question2", "is_duplicate", _BINARY, "f1",
-             ("accuracy", "f1"), Recipe(3e-5, 5, 16, _MID),
-             hf_labels=("not_duplicate", "duplicate")),
-    GlueTask("stsb", "STS-B", "sentence1", "sentence2", "score", (), "spearman",
-             ("pearson", "spearman"), Recipe(3e-5, 10, 32, _SMALL), hf_pair="sentence2",
-             hf_text="sentence1"),
-    GlueTask("mnli", "MNLI", "sentence1", "sentence2", "gold_label",
-             ("contradiction", "entailment", "neutral"), "accuracy", ("accuracy",),
-             Recipe(5e-5, 2, 64, _LARGE), "premise", "hypothesis",
-             ("entailment", "neutral", "contradiction"),
-             dev_files=(("dev", "dev_matched.tsv", "validation_matched"),
-                        ("test", "dev_mismatched.tsv", "validation_mismatched"))),
-    GlueTask("qnli", "QNLI", "question", "sentence", "label",
-             ("entailment", "not_entailment"), "accuracy", ("accuracy",),
-             Recipe(1e-5, 10, 16, _MID)),
-    GlueTask("rte", "RTE", "sentence1", "sentence2", "label",
-             ("entailment", "not_entailment"), "accuracy", ("accuracy",),
-             Recipe(1e-5, 3, 16, _SMALL)),
-)}
+TASKS = {
+    task.name: task
+    for task in (
+        GlueTask(
+            "cola",
+            "CoLA",
+            "sentence",
+            None,
+            "label",
+            _BINARY,
+            "mcc",
+            ("mcc",),
+            Recipe(5e-5, 10, 32, _MID),
+            hf_labels=("unacceptable", "acceptable"),
+            no_header=("source", "label", "original_label", "sentence"),
+        ),
+        GlueTask(
+            "sst2",
+            "SST-2",
+            "sentence",
+            None,
+            "label",
+            _BINARY,
+            "accuracy",
+            ("accuracy",),
+            Recipe(3e-5, 3, 16, _MID),
+            hf_labels=("negative", "positive"),
+        ),
+        GlueTask(
+            "mrpc",
+            "MRPC",
+            "#1 String",
+            "#2 String",
+            "Quality",
+            _BINARY,
+            "f1",
+            ("accuracy", "f1"),
+            Recipe(8e-5, 10, 32, _SMALL),
+            "sentence1",
+            "sentence2",
+            ("not_equivalent", "equivalent"),
+        ),
+        GlueTask(
+            "qqp",
+            "QQP",
+            "question1",
+            "question2",
+            "is_duplicate",
+            _BINARY,
+            "f1",
+            ("accuracy", "f1"),
+            Recipe(3e-5, 5, 16, _MID),
+            hf_labels=("not_duplicate", "duplicate"),
+        ),
+        GlueTask(
+            "stsb",
+            "STS-B",
+            "sentence1",
+            "sentence2",
+            "score",
+            (),
+            "spearman",
+            ("pearson", "spearman"),
+            Recipe(3e-5, 10, 32, _SMALL),
+            hf_pair="sentence2",
+            hf_text="sentence1",
+        ),
+        GlueTask(
+            "mnli",
+            "MNLI",
+            "sentence1",
+            "sentence2",
+            "gold_label",
+            ("contradiction", "entailment", "neutral"),
+            "accuracy",
+            ("accuracy",),
+            Recipe(5e-5, 2, 64, _LARGE),
+            "premise",
+            "hypothesis",
+            ("entailment", "neutral", "contradiction"),
+            dev_files=(
+                ("dev", "dev_matched.tsv", "validation_matched"),
+                ("test", "dev_mismatched.tsv", "validation_mismatched"),
+            ),
+        ),
+        GlueTask(
+            "qnli",
+            "QNLI",
+            "question",
+            "sentence",
+            "label",
+            ("entailment", "not_entailment"),
+            "accuracy",
+            ("accuracy",),
+            Recipe(1e-5, 10, 16, _MID),
+        ),
+        GlueTask(
+            "rte",
+            "RTE",
+            "sentence1",
+            "sentence2",
+            "label",
+            ("entailment", "not_entailment"),
+            "accuracy",
+            ("accuracy",),
+            Recipe(1e-5, 3, 16, _SMALL),
+        ),
+    )
+}
 NAMES = (*ORDER, "glue")
 
 
@@ -128,33 +211,49 @@ def _tsv_rows(path: str, task: GlueTask) -> list[dict]:
     wanted = {"text": task.text, "pair": task.pair, "label": task.label}
     missing = [c for c in wanted.values() if c and c not in header]
     if missing:
-        raise UserError(f"{path} is not GLUE's {task.folder} file: no column "
-                        f"{', '.join(map(repr, missing))} in its header ({', '.join(header)})")
+        raise UserError(
+            f"{path} is not GLUE's {task.folder} file: no column "
+            f"{', '.join(map(repr, missing))} in its header ({', '.join(header)})"
+        )
     where = {key: header.index(column) for key, column in wanted.items() if column}
-    return [{"pair": None, **{key: fields[i] if i < len(fields) else None
-                              for key, i in where.items()}}
-            for fields in reader if fields]
+    return [
+        {"pair": None, **{key: fields[i] if i < len(fields) else None for key, i in where.items()}}
+        for fields in reader
+        if fields
+    ]
 
 
 def _hf_rows(path: str, task: GlueTask) -> list[dict]:
     """Rows of a save_to_disk split as {text, pair, label}, class names mapped to GLUE's."""
     columns, rows = datasets.read_saved_dataset(path)
-    names = {"text": task.hf_text or task.text, "pair": task.hf_pair or task.pair,
-             "label": "label"}
+    names = {"text": task.hf_text or task.text, "pair": task.hf_pair or task.pair, "label": "label"}
     missing = [c for c in names.values() if c and c not in columns]
     if missing:
-        raise UserError(f"{path} is not the nyu-mll/glue {task.name} config: no column "
-                        f"{', '.join(map(repr, missing))} (its columns: {', '.join(columns)})")
-    to_glue = {hf: task.labels[i] if task.labels == _BINARY else hf
-               for i, hf in enumerate(task.hf_labels or task.labels)}
-    return [{"text": row[names["text"]], "pair": row[names["pair"]] if task.pair else None,
-             "label": to_glue.get(row["label"], row["label"])} for row in rows]
+        raise UserError(
+            f"{path} is not the nyu-mll/glue {task.name} config: no column "
+            f"{', '.join(map(repr, missing))} (its columns: {', '.join(columns)})"
+        )
+    to_glue = {
+        hf: task.labels[i] if task.labels == _BINARY else hf
+        for i, hf in enumerate(task.hf_labels or task.labels)
+    }
+    return [
+        {
+            "text": row[names["text"]],
+            "pair": row[names["pair"]] if task.pair else None,
+            "label": to_glue.get(row["label"], row["label"]),
+        }
+        for row in rows
+    ]
 
 
 def _split(path: str, rows: list[dict], task: GlueTask) -> datasets.Split:
     """Rows lacking a field (QQP's broken lines) are skipped and counted as malformed."""
-    whole = [r for r in rows if None not in (r["text"], r["label"])
-             and (r["pair"] is not None or not task.pair)]
+    whole = [
+        r
+        for r in rows
+        if None not in (r["text"], r["label"]) and (r["pair"] is not None or not task.pair)
+    ]
     if not whole:
         raise UserError(f"{path} holds no complete row of GLUE's {task.folder}")
     columns = ["text", "label", *(["pair"] if task.pair else [])]
@@ -162,8 +261,10 @@ def _split(path: str, rows: list[dict], task: GlueTask) -> datasets.Split:
     split.skipped_malformed = len(rows) - len(whole)
     for number, label in zip(split.row_numbers, split.raw_labels):
         if task.labels and str(label).strip() not in task.labels:
-            raise UserError(f"{path} row {number}: label {label!r} is not one of GLUE's "
-                            f"{task.folder} labels ({', '.join(task.labels)})")
+            raise UserError(
+                f"{path} row {number}: label {label!r} is not one of GLUE's "
+                f"{task.folder} labels ({', '.join(task.labels)})"
+            )
     return split
 
 
@@ -172,14 +273,20 @@ def locate(glue_dir: str, task: GlueTask) -> tuple[str, dict]:
     layouts it looked for."""
     tsv = fs.join(glue_dir, task.folder)
     if fs.exists(fs.join(tsv, "train.tsv")):
-        return "tsv", {"train": fs.join(tsv, "train.tsv"),
-                       **{split: fs.join(tsv, name) for split, name, _ in task.dev_files}}
+        return "tsv", {
+            "train": fs.join(tsv, "train.tsv"),
+            **{split: fs.join(tsv, name) for split, name, _ in task.dev_files},
+        }
     hf = os.path.join(glue_dir, task.name)
     if not fs.is_remote(glue_dir) and os.path.isdir(os.path.join(hf, "train")):
-        return "hf", {"train": os.path.join(hf, "train"),
-                      **{split: os.path.join(hf, name) for split, _, name in task.dev_files}}
-    raise UserError(f"{glue_dir} holds neither GLUE's {task.folder}/train.tsv nor a "
-                    f"save_to_disk folder {task.name}/train of nyu-mll/glue")
+        return "hf", {
+            "train": os.path.join(hf, "train"),
+            **{split: os.path.join(hf, name) for split, _, name in task.dev_files},
+        }
+    raise UserError(
+        f"{glue_dir} holds neither GLUE's {task.folder}/train.tsv nor a "
+        f"save_to_disk folder {task.name}/train of nyu-mll/glue"
+    )
 
 
 def read(glue_dir: str, task: GlueTask) -> dict:
@@ -189,8 +296,10 @@ def read(glue_dir: str, task: GlueTask) -> dict:
     found = {}
     for split, path in paths.items():
         if layout == "tsv" and not fs.exists(path):
-            raise UserError(f"{path} is missing: GLUE's {task.folder} has "
-                            f"{', '.join(n for _, n, _ in task.dev_files)} beside train.tsv")
+            raise UserError(
+                f"{path} is missing: GLUE's {task.folder} has "
+                f"{', '.join(n for _, n, _ in task.dev_files)} beside train.tsv"
+            )
         found[split] = _split(path, rows_of(path, task), task)
     return found
 
@@ -208,5 +317,9 @@ def glue_score(task_scores: dict) -> dict:
     """{tasks: {task: mean of its reported metrics}, score: mean of those, source}."""
     tasks = {name: sum(values.values()) / len(values) for name, values in task_scores.items()}
     score = sum(tasks.values()) / len(tasks) if tasks else None
-    return {"tasks": tasks, "score": score, "complete": set(tasks) == set(ORDER),
-            "source": SCORE_SOURCE}
+    return {
+        "tasks": tasks,
+        "score": score,
+        "complete": set(tasks) == set(ORDER),
+        "source": SCORE_SOURCE,
+    }

@@ -23,8 +23,15 @@ import numpy as np
 
 CLASSIFICATION = ("accuracy", "f1", "macro_f1", "mcc")
 REGRESSION = ("pearson", "spearman", "mse")
-HIGHER_IS_BETTER = {"accuracy": True, "f1": True, "macro_f1": True, "mcc": True,
-                    "pearson": True, "spearman": True, "mse": False}
+HIGHER_IS_BETTER = {
+    "accuracy": True,
+    "f1": True,
+    "macro_f1": True,
+    "mcc": True,
+    "pearson": True,
+    "spearman": True,
+    "mse": False,
+}
 
 
 def accuracy(labels, predictions) -> float:
@@ -42,8 +49,9 @@ def _f1_per_class(counts: np.ndarray) -> np.ndarray:
     true_positive = np.diag(counts).astype(np.float64)
     predicted, actual = counts.sum(0), counts.sum(1)
     denominator = predicted + actual  # 2TP + FP + FN
-    return np.divide(2 * true_positive, denominator, out=np.zeros_like(true_positive),
-                     where=denominator > 0)
+    return np.divide(
+        2 * true_positive, denominator, out=np.zeros_like(true_positive), where=denominator > 0
+    )
 
 
 def f1(labels, predictions, positive: int = 1) -> float:
@@ -84,7 +92,7 @@ def ranks(values) -> np.ndarray:
         end = start
         while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
             end += 1
-        result[order[start:end + 1]] = (start + end) / 2 + 1
+        result[order[start : end + 1]] = (start + end) / 2 + 1
         start = end + 1
     return result
 
@@ -108,8 +116,11 @@ def classification_scores(labels, predictions, num_classes: int) -> dict:
 
 
 def regression_scores(targets, predictions) -> dict:
-    return {"pearson": pearson(targets, predictions),
-            "spearman": spearman(targets, predictions), "mse": mse(targets, predictions)}
+    return {
+        "pearson": pearson(targets, predictions),
+        "spearman": spearman(targets, predictions),
+        "mse": mse(targets, predictions),
+    }
 
 
 def metrics_for(task_type: str, num_classes: int) -> tuple[str, ...]:

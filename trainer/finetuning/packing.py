@@ -45,9 +45,9 @@ class Packed:
         padding_mask = np.zeros((count, length), np.int32)
         segment_ids = np.zeros((count, length), np.int32)
         for i, (row, segments) in enumerate(zip(self.rows, self.segments)):
-            token_ids[i, :len(row)] = row
-            padding_mask[i, :len(row)] = 1
-            segment_ids[i, :len(row)] = segments
+            token_ids[i, : len(row)] = row
+            padding_mask[i, : len(row)] = 1
+            segment_ids[i, : len(row)] = segments
         features = {"token_ids": token_ids, "padding_mask": padding_mask}
         if with_segments:
             features["segment_ids"] = segment_ids
@@ -85,8 +85,7 @@ class Packer:
         return 4 if self.family == "roberta" else 3
 
     def _encode(self, texts) -> list[list[int]]:
-        return [e.ids for e in self.tokenizer.encode_batch(list(texts),
-                                                           add_special_tokens=False)]
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def pack(self, texts, pairs=None) -> Packed:
         firsts = self._encode(texts)
@@ -96,7 +95,9 @@ class Packer:
         for first, second in zip(firsts, seconds):
             cut_first, cut_second = truncate_pair(first, second, budget)
             packed.truncated += (len(cut_first), len(cut_second or [])) != (
-                len(first), len(second or []))
+                len(first),
+                len(second or []),
+            )
             row, segments = self._join(cut_first, cut_second)
             packed.rows.append(row)
             packed.segments.append(segments)

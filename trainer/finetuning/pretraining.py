@@ -31,16 +31,23 @@ PLATEAU_RATIO = 3.0
 def plateau_warning(accuracy: float | None, share: float | None) -> str | None:
     if accuracy is None or not share or accuracy >= PLATEAU_RATIO * share:
         return None
-    return (f"masked accuracy {100 * accuracy:.1f} % is near the unigram baseline "
-            f"{100 * share:.1f} % (under {PLATEAU_RATIO:g}x): the model may still be on the "
-            "masked-LM plateau, and may fine-tune worse than random weights")
+    return (
+        f"masked accuracy {100 * accuracy:.1f} % is near the unigram baseline "
+        f"{100 * share:.1f} % (under {PLATEAU_RATIO:g}x): the model may still be on the "
+        "masked-LM plateau, and may fine-tune worse than random weights"
+    )
 
 
 def pretraining_facts(source) -> dict:
     """{masked_accuracy, step, unigram_baseline, warning, notes} of a resolved model source;
     what cannot be found is None with a note saying why."""
-    facts = {"masked_accuracy": None, "step": None, "unigram_baseline": None,
-             "warning": None, "notes": []}
+    facts = {
+        "masked_accuracy": None,
+        "step": None,
+        "unigram_baseline": None,
+        "warning": None,
+        "notes": [],
+    }
     checkpoint = card_facts.origin_checkpoint(source)
     if checkpoint is None:
         return _from_model_card(source, facts)
@@ -66,8 +73,10 @@ def _from_model_card(source, facts: dict) -> dict:
     card_path = fs.join(source.path, model_card.README)
     results = _card_results(card_path) if source.kind == "preset" else {}
     if "accuracy" not in results:
-        facts["notes"].append("the pretraining run of this model was not found and its model "
-                              "card gives no masked accuracy: it is unknown")
+        facts["notes"].append(
+            "the pretraining run of this model was not found and its model "
+            "card gives no masked accuracy: it is unknown"
+        )
         return facts
     facts["masked_accuracy"] = results["accuracy"]
     ratio = results.get("unigram_baseline_ratio")
@@ -87,5 +96,8 @@ def _card_results(card_path: str) -> dict:
         card = ModelCard(fs.read_bytes(card_path).decode("utf-8"))
     except ValueError:  # no YAML metadata block, or a malformed one
         return {}
-    return {r.metric_type: float(r.metric_value) for r in card.data.eval_results or ()
-            if r.task_type == "fill-mask"}
+    return {
+        r.metric_type: float(r.metric_value)
+        for r in card.data.eval_results or ()
+        if r.task_type == "fill-mask"
+    }

@@ -71,8 +71,7 @@ def constant_scores(data: TaskData) -> dict:
     found = {}
     for label in range(data.num_outputs):
         constant = np.full(len(dev_targets), label, np.int32)
-        for name, value in scores(data.task_type, data.num_outputs, dev_targets,
-                                  constant).items():
+        for name, value in scores(data.task_type, data.num_outputs, dev_targets, constant).items():
             found[name] = max(found.get(name, value), value)
     return found
 
@@ -103,11 +102,16 @@ class SeedModels:
     def start(self, seed: int):
         fresh = self.backbone.classifier(self.data.num_outputs, seed)
         if self.model is None:
-            total = math.ceil(len(self.data.train[1]) / self.recipe.batch_size) * \
-                self.recipe.epochs
-            classifier.compile_for(fresh, self.data.task_type, self.recipe.learning_rate,
-                                   total, round(total * self.recipe.warmup_ratio),
-                                   self.recipe.weight_decay, self.jit_compile)
+            total = math.ceil(len(self.data.train[1]) / self.recipe.batch_size) * self.recipe.epochs
+            classifier.compile_for(
+                fresh,
+                self.data.task_type,
+                self.recipe.learning_rate,
+                total,
+                round(total * self.recipe.warmup_ratio),
+                self.recipe.weight_decay,
+                self.jit_compile,
+            )
             self.model = fresh
             return fresh
         for target, value in zip(self.model.variables, fresh.variables, strict=True):
@@ -132,12 +136,21 @@ def run_seed(models: SeedModels, seed: int, on_epoch=None) -> dict:
     model = models.start(seed)
     epochs, best, best_weights = [], None, None
     for epoch in range(1, recipe.epochs + 1):
-        history = model.fit(*shuffled(data.train, seed, epoch), batch_size=recipe.batch_size,
-                            epochs=1, shuffle=False, verbose=0)
+        history = model.fit(
+            *shuffled(data.train, seed, epoch),
+            batch_size=recipe.batch_size,
+            epochs=1,
+            shuffle=False,
+            verbose=0,
+        )
         predicted = predictions(model, data.dev[0], data.task_type, recipe.batch_size)
         dev = scores(data.task_type, data.num_outputs, data.dev[1], predicted)
-        entry = {"epoch": epoch, "train_loss": float(history.history["loss"][-1]), "dev": dev,
-                 "distinct_predictions": int(len(np.unique(predicted)))}
+        entry = {
+            "epoch": epoch,
+            "train_loss": float(history.history["loss"][-1]),
+            "dev": dev,
+            "distinct_predictions": int(len(np.unique(predicted))),
+        }
         epochs.append(entry)
         if on_epoch:
             on_epoch(seed, entry)
@@ -157,8 +170,14 @@ def spread(values: list[float]) -> dict:
     """Mean, sample standard deviation (n - 1; 0 for one seed), median, min and max."""
     array = np.asarray(values, np.float64)
     std = float(array.std(ddof=1)) if len(array) > 1 else 0.0
-    return {"mean": float(array.mean()), "std": std, "median": float(np.median(array)),
-            "min": float(array.min()), "max": float(array.max()), "n": len(array)}
+    return {
+        "mean": float(array.mean()),
+        "std": std,
+        "median": float(np.median(array)),
+        "min": float(array.min()),
+        "max": float(array.max()),
+        "n": len(array),
+    }
 
 
 def summarise(records: list[dict], metric: str, constant: dict) -> dict:
@@ -167,8 +186,9 @@ def summarise(records: list[dict], metric: str, constant: dict) -> dict:
     better than a constant answer."""
     for record in records:
         best = record["epochs"][record["best_epoch"] - 1] if "epochs" in record else {}
-        record["collapsed"] = (best.get("distinct_predictions") == 1
-                               or is_collapsed(record["dev"][metric], constant[metric], metric))
+        record["collapsed"] = best.get("distinct_predictions") == 1 or is_collapsed(
+            record["dev"][metric], constant[metric], metric
+        )
     summary = {}
     for split in ("dev", "test"):
         rows = [r[split] for r in records if split in r]

@@ -23,7 +23,8 @@ LOGS = "logs"
 RECIPE_SOURCE = (
     "cramming (Geiping & Goldstein 2023, config/eval/GLUE_sane.yaml): one recipe for every "
     "task, AdamW, lr 4e-5, batch 16, 5 epochs, max length 128, 10 % linear warmup then "
-    "linear decay; best epoch on dev as fairseq's RoBERTa GLUE recipe selects")
+    "linear decay; best epoch on dev as fairseq's RoBERTa GLUE recipe selects"
+)
 PROTOCOL_NOTES = (
     "each seed fine-tunes from the same pretrained weights with its own head, dropout and "
     "data order; dev is scored after every epoch and the epoch with the best dev score on "
@@ -32,7 +33,8 @@ PROTOCOL_NOTES = (
     "seeds: the mean is what peers average, the median resists one collapsed seed; a seed "
     "whose best epoch gives every dev example one answer, or scores no better than the best "
     "constant answer (constant_answer_dev), is flagged collapsed, counted in the mean and "
-    "left out of dev_excluding_collapsed")
+    "left out of dev_excluding_collapsed"
+)
 
 
 def remove_stale(output_dir: str) -> None:
@@ -60,16 +62,34 @@ def table(document: dict) -> str:
     rows = [header]
     for record in scores["seeds"]:
         note = "COLLAPSED (constant-answer level)" if record["collapsed"] else ""
-        rows.append([str(record["seed"]), str(record["best_epoch"]),
-                     *[_cell(record[s][n]) for s in splits for n in names], note])
+        rows.append(
+            [
+                str(record["seed"]),
+                str(record["best_epoch"]),
+                *[_cell(record[s][n]) for s in splits for n in names],
+                note,
+            ]
+        )
     summary = scores["summary"]
-    rows.append(["mean", "", *[f"{summary[s][n]['mean']:.4f}±{summary[s][n]['std']:.4f}"
-                               for s in splits for n in names], ""])
-    rows.append(["median", "", *[_cell(summary[s][n]["median"]) for s in splits for n in names],
-                 ""])
+    rows.append(
+        [
+            "mean",
+            "",
+            *[
+                f"{summary[s][n]['mean']:.4f}±{summary[s][n]['std']:.4f}"
+                for s in splits
+                for n in names
+            ],
+            "",
+        ]
+    )
+    rows.append(
+        ["median", "", *[_cell(summary[s][n]["median"]) for s in splits for n in names], ""]
+    )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
-             for row in rows]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows
+    ]
     return "\n".join([*_heading(document), *lines, *_footer(document)])
 
 
@@ -81,28 +101,34 @@ def _heading(document: dict) -> list[str]:
     base = pre["unigram_baseline"]
     if base is not None:
         masked += f" (unigram baseline {100 * base:.1f} %)"
-    return [f"model: {model['path']} ({model['family']}, {start}); pretraining masked "
-            f"accuracy: {masked}",
-            f"selection metric: {document['protocol']['metric']} on dev, "
-            f"{len(document['scores']['seeds'])} seed(s)"]
+    return [
+        f"model: {model['path']} ({model['family']}, {start}); pretraining masked "
+        f"accuracy: {masked}",
+        f"selection metric: {document['protocol']['metric']} on dev, "
+        f"{len(document['scores']['seeds'])} seed(s)",
+    ]
 
 
 def _footer(document: dict) -> list[str]:
     lines = []
     collapsed = document["scores"]["summary"]["collapsed_seeds"]
     if collapsed:
-        lines.append(f"collapsed seeds: {', '.join(map(str, collapsed))} (no better than the "
-                     "constant answer; counted in the mean)")
+        lines.append(
+            f"collapsed seeds: {', '.join(map(str, collapsed))} (no better than the "
+            "constant answer; counted in the mean)"
+        )
     if document["pretraining"]["warning"]:
         lines.append("warning: " + document["pretraining"]["warning"])
     data = document["data"]
     for split, counts in data.items():
         malformed = counts.get("skipped_malformed", 0)
         if counts["skipped_empty"] or counts["truncated"] or malformed:
-            lines.append(f"{split}: {counts['skipped_empty']} row(s) with an empty text "
-                         f"skipped, {malformed} row(s) lacking a field skipped, "
-                         f"{counts['truncated']} example(s) truncated to "
-                         f"{counts['max_length']} tokens")
+            lines.append(
+                f"{split}: {counts['skipped_empty']} row(s) with an empty text "
+                f"skipped, {malformed} row(s) lacking a field skipped, "
+                f"{counts['truncated']} example(s) truncated to "
+                f"{counts['max_length']} tokens"
+            )
     return lines
 
 
@@ -117,9 +143,13 @@ class Scalars:
         if seed not in self._writers:
             folder = fs.join(self.output_dir, LOGS, f"seed-{seed}")
             self._writers[seed] = summaries.EventLog(folder)
-        self._writers[seed].write(entry["epoch"], {
-            "train_loss": entry["train_loss"],
-            **{f"dev_{name}": value for name, value in entry["dev"].items()}})
+        self._writers[seed].write(
+            entry["epoch"],
+            {
+                "train_loss": entry["train_loss"],
+                **{f"dev_{name}": value for name, value in entry["dev"].items()},
+            },
+        )
 
 
 def glue_table(document: dict) -> str:
@@ -129,12 +159,17 @@ def glue_table(document: dict) -> str:
     rows = [["task", "seeds", "metrics (dev, mean over seeds)", "task score", "note"]]
     for name, task in document["tasks"].items():
         shown = ", ".join(f"{m} {100 * v:.1f}" for m, v in task["reported"].items())
-        note = (f"collapsed seeds: {', '.join(map(str, task['collapsed_seeds']))}"
-                if task["collapsed_seeds"] else "")
-        rows.append([name, str(len(task["seeds"])), shown,
-                     f"{100 * score['tasks'][name]:.1f}", note])
+        note = (
+            f"collapsed seeds: {', '.join(map(str, task['collapsed_seeds']))}"
+            if task["collapsed_seeds"]
+            else ""
+        )
+        rows.append(
+            [name, str(len(task["seeds"])), shown, f"{100 * score['tasks'][name]:.1f}", note]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     partial = "" if score["complete"] else " (not all 8 tasks: not comparable to GLUE scores)"
-    return "\n".join([*lines, f"GLUE score: {100 * score['score']:.1f}{partial}",
-                      f"score: {score['source']}"])
+    return "\n".join(
+        [*lines, f"GLUE score: {100 * score['score']:.1f}{partial}", f"score: {score['source']}"]
+    )

@@ -23,8 +23,11 @@ def test_band_keys_split_into_two_words_without_loss():
     halves = [local_near.split_key(key) for key in keys]
     assert len(set(halves)) == len(keys) == 14
     for key, (hi, lo) in zip(keys, halves):
-        assert key == ((lo >> 32).to_bytes(2, "big") + hi.to_bytes(8, "big")
-                       + (lo & 0xFFFFFFFF).to_bytes(4, "big"))
+        assert key == (
+            (lo >> 32).to_bytes(2, "big")
+            + hi.to_bytes(8, "big")
+            + (lo & 0xFFFFFFFF).to_bytes(4, "big")
+        )
 
 
 def _near_corpus(tmp_path, corpus_texts):
@@ -43,8 +46,9 @@ def _near_corpus(tmp_path, corpus_texts):
     return paths
 
 
-def test_local_near_dedup_removes_what_the_beam_path_removes(tmp_path, corpus_texts,
-                                                             bpe_tokenizer_dir, monkeypatch):
+def test_local_near_dedup_removes_what_the_beam_path_removes(
+    tmp_path, corpus_texts, bpe_tokenizer_dir, monkeypatch
+):
     paths = _near_corpus(tmp_path, corpus_texts)
     spill_root = tmp_path / "tmp"
     spill_root.mkdir()
@@ -52,8 +56,16 @@ def test_local_near_dedup_removes_what_the_beam_path_removes(tmp_path, corpus_te
     monkeypatch.setattr(local_near, "RUN_DOCS", 9)  # many sorted runs of band records
     monkeypatch.setattr(local_near, "RANGE_RECORDS", 100)  # and many key ranges
     monkeypatch.setattr(local_exact, "RUN_RECORDS", 7)
-    args = ("--dedup", "near", "--near_max_bucket", "3", "--num_shards", 3,
-            "--removed_sample_size", 1000)  # every removal in the sample
+    args = (
+        "--dedup",
+        "near",
+        "--near_max_bucket",
+        "3",
+        "--num_shards",
+        3,
+        "--removed_sample_size",
+        1000,
+    )  # every removal in the sample
     run_prepare(*_args(paths, bpe_tokenizer_dir, tmp_path / "disk", *args))
     assert os.listdir(spill_root) == []  # the spill folder went with the run
 

@@ -49,8 +49,9 @@ class _Hiding(importlib.abc.MetaPathFinder):
     """One of Python's own finders that does not see the blocked modules nor their
     distributions' metadata: an import of one raises ModuleNotFoundError,
     `importlib.util.find_spec` returns None and `importlib.metadata.version` raises
-    PackageNotFoundError, as where it is not installed (a finder that raised instead would break code that probes, such as
-    torch._dynamo's, which asks find_spec("tensorflow") at import)."""
+    PackageNotFoundError, as where it is not installed (a finder that raised instead would
+    break code that probes, such as torch._dynamo's, which asks find_spec("tensorflow") at
+    import)."""
 
     def __init__(self, finder):
         self.finder = finder

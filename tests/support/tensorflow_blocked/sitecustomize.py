@@ -17,8 +17,9 @@ class _Blocker:
     @staticmethod
     def find_spec(name, path=None, target=None):
         if name.split(".")[0] in _BLOCKED:
-            raise ModuleNotFoundError(f"No module named {name!r} (blocked by "
-                                      "tests/support/tensorflow_blocked)", name=name)
+            raise ModuleNotFoundError(
+                f"No module named {name!r} (blocked by tests/support/tensorflow_blocked)", name=name
+            )
         return None
 
 

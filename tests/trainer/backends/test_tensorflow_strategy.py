@@ -5,11 +5,15 @@ import keras
 import pytest
 import tensorflow as tf
 
-from trainer.backends.tensorflow_strategy import (StrategyError, runs_on_cpu_replicas,
-                                                  select_strategy)
+from trainer.backends.tensorflow_strategy import (
+    StrategyError,
+    runs_on_cpu_replicas,
+    select_strategy,
+)
 
-pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
-                                reason="tf.distribute strategies")
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="tf.distribute strategies"
+)
 
 
 def test_cpu_and_auto_give_the_default_strategy_here():
@@ -49,19 +53,21 @@ class _Strategy:
         self.cluster_resolver = resolver
 
 
-@pytest.mark.parametrize("task_type, task_id, cluster, chief", [
-    ("chief", 0, {"chief": ["a:1"], "worker": ["b:1"]}, True),
-    ("worker", 0, {"chief": ["a:1"], "worker": ["b:1"]}, False),
-    ("worker", 0, {"worker": ["a:1", "b:1"]}, True),
-    ("worker", 1, {"worker": ["a:1", "b:1"]}, False),
-    ("evaluator", 0, {"worker": ["a:1"], "evaluator": ["c:1"]}, False),
-])
+@pytest.mark.parametrize(
+    "task_type, task_id, cluster, chief",
+    [
+        ("chief", 0, {"chief": ["a:1"], "worker": ["b:1"]}, True),
+        ("worker", 0, {"chief": ["a:1"], "worker": ["b:1"]}, False),
+        ("worker", 0, {"worker": ["a:1", "b:1"]}, True),
+        ("worker", 1, {"worker": ["a:1", "b:1"]}, False),
+        ("evaluator", 0, {"worker": ["a:1"], "evaluator": ["c:1"]}, False),
+    ],
+)
 def test_only_the_chief_writes(task_type, task_id, cluster, chief):
     from trainer.backends.tensorflow_strategy import is_chief
 
     assert is_chief(_Strategy(_Resolver(task_type, task_id, cluster))) is chief
     assert is_chief(select_strategy("cpu")) is True  # one process
-
 
 
 @pytest.mark.slow
@@ -77,12 +83,29 @@ def test_cpu_replicas_from_the_command_line_trains_on_two_replicas(corpus, tmp_p
     from tests.trainer.mlm_data import task_args
 
     repo = os.path.abspath(__file__).rsplit(os.sep + "tests" + os.sep, 1)[0]
-    args = task_args(corpus, tmp_path, "--train_steps", "2", "--eval_every", "2",
-                     "--save_every", "2", "--max_eval_batches", "1", "--cpu_replicas", "2")
+    args = task_args(
+        corpus,
+        tmp_path,
+        "--train_steps",
+        "2",
+        "--eval_every",
+        "2",
+        "--save_every",
+        "2",
+        "--max_eval_batches",
+        "1",
+        "--cpu_replicas",
+        "2",
+    )
     i = args.index("--per_replica_batch_size")
     args[i + 1] = "8"
-    proc = subprocess.run([sys.executable, "-m", "trainer.task", *args], cwd=repo,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainer.task", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_config = json.loads((tmp_path / "run_config.json").read_text())
     assert run_config["replicas"] == 2 and run_config["global_batch_size"] == 16
