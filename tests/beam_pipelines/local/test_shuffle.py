@@ -52,9 +52,9 @@ def test_a_run_slice_is_the_rows_of_its_key_range(tmp_path):
     path = local_shuffle.save_run(str(tmp_path), "train", keys, ids, lengths)
     n, rows = 3, []
     for shard in range(n):
-        k, i, lengths = local_shuffle.load_slice(path, *shard_writer.key_range(shard, n))
+        k, i, slice_lengths = local_shuffle.load_slice(path, *shard_writer.key_range(shard, n))
         assert np.all(shard_writer.shard_of(k, n) == shard) and np.all(np.diff(k) >= 0)
-        rows.extend(zip(k.tolist(), map(tuple, i.tolist()), lengths.tolist()))
+        rows.extend(zip(k.tolist(), map(tuple, i.tolist()), slice_lengths.tolist()))
     assert sorted(rows) == sorted(zip(keys.tolist(), map(tuple, ids.tolist()), lengths.tolist()))
 
 
