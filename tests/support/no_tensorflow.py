@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BLOCKER = os.path.join(ROOT, "tests", "support", "tensorflow_blocked")
+BLOCKER = os.path.join(ROOT, "tests", "support", "import_blocker")
+DENY = ("tensorflow", "tensorflow_text", "tf_keras")
 
 
 def env(**extra) -> dict:
@@ -19,5 +20,6 @@ def env(**extra) -> dict:
         **os.environ,
         "PYTHONPATH": os.pathsep.join(paths),
         "KERAS_BACKEND": "jax",
+        "IMPORT_BLOCKER_DENY": ",".join(DENY),
         **{k: str(v) for k, v in extra.items()},
     }

@@ -22,3 +22,29 @@ def test_tensorflow_is_unimportable_in_a_process_and_its_children():
         check=True,
     )
     assert result.stdout.split() == ["1"]
+
+
+_PROBES = """
+import importlib.metadata, importlib.util, sys
+import numpy  # everything else still imports
+try:
+    importlib.metadata.version("tensorflow")
+    print("metadata seen")
+except importlib.metadata.PackageNotFoundError:
+    print("no metadata")
+print(importlib.util.find_spec("tensorflow"), "tensorflow" in sys.modules)
+"""
+
+
+def test_probes_see_tensorflow_absent_rather_than_failing():
+    # torch._dynamo asks find_spec("tensorflow") at import, Keras asks sys.modules: both must
+    # see a machine without it (no exception, no module entry, no metadata).
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBES],
+        env=no_tensorflow.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.split("\n")[:2] == ["no metadata", "None False"]

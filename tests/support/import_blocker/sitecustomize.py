@@ -1,8 +1,10 @@
-"""Makes importable only what the GPU machine has: the Python distributions its image holds
-plus the wheels carried to it, named (normalised) in GPU_IMAGE_ALLOWED; any other installed
-distribution's top-level module raises ModuleNotFoundError, as there. The standard library
-and this repository stay importable. Child processes inherit it through PYTHONPATH. Used
-through `tests.support.gpu_image`. In a namespace several distributions share (`google`:
+"""Makes packages unimportable in every interpreter started with this folder first on
+PYTHONPATH (Python imports `sitecustomize` at startup; child processes inherit PYTHONPATH),
+as on a machine where they are not installed. Two lists say which, from the environment:
+- IMPORT_BLOCKER_DENY: top-level modules to hide (`tests.support.no_tensorflow`: TensorFlow);
+- GPU_IMAGE_ALLOWED: the only distributions to keep, named (normalised) as the GPU machine's
+  image and the wheels carried to it (`tests.support.gpu_image`); the standard library and
+  this repository stay importable. In a namespace several distributions share (`google`:
 protobuf, google-cloud-storage, google-auth...) each submodule is judged by the distribution
 that installed it, so `google.protobuf` imports and `google.cloud.storage` does not."""
 
@@ -18,7 +20,10 @@ def _normal(name: str) -> str:
 
 
 _ALLOWED = {_normal(n) for n in os.environ.get("GPU_IMAGE_ALLOWED", "").split(",") if n}
-_OWNERS = importlib.metadata.packages_distributions()  # top-level module -> distributions
+_DENIED = {n for n in os.environ.get("IMPORT_BLOCKER_DENY", "").split(",") if n}
+_OWNERS = importlib.metadata.packages_distributions() if _ALLOWED or _DENIED else {}
+# The distributions that install a denied module: their metadata is hidden too.
+_DENIED_DISTS = {_normal(d) for top in _DENIED for d in _OWNERS.get(top, ())}
 
 
 def _shared_owners() -> dict:
@@ -41,6 +46,10 @@ _SHARED = _shared_owners() if _ALLOWED else {}
 
 
 def _blocked(name: str) -> bool:
+    if name.split(".")[0] in _DENIED:
+        return True
+    if not _ALLOWED:
+        return False
     owners = _OWNERS.get(name) if "." not in name else _SHARED.get(name)
     return bool(owners) and not any(_normal(owner) in _ALLOWED for owner in owners)
 
@@ -63,12 +72,16 @@ class _Hiding(importlib.abc.MetaPathFinder):
 
     def find_distributions(self, *args, **kwargs):  # importlib.metadata asks here
         found = getattr(self.finder, "find_distributions", lambda *a, **k: ())(*args, **kwargs)
-        return (d for d in found if _normal(d.metadata["Name"] or "") in _ALLOWED)
+        return (d for d in found if _shown(_normal(d.metadata["Name"] or "")))
 
     def invalidate_caches(self):
         if hasattr(self.finder, "invalidate_caches"):
             self.finder.invalidate_caches()
 
 
-if _ALLOWED:
+def _shown(dist: str) -> bool:
+    return dist not in _DENIED_DISTS and (not _ALLOWED or dist in _ALLOWED)
+
+
+if _ALLOWED or _DENIED:
     sys.meta_path[:] = [_Hiding(finder) for finder in sys.meta_path]
