@@ -457,9 +457,11 @@ def devices(config: FinetuneFlags, jobs: list[Job]):
     """The trainer's Runtime for --strategy / --cpu_replicas (`trainer.backends`: JAX
     DataParallel, a TensorFlow strategy); refuses a global batch the replicas cannot share."""
     from trainer import backends
+    from trainer.finetuning.classifier import jit_default
 
     chosen = {f.name: getattr(config, f.name) for f in dataclasses.fields(DeviceFlags)}
     runtime = backends.setup(types.SimpleNamespace(**chosen, **_TRAINER_ONLY))
+    jit_default(config.jit_compile, runtime.device.jit)  # refuses XLA where it fails, now
     if runtime.backend == "jax" and runtime.num_pipelines > 1:
         raise UserError(
             f"fine-tuning runs in one process, not over the {runtime.num_pipelines} "

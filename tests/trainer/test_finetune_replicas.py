@@ -84,3 +84,17 @@ def test_a_global_batch_the_replicas_cannot_share_is_one_line(export, tmp_path, 
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: ")
     assert "--batch_size 7" in err and "2 replicas" in err
+
+
+@pytest.mark.skipif(JAX, reason="keras#19005 is TensorFlow's MirroredStrategy over CPUs")
+def test_jit_compile_true_under_mirrored_strategy_over_cpus_is_one_line(export, tmp_path, capsys):
+    train = fd.write(tmp_path / "train.csv", fd.examples(8, 0, False, False))
+    code = finetune.main(
+        [
+            *("--model", export, "--train", train, "--dev", train, "--text_column", "sentence"),
+            *("--output_dir", str(tmp_path / "out"), "--jit_compile", "true"),
+            *("--strategy", "cpu", "--cpu_replicas", "2"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "keras#19005" in err
