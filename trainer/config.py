@@ -19,6 +19,7 @@ from common import flags
 from common.flags import flag
 from common.publish import PushFlags
 from trainer import families, keras_backend, masking, model
+from trainer.device_flags import DeviceFlags
 from trainer.families import sizes
 from trainer.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES
 
@@ -37,7 +38,9 @@ _LEGACY_MODEL_CONFIGS = {
 
 
 @dataclasses.dataclass
-class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the export at the end
+class TrainConfig(PushFlags, DeviceFlags):
+    # PushFlags: --push_to, --language, --license (publish the export at the end); DeviceFlags:
+    # --strategy, --cpu_replicas, --tpu... (trainer/device_flags.py, shared with fine-tuning).
     # Data and files.
     train_data: str = flag(
         "Folder of training shards (manifest or legacy format), local or gs://.",
@@ -83,25 +86,6 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
         "Keras is imported (trainer/keras_backend.py); a run keeps the "
         "backend it started with.",
         choices=keras_backend.BACKENDS,
-    )
-    strategy: str = flag(
-        "Where to train; `auto` picks TPU, then GPUs, then CPU.",
-        "auto",
-        choices=("auto", "tpu", "gpu", "cpu"),
-    )
-    tpu: str = flag(
-        "TPU name; `local` on a TPU VM (the default for --strategy tpu).", aliases=["--tpu_name"]
-    )
-    tpu_zone: str = flag("Zone of a named TPU.")
-    gcp_project: str = flag("Project of a named TPU.")
-    no_tpu: bool = flag(
-        "Legacy flag (HF example): never use a TPU (same as --strategy gpu/cpu).", False
-    )
-    cpu_replicas: int = flag(
-        "With --strategy cpu: split the CPU into N logical devices under "
-        "MirroredStrategy (exercises the multi-replica path).",
-        1,
-        minimum=1,
     )
     precision: str = flag(
         "bf16 = mixed_bfloat16 (the default on GPU and TPU), fp32 on a CPU.",
@@ -218,8 +202,7 @@ class TrainConfig(PushFlags):  # --push_to, --language, --license: publish the e
             self.family, self.model = _LEGACY_MODEL_CONFIGS[self.pretrained_model_config]
         if self.bfloat16:
             self.precision = "bf16"
-        if self.no_tpu and self.strategy == "tpu":
-            raise ValueError("--no_tpu contradicts --strategy tpu")
+        self.check_devices()
         if (self.train_steps is None) == (self.epochs is None):
             raise ValueError("give exactly one of --train_steps and --epochs")
         if self.backend is None:  # else the flag chose it (trainer/keras_backend.py)

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import types
 
 from common import flags, fs, tokenizer_files
 from common.errors import UserError, run_cli
 from common.flags import flag
 from trainer import families, keras_backend, model_source, run_dir
+from trainer.device_flags import DeviceFlags
 from trainer.finetuning import (
     card_scores,
     datasets,
@@ -48,7 +50,7 @@ DEFAULT_RECIPE = glue.Recipe(learning_rate=4e-5, epochs=5, batch_size=16, seeds=
 
 
 @dataclasses.dataclass
-class FinetuneFlags:
+class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the trainer's own flags
     model: str = flag(
         "The pretrained model: a training run folder (newest checkpoint), a "
         ".weights.h5 checkpoint or our keras-hub export.",
@@ -102,7 +104,11 @@ class FinetuneFlags:
         minimum=8,
     )
     epochs: int = flag("Epochs per seed. Default: 5, a GLUE task's own.", minimum=1)
-    batch_size: int = flag("Examples per step. Default: 16, a GLUE task's own.", minimum=1)
+    batch_size: int = flag(
+        "Examples per step, the global batch: split over the replicas (--cpu_replicas, GPUs, "
+        "TPU cores), so a multiple of them. Default: 16, a GLUE task's own.",
+        minimum=1,
+    )
     learning_rate: float = flag(
         "Peak learning rate (a tiny model needs more, e.g. 1e-3). "
         "Default: 4e-5, a GLUE task's own.",
@@ -125,7 +131,7 @@ class FinetuneFlags:
     jit_compile: str = flag(
         "XLA-compile the step: auto = yes on JAX and on accelerators, "
         "no for TensorFlow on a CPU (the compile outlasts a short "
-        "fine-tune).",
+        "fine-tune, and fails under MirroredStrategy over CPU devices).",
         "auto",
         choices=("auto", "true", "false"),
     )
@@ -137,6 +143,7 @@ class FinetuneFlags:
         problem = flags.out_of_bounds(FinetuneFlags, self)
         if problem:
             raise ValueError(problem)
+        self.check_devices()
         self.seed_list(DEFAULT_RECIPE.seeds)  # raises for a malformed list
         self._check_sources()
         if self.task:
@@ -336,13 +343,16 @@ def resolve_model(path: str):
     return source
 
 
-def run_job(config, source, backbone, pretrained: dict, job: Job, after_seed=None) -> dict:
-    """Fine-tunes every seed of one job; writes and returns its results document."""
+def run_job(config, runtime, source, backbone, pretrained: dict, job: Job, after_seed=None) -> dict:
+    """Fine-tunes every seed of one job on `runtime`'s devices; writes and returns its
+    results document."""
+    from trainer import backends
     from trainer.finetuning.classifier import jit_default
 
     data, counts, info = pack_task(config, source, job)
     backbone.check_tokenizer(info)
-    models = protocol.SeedModels(backbone, data, job.recipe, jit_default(config.jit_compile))
+    jit = jit_default(config.jit_compile, runtime.device.jit)
+    models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime.scope, runtime.replicas)
     scalars = results.Scalars(job.output_dir)
     records = []
     metric = job.recipe.metric
@@ -358,6 +368,8 @@ def run_job(config, source, backbone, pretrained: dict, job: Job, after_seed=Non
             after_seed(record, models.model)
     constant = protocol.constant_scores(data)
     document = _document(config, source, backbone, job, counts)
+    # Read from the model: the devices it was really built and trained on.
+    document["protocol"]["replicas"] = backends.model_replicas(models.model)
     document["pretraining"] = pretrained
     document["scores"] = {
         "metric": metric,
@@ -377,6 +389,7 @@ def finetune(config: FinetuneFlags) -> dict:
     source = resolve_model(config.model)
     jobs = glue_jobs(config) if config.task else [own_job(config)]
     cards = card_scores.readmes(config.card) if config.card else []  # fail fast
+    runtime = devices(config, jobs)  # before any model: TensorFlow splits an unused CPU only
     backbone = PretrainedBackbone(source, config.from_scratch)
     pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
     if pretrained["warning"] and not config.from_scratch:
@@ -386,16 +399,16 @@ def finetune(config: FinetuneFlags) -> dict:
     for job in jobs:
         results.remove_stale(job.output_dir)
     if config.task == "glue":
-        document = glue_run(config, source, backbone, pretrained, jobs)
+        document = glue_run(config, runtime, source, backbone, pretrained, jobs)
     else:
-        document = run_job(config, source, backbone, pretrained, jobs[0])
+        document = run_job(config, runtime, source, backbone, pretrained, jobs[0])
     if cards:
         for path in card_scores.add(cards, card_scores.entries(document)):
             print(f"model card: {path}")
     return document
 
 
-def glue_run(config, source, backbone, pretrained: dict, jobs: list[Job]) -> dict:
+def glue_run(config, runtime, source, backbone, pretrained: dict, jobs: list[Job]) -> dict:
     """Every GLUE task in turn (MNLI first), then the summary and the GLUE score in
     `{output_dir}/results.json`. With --mnli_start, RTE, MRPC and STS-B start from the
     backbone of MNLI's best seed at its best epoch."""
@@ -415,7 +428,7 @@ def glue_run(config, source, backbone, pretrained: dict, jobs: list[Job]) -> dic
             start = backbone.started_from(best["weights"])
             job.extra["start"] = "MNLI's best seed (--mnli_start)"
         keep = keep_best if config.mnli_start and job.name == "mnli" else None
-        documents[job.name] = run_job(config, source, start, pretrained, job, keep)
+        documents[job.name] = run_job(config, runtime, source, start, pretrained, job, keep)
         print(results.table(documents[job.name]), flush=True)
     document = glue_summary(documents)
     document["pretraining"] = pretrained
@@ -427,6 +440,46 @@ def glue_run(config, source, backbone, pretrained: dict, jobs: list[Job]) -> dic
     }
     results.write(config.output_dir, document)
     return document
+
+
+# What `backends.setup` reads beside DeviceFlags, at fixed values: fine-tuning decides XLA
+# itself (`classifier.jit_default`, given whether the devices can run it) and trains in float32
+# with keras-hub's attention.
+_TRAINER_ONLY = {
+    "precision": "fp32",
+    "jit_compile": "auto",
+    "steps_per_execution": None,
+    "fused_attention": "false",
+}
+
+
+def devices(config: FinetuneFlags, jobs: list[Job]):
+    """The trainer's Runtime for --strategy / --cpu_replicas (`trainer.backends`: JAX
+    DataParallel, a TensorFlow strategy); refuses a global batch the replicas cannot share."""
+    from trainer import backends
+    from trainer.finetuning.classifier import jit_default
+
+    chosen = {f.name: getattr(config, f.name) for f in dataclasses.fields(DeviceFlags)}
+    runtime = backends.setup(types.SimpleNamespace(**chosen, **_TRAINER_ONLY))
+    jit_default(config.jit_compile, runtime.device.jit)  # refuses XLA where it fails, now
+    if runtime.backend == "jax" and runtime.num_pipelines > 1:
+        raise UserError(
+            f"fine-tuning runs in one process, not over the {runtime.num_pipelines} "
+            "processes of a pod: run it on a single host's devices"
+        )
+    for job in jobs:
+        batch, replicas = job.recipe.batch_size, runtime.replicas
+        if batch % replicas:
+            given = (
+                f"--batch_size {batch}"
+                if config.batch_size
+                else (f"{job.name}'s batch of {batch} (pass --batch_size)")
+            )
+            raise UserError(
+                f"{given} is the global batch and does not split over {replicas} "
+                f"replicas: give a multiple of {replicas}"
+            )
+    return runtime
 
 
 def glue_summary(documents: dict) -> dict:

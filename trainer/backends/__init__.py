@@ -28,6 +28,13 @@ def setup(config) -> Runtime:
     return importlib.import_module(MODULES[keras.backend.backend()]).setup(config)
 
 
+def model_replicas(model) -> int:
+    """How many devices a built model's variables are replicated over: what the runtime's
+    scope and distribution really gave the model (TensorFlow: its strategy's replicas; JAX:
+    the devices of its variables' sharding)."""
+    return importlib.import_module(MODULES[keras.backend.backend()]).model_replicas(model)
+
+
 def errors_end_pod_processes():
     """A context manager: on a pod (JAX, several processes), an error ends this process at
     once in one line (a lost peer named as such), without the shutdown that would wait for

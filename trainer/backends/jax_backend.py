@@ -136,6 +136,11 @@ def _devices(platform: str, cpu_replicas: int) -> list:
     return devices
 
 
+def model_replicas(model) -> int:
+    """The devices the model's first variable lives on (DataParallel replicates them all)."""
+    return len(model.variables[0].value.sharding.device_set)
+
+
 def setup(config) -> Runtime:
     platform = _platform(config.strategy, config.no_tpu)
     _initialize(platform)

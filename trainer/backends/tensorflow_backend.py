@@ -33,6 +33,11 @@ def _distribute(strategy, dataset_fn):
     return strategy.distribute_datasets_from_function(lambda c: dataset_fn(_share(c)))
 
 
+def model_replicas(model) -> int:
+    """The replicas of the strategy the model was built under (Keras keeps it)."""
+    return model.distribute_strategy.num_replicas_in_sync
+
+
 def setup(config) -> Runtime:
     strategy = strategies.select_strategy(
         config.strategy,

@@ -83,17 +83,29 @@ def compile_for(
     """AdamW with linear warmup and linear decay to 0 (`trainer.optimization`); cross-entropy
     on logits for classification, mean squared error for regression."""
     optimizer = build_optimizer(learning_rate, total_steps, warmup_steps, weight_decay=weight_decay)
+    # Divided by the sum of the sample weights, not the rows: the rows that pad a batch for
+    # the replicas (protocol.padded) weigh 0 and must not shrink the loss of the real ones.
+    reduction = "mean_with_sample_weight"
     if task_type == "regression":
-        loss = keras.losses.MeanSquaredError()
+        loss = keras.losses.MeanSquaredError(reduction=reduction)
     else:
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=reduction)
     model.compile(optimizer=optimizer, loss=loss, jit_compile=jit_compile)
 
 
-def jit_default(choice: str) -> bool:
+def jit_default(choice: str, xla_here: bool = True) -> bool:
     """`auto`: XLA where an accelerator is visible, and always on JAX (whose un-jitted step
     is slower still); not for TensorFlow on a CPU, where compiling a short fine-tune's step
-    cost 27 s against 2.3 s for the whole first epoch without it (tiny model, this CPU)."""
+    cost 27 s against 2.3 s for the whole first epoch without it (tiny model, this CPU).
+    `xla_here`: whether the devices can run a compiled step at all (the trainer's
+    `runtime.device.jit` at `auto`): not under MirroredStrategy over CPU devices (keras#19005)."""
+    if not xla_here:
+        if choice == "true":
+            raise UserError(
+                "--jit_compile true cannot run on these devices (MirroredStrategy over CPU "
+                "devices fails in Keras, keras#19005; or no XLA for this CPU): drop it"
+            )
+        return False
     if choice != "auto":
         return choice == "true"
     if keras.backend.backend() == "jax":

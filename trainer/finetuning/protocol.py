@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -49,9 +50,40 @@ class TaskData:
     test: tuple | None = None
 
 
-def predictions(model, features: dict, task_type: str, batch_size: int) -> np.ndarray:
-    outputs = np.asarray(model.predict(features, batch_size=batch_size, verbose=0))
+def padded(features: dict, count: int, replicas: int) -> tuple[dict, int]:
+    """(`features` with rows added so that every batch splits evenly over the replicas, the
+    number added). The global batch is a multiple of the replicas (checked before), so only
+    the last, partial batch needs them: JAX's DataParallel cannot shard a batch that does not
+    divide by its devices. The added rows repeat the first one; callers give them no weight
+    (training) or drop their outputs (prediction)."""
+    extra = -count % replicas
+    if not extra:
+        return features, 0
+    return {
+        name: np.concatenate([a, np.repeat(a[:1], extra, 0)]) for name, a in features.items()
+    }, extra
+
+
+def predictions(
+    model, features: dict, task_type: str, batch_size: int, replicas: int = 1
+) -> np.ndarray:
+    count = len(next(iter(features.values())))
+    features, _ = padded(features, count, replicas)
+    outputs = np.asarray(model.predict(features, batch_size=batch_size, verbose=0))[:count]
     return outputs[:, 0] if task_type == "regression" else outputs.argmax(-1)
+
+
+def training_arrays(train: tuple, seed: int, epoch: int, replicas: int) -> dict:
+    """`fit`'s x, y and sample_weight for one epoch: this seed's and epoch's order, padded for
+    the replicas with rows of weight 0 (None: nothing padded). The loss divides by the sum of
+    the weights (`classifier.compile_for`), so a padded batch trains as the unpadded one."""
+    features, targets = shuffled(train, seed, epoch)
+    features, extra = padded(features, len(targets), replicas)
+    if not extra:
+        return {"x": features, "y": targets, "sample_weight": None}
+    weights = np.concatenate([np.ones(len(targets), np.float32), np.zeros(extra, np.float32)])
+    targets = np.concatenate([targets, np.repeat(targets[:1], extra, 0)])
+    return {"x": features, "y": targets, "sample_weight": weights}
 
 
 def scores(task_type: str, num_outputs: int, targets, predicted) -> dict:
@@ -94,12 +126,27 @@ class SeedModels:
     for tracing and compiling the step again (tens of seconds on a CPU) and each starts as if
     alone."""
 
-    def __init__(self, backbone, data: TaskData, recipe: Recipe, jit_compile: bool):
+    def __init__(
+        self,
+        backbone,
+        data: TaskData,
+        recipe: Recipe,
+        jit_compile: bool,
+        scope=contextlib.nullcontext,
+        replicas: int = 1,
+    ):
+        """`scope` and `replicas`: the run's devices (`trainer.backends.Runtime`): the model is
+        built in the scope (TensorFlow: the strategy's; JAX: the DataParallel set globally),
+        each global batch of `recipe.batch_size` is split over the replicas."""
         self.backbone, self.data, self.recipe = backbone, data, recipe
-        self.jit_compile = jit_compile
+        self.jit_compile, self.scope, self.replicas = jit_compile, scope, replicas
         self.model = None
 
     def start(self, seed: int):
+        with self.scope():
+            return self._start(seed)
+
+    def _start(self, seed: int):
         fresh = self.backbone.classifier(self.data.num_outputs, seed)
         if self.model is None:
             total = math.ceil(len(self.data.train[1]) / self.recipe.batch_size) * self.recipe.epochs
@@ -137,13 +184,15 @@ def run_seed(models: SeedModels, seed: int, on_epoch=None) -> dict:
     epochs, best, best_weights = [], None, None
     for epoch in range(1, recipe.epochs + 1):
         history = model.fit(
-            *shuffled(data.train, seed, epoch),
+            **training_arrays(data.train, seed, epoch, models.replicas),
             batch_size=recipe.batch_size,
             epochs=1,
             shuffle=False,
             verbose=0,
         )
-        predicted = predictions(model, data.dev[0], data.task_type, recipe.batch_size)
+        predicted = predictions(
+            model, data.dev[0], data.task_type, recipe.batch_size, models.replicas
+        )
         dev = scores(data.task_type, data.num_outputs, data.dev[1], predicted)
         entry = {
             "epoch": epoch,
@@ -160,7 +209,9 @@ def run_seed(models: SeedModels, seed: int, on_epoch=None) -> dict:
     record = {"seed": seed, "best_epoch": best["epoch"], "dev": best["dev"], "epochs": epochs}
     if data.test is not None:
         model.set_weights(best_weights)
-        predicted = predictions(model, data.test[0], data.task_type, recipe.batch_size)
+        predicted = predictions(
+            model, data.test[0], data.task_type, recipe.batch_size, models.replicas
+        )
         record["test"] = scores(data.task_type, data.num_outputs, data.test[1], predicted)
     record["seconds"] = round(time.perf_counter() - started, 2)
     return record

@@ -1,0 +1,43 @@
+"""The flags that choose the devices, one definition for every command that trains:
+pretraining (`trainer.config.TrainConfig`) and fine-tuning (`trainer.finetune.FinetuneFlags`)
+both inherit `DeviceFlags`, and `trainer.backends.setup` reads them.
+
+Example:
+    >>> DeviceFlags(strategy="cpu", cpu_replicas=2).check_devices()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from common.flags import flag
+
+
+@dataclasses.dataclass
+class DeviceFlags:
+    strategy: str = flag(
+        "Where to train; `auto` picks TPU, then GPUs, then CPU.",
+        "auto",
+        choices=("auto", "tpu", "gpu", "cpu"),
+    )
+    tpu: str = flag(
+        "TPU name; `local` on a TPU VM (the default for --strategy tpu).", aliases=["--tpu_name"]
+    )
+    tpu_zone: str = flag("Zone of a named TPU.")
+    gcp_project: str = flag("Project of a named TPU.")
+    no_tpu: bool = flag(
+        "Legacy flag (HF example): never use a TPU (same as --strategy gpu/cpu).", False
+    )
+    cpu_replicas: int = flag(
+        "With --strategy cpu: split the CPU into N devices and the global batch over them "
+        "(TensorFlow: MirroredStrategy over N logical CPUs; JAX: DataParallel, which needs "
+        "XLA_FLAGS=--xla_force_host_platform_device_count=N at startup). Exercises the "
+        "multi-replica path.",
+        1,
+        minimum=1,
+    )
+
+    def check_devices(self) -> None:
+        """Raises ValueError for flags that contradict each other."""
+        if self.no_tpu and self.strategy == "tpu":
+            raise ValueError("--no_tpu contradicts --strategy tpu")
