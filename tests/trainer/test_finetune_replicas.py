@@ -7,6 +7,8 @@ nothing, so both runs see the same examples with the same weights."""
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -42,7 +44,18 @@ def _finetune(export, folder, *extra) -> dict:
         *("--output_dir", str(folder / "out"), "--learning_rate", "1e-2", "--batch_size", "8"),
         *("--seeds", "1", "--epochs", EPOCHS, "--strategy", "cpu", *extra),
     ]
-    assert finetune.main(args) == 0
+    if JAX or "--cpu_replicas" not in extra:
+        assert finetune.main(args) == 0
+    else:  # a fresh process: TensorFlow's collectives of earlier MirroredStrategy runs in this
+        # worker (other test files) clash with a new one's (CollectiveReduceV2 errors in CI)
+        run = subprocess.run(
+            [sys.executable, "-m", "trainer.finetune", *args],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
     return json.loads((folder / "out" / "results.json").read_text())
 
 

@@ -127,7 +127,10 @@ def test_two_replicas_over_two_cpu_devices(corpus, tmp_path):
     # keras#19005: no jit under MirroredStrategy on CPUs (the masks are the same without it).
     assert run_config["jit_compile"] is (keras.backend.backend() == "jax")
     evals = [e["eval_loss"] for e in _history(tmp_path) if "eval_loss" in e]
-    assert np.isfinite(evals).all() and evals[-1] < evals[0]
+    # Trains without diverging. Not "falls from step 20 to 40": 40 steps are still on the
+    # plateau for some stream orders (4.366 -> 4.400 seen in CI; 4.49-4.60 at step 40 over
+    # four seeds); that it learns is test_eval_loss_falls_clearly's, at 120 steps.
+    assert np.isfinite(evals).all() and evals[-1] < evals[0] + 0.1
     assert metrics["steps"] == 40
 
 
@@ -174,7 +177,10 @@ def test_whole_word_and_span_masking_train(corpus, tmp_path, masking):
     run_config = json.loads((tmp_path / "run_config.json").read_text())
     assert run_config["masking"] == masking
     evals = [e["eval_loss"] for e in _history(tmp_path) if "eval_loss" in e]
-    assert np.isfinite(evals).all() and evals[-1] < evals[0]
+    # Trains without diverging. Not "falls from step 20 to 40": 40 steps are still on the
+    # plateau for some stream orders (4.366 -> 4.400 seen in CI; 4.49-4.60 at step 40 over
+    # four seeds); that it learns is test_eval_loss_falls_clearly's, at 120 steps.
+    assert np.isfinite(evals).all() and evals[-1] < evals[0] + 0.1
     assert metrics["steps"] == 40
 
 
