@@ -22,16 +22,32 @@ import numpy as np
 from trainer import backends
 from trainer.optimization import build_optimizer
 
-FEATURES, PER_BATCH = 4, 8  # the global batch; each of two replicas gets 4 rows
+TOKENS, VOCAB, WIDTH, PER_BATCH = 6, 10, 4, 8  # the global batch; two replicas get 4 rows each
 
 
 def batch():
     """A global batch whose two halves pull hard in different directions, so each
-    replica's half of the gradient has its own norm (far above 1)."""
+    replica's half of the gradient has its own norm (far above 1). Tokens repeat within
+    rows and across them: TensorFlow's embedding gradient is then an IndexedSlices with
+    repeated rows."""
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(PER_BATCH, FEATURES)).astype("float32")
+    x = rng.integers(0, VOCAB // 2, size=(PER_BATCH, TOKENS)).astype("int32")
     y = np.where(np.arange(PER_BATCH)[:, None] < PER_BATCH // 2, 100.0, -3.0)
     return x, np.concatenate([y, -0.5 * y], axis=1).astype("float32")
+
+
+def _model():
+    model = keras.Sequential(
+        [
+            keras.Input((TOKENS,), dtype="int32"),
+            keras.layers.Embedding(VOCAB, WIDTH),
+            keras.layers.GlobalAveragePooling1D(),
+            keras.layers.Dense(2),
+        ]
+    )
+    table = np.random.default_rng(1).normal(size=(VOCAB, WIDTH)).astype("float32")
+    model.set_weights([table, np.full((WIDTH, 2), 0.1, "float32"), np.zeros(2, "float32")])
+    return model
 
 
 def update(clip: float, scope=None) -> dict:
@@ -40,8 +56,7 @@ def update(clip: float, scope=None) -> dict:
     import contextlib
 
     with scope() if scope else contextlib.nullcontext():
-        model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(2)])
-        model.set_weights([np.full((FEATURES, 2), 0.1, "float32"), np.zeros(2, "float32")])
+        model = _model()
         optimizer = build_optimizer(0.1, 10, 0, clip_norm=clip)
         model.compile(optimizer=optimizer, loss="mse", jit_compile=False)
         x, y = batch()

@@ -9,6 +9,8 @@ nor the one-device gradient. Here the sum comes first, inside `_clip_gradients`,
 sum is skipped: the clip then sees the gradient one device would see. One all-reduce per
 update, as before (under accumulation `_clip_gradients` runs on the update step only).
 On JAX the step computes the global batch's gradient, so Keras' clip is global already.
+Also on one device: an embedding's gradient (IndexedSlices) is made dense before the norm,
+which Keras computes wrongly for repeated rows.
 
 The class name is in no file the trainer writes: `.weights.h5` files keep the optimizer's
 variables by position (the same list as Keras' AdamW), and keras-hub presets hold no compile
@@ -40,6 +42,13 @@ class AdamW(keras.optimizers.AdamW):
             present = [g for g in grads if g is not None]
             summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
             grads = [None if g is None else next(summed) for g in grads]
+        if self.global_clipnorm:
+            # Keras' global norm squares an IndexedSlices' rows one by one: a row repeated
+            # (a token twice in the batch, e.g. BERT's segment ids) counted |a|^2 + |b|^2,
+            # not |a + b|^2. Dense, as JAX's gradients are; the update is dense anyway.
+            grads = [
+                tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads
+            ]
         return super()._clip_gradients(grads)
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
