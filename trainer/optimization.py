@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import keras
 
+from trainer import backends
+
 # LayerNorm scale/offset and biases are not decayed (BERT, RoBERTa, HF `create_optimizer`);
 # Keras matches these against variable names (`gamma`, `beta`, `bias`, `output_bias`...).
 NO_DECAY_NAMES = ("bias", "gamma", "beta")
@@ -81,9 +83,10 @@ def build_optimizer(
     clip_norm: float | None = 1.0,
     grad_accum_steps: int = 1,
 ):
-    """Keras AdamW on the schedule, no decay on biases/LayerNorm, global-norm clipping,
-    one update per `grad_accum_steps` micro-batches."""
-    optimizer = keras.optimizers.AdamW(
+    """Keras AdamW on the schedule, no decay on biases/LayerNorm, global-norm clipping (of
+    the global gradient, also over several replicas: `backends.adamw_class`), one update
+    per `grad_accum_steps` micro-batches."""
+    optimizer = backends.adamw_class()(
         learning_rate=WarmupLinearDecay(
             peak_learning_rate, total_steps, warmup_steps, grad_accum_steps
         ),

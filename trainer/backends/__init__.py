@@ -28,6 +28,15 @@ def setup(config) -> Runtime:
     return importlib.import_module(MODULES[keras.backend.backend()]).setup(config)
 
 
+def adamw_class() -> type:
+    """The trainer's AdamW: on TensorFlow Keras' AdamW that clips the replicas' summed
+    gradient (`tensorflow_optimizer.py`: Keras clips each replica's share), on JAX Keras'
+    own (its step computes the global batch's gradient, so the clip is global already)."""
+    if keras.backend.backend() == "tensorflow":
+        return importlib.import_module("trainer.backends.tensorflow_optimizer").AdamW
+    return keras.optimizers.AdamW
+
+
 def model_replicas(model) -> int:
     """How many devices a built model's variables are replicated over: what the runtime's
     scope and distribution really gave the model (TensorFlow: its strategy's replicas; JAX:
