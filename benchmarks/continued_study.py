@@ -180,10 +180,14 @@ def sentence_pairs(paragraph: str, min_chars: int = 30, max_chars: int = 200) ->
 
 def order_task(pages: dict, config: CorpusFlags) -> tuple[list, list]:
     """(train, dev) rows {text, text_pair, label}: a pair kept in order or swapped, by a hash
-    of its first sentence; a page's pairs all on one side, as in `split_task`."""
+    of its first sentence; a page's pairs all on one side, as in `split_task`. A sentence
+    found more than once (licence and copyright boilerplate) is left out: its order would be
+    learned by heart in train and recalled in dev."""
+    by_page = {path: [x for p in pages[path][1] for x in sentence_pairs(p)] for path in pages}
+    seen = collections.Counter(x for pairs in by_page.values() for x in {*sum(pairs, ())})
     train, dev = [], []
     for path in sorted(pages):
-        pairs = [pair for p in pages[path][1] for pair in sentence_pairs(p)]
+        pairs = [pair for pair in by_page[path] if seen[pair[0]] == 1 and seen[pair[1]] == 1]
         pairs = sorted(pairs, key=lambda pair: _digest(pair[0]))[: config.order_per_page]
         in_dev = _digest("dev:" + os.path.basename(path)) % 10_000 < config.dev_share * 10_000
         for first, second in pairs:

@@ -104,7 +104,8 @@ def test_order_task_holds_the_same_words_either_way_balanced_and_split_by_page(t
         sentences = [
             f"Page {i} sentence {k} says something about option number {k}." for k in range(6)
         ]
-        return f"HEADER\n\n{' '.join(sentences)}\n\nFOOTER\n"
+        licence = "This is free software, see the licence. There is no warranty at all here."
+        return f"HEADER\n\n{' '.join(sentences)}\n\n{licence}\n\nFOOTER\n"
 
     config = continued_study.CorpusFlags(
         output_dir=str(tmp_path / "out"),
@@ -122,6 +123,7 @@ def test_order_task_holds_the_same_words_either_way_balanced_and_split_by_page(t
     train, dev = continued_study.order_task(pages, config)
     rows = train + dev
     assert len(rows) == 40 * 3 and train and dev
+    assert not any("licence" in r["text"] + r["text_pair"] for r in rows)  # repeated: left out
     labels = [r["label"] for r in rows]
     assert 0.3 < labels.count("swapped") / len(rows) < 0.7  # about half, by a hash
     for row in rows:
