@@ -14,6 +14,10 @@ which section a paragraph comes from. Every page's header and footer lines (whic
 section) are dropped; a page goes wholly to train or to dev (hash of its path), so paragraphs of
 one page are never on both sides; every section gives the same number of paragraphs.
 
+It also writes a second task that surface words cannot solve, `OUT/task_order/{train,dev}.jsonl`:
+two consecutive sentences of a paragraph, given in their order or swapped (half each, by a hash),
+as a text pair; both orders hold the same words, so a model must read their order and relation.
+
 `report` reads the three masked-LM runs' history.json (the LAST evaluation of each; a 0-step
 model is measured as a 1-step run at a learning rate of 1e-9) and, when given, the three
 `trainer.finetune` results.json, and prints one Markdown table.
@@ -55,6 +59,9 @@ class CorpusFlags:
         "Share of each section's pages that go to dev.", 0.25, greater_than=0.0, less_than=1.0
     )
     man_root: str = flag("The manual's root folder.", MAN_ROOT)
+    order_per_page: int = flag(
+        "At most this many sentence pairs from one page (the order task).", 4, minimum=1
+    )
 
 
 @dataclasses.dataclass
@@ -156,6 +163,42 @@ def split_task(pages: dict, config: CorpusFlags) -> tuple[list, list]:
     return train, dev
 
 
+# A sentence ends at . ! or ? followed by a space and an upper-case letter (an option list's
+# "-a, --all" and "e.g. foo" stay inside their sentence).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def sentence_pairs(paragraph: str, min_chars: int = 30, max_chars: int = 200) -> list:
+    """Consecutive (first, second) sentences of a paragraph, each of a readable length."""
+    sentences = [x.strip() for x in _SENTENCE_END.split(paragraph)]
+    return [
+        (a, b)
+        for a, b in zip(sentences, sentences[1:])
+        if min_chars <= len(a) <= max_chars and min_chars <= len(b) <= max_chars
+    ]
+
+
+def order_task(pages: dict, config: CorpusFlags) -> tuple[list, list]:
+    """(train, dev) rows {text, text_pair, label}: a pair kept in order or swapped, by a hash
+    of its first sentence; a page's pairs all on one side, as in `split_task`. A sentence
+    found more than once (licence and copyright boilerplate) is left out: its order would be
+    learned by heart in train and recalled in dev."""
+    by_page = {path: [x for p in pages[path][1] for x in sentence_pairs(p)] for path in pages}
+    seen = collections.Counter(x for pairs in by_page.values() for x in {*sum(pairs, ())})
+    train, dev = [], []
+    for path in sorted(pages):
+        pairs = [pair for pair in by_page[path] if seen[pair[0]] == 1 and seen[pair[1]] == 1]
+        pairs = sorted(pairs, key=lambda pair: _digest(pair[0]))[: config.order_per_page]
+        in_dev = _digest("dev:" + os.path.basename(path)) % 10_000 < config.dev_share * 10_000
+        for first, second in pairs:
+            swapped = _digest("order:" + first) % 2 == 1
+            row = {"text": second, "text_pair": first, "label": "swapped"}
+            if not swapped:
+                row = {"text": first, "text_pair": second, "label": "in_order"}
+            (dev if in_dev else train).append(row)
+    return train, dev
+
+
 def _write_jsonl(path: str, rows: list) -> None:
     body = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     fs.write_bytes(path, body.encode("utf-8"))
@@ -180,12 +223,17 @@ def build_corpus(config: CorpusFlags, render_page=render) -> dict:
     _write_jsonl(fs.join(config.output_dir, "corpus.jsonl"), documents)
     _write_jsonl(fs.join(config.output_dir, "task", "train.jsonl"), train)
     _write_jsonl(fs.join(config.output_dir, "task", "dev.jsonl"), dev)
+    order_train, order_dev = order_task(pages, config)
+    _write_jsonl(fs.join(config.output_dir, "task_order", "train.jsonl"), order_train)
+    _write_jsonl(fs.join(config.output_dir, "task_order", "dev.jsonl"), order_dev)
     chars = sum(len(d["text"]) for d in documents)
     print(
         f"manual pages: {len(documents)} pages, {chars / 1e6:.2f} M characters; task "
-        f"{len(sections)} sections, {len(train)} train, {len(dev)} dev -> {config.output_dir}"
+        f"{len(sections)} sections, {len(train)} train, {len(dev)} dev; order task "
+        f"{len(order_train)} train, {len(order_dev)} dev -> {config.output_dir}"
     )
-    return {"pages": len(documents), "chars": chars, "train": len(train), "dev": len(dev)}
+    sizes = {"pages": len(documents), "chars": chars, "train": len(train), "dev": len(dev)}
+    return {**sizes, "order_train": len(order_train), "order_dev": len(order_dev)}
 
 
 def _read_json(path: str, hint: str):
@@ -245,13 +293,23 @@ def _rows(config: ReportFlags) -> list[tuple]:
     return rows + [("from scratch", config.scratch, config.ft_scratch, False)]
 
 
+def _metric(folders: list) -> str:
+    """The fine-tunes' metric, for the column's title (both tasks share the table's layout)."""
+    for folder in folders:
+        if folder:
+            return _read_json(fs.join(folder, "results.json"), "")["scores"]["metric"]
+    return "score"
+
+
 def report_table(config: ReportFlags) -> str:
+    rows = _rows(config)
+    metric = _metric([ft for _, _, ft, _ in rows] + [config.ft_random])
     lines = [
         "| model | steps on man pages | peak learning rate | eval MLM loss | "
-        "eval masked accuracy | downstream dev macro-F1 (seeds) |",
+        f"eval masked accuracy | downstream dev {metric} (seeds) |",
         "|---|---|---|---|---|---|",
     ]
-    for name, run_dir, ft, continued in _rows(config):
+    for name, run_dir, ft, continued in rows:
         run = last_eval(run_dir)
         if bool(run["init_from"]) != continued:
             raise UserError(

@@ -83,6 +83,59 @@ def test_task_keeps_each_page_on_one_side_and_balances_sections(tmp_path):
     assert not {page(r) for r in train} & {page(r) for r in dev}
 
 
+def test_sentence_pairs_are_consecutive_sentences_of_readable_length():
+    paragraph = (
+        "The -a, --all option lists entries starting with a dot. Use it with care, e.g. in "
+        "scripts. Short. The last sentence of this paragraph is long enough to be kept."
+    )
+    assert continued_study.sentence_pairs(paragraph, min_chars=20) == [
+        (
+            "The -a, --all option lists entries starting with a dot.",
+            "Use it with care, e.g. in scripts.",
+        )
+    ]
+
+
+def test_order_task_holds_the_same_words_either_way_balanced_and_split_by_page(tmp_path):
+    fake_man(tmp_path / "man", {"1": 40})
+
+    def render(path):
+        i = open(path).read().split(":")[1]
+        sentences = [
+            f"Page {i} sentence {k} says something about option number {k}." for k in range(6)
+        ]
+        licence = "This is free software, see the licence. There is no warranty at all here."
+        return f"HEADER\n\n{' '.join(sentences)}\n\n{licence}\n\nFOOTER\n"
+
+    config = continued_study.CorpusFlags(
+        output_dir=str(tmp_path / "out"),
+        sections="1",
+        per_section=40,
+        min_chars=20,
+        dev_share=0.3,
+        man_root=str(tmp_path / "man"),
+        order_per_page=3,
+    )
+    pages = {
+        p: ("1", continued_study.paragraphs(render(p)))
+        for p in continued_study.page_files(config.man_root, "1", 40)
+    }
+    train, dev = continued_study.order_task(pages, config)
+    rows = train + dev
+    assert len(rows) == 40 * 3 and train and dev
+    assert not any("licence" in r["text"] + r["text_pair"] for r in rows)  # repeated: left out
+    labels = [r["label"] for r in rows]
+    assert 0.3 < labels.count("swapped") / len(rows) < 0.7  # about half, by a hash
+    for row in rows:
+        first, second = row["text"], row["text_pair"]
+        if row["label"] == "swapped":
+            first, second = second, first
+        k = int(first.split("sentence ")[1].split(" ")[0])
+        assert second.split("sentence ")[1].startswith(f"{k + 1} ")  # consecutive, in order
+    page = lambda row: row["text"].split(" sentence")[0]  # noqa: E731
+    assert not {page(r) for r in train} & {page(r) for r in dev}
+
+
 def test_no_renderable_page_is_one_line(tmp_path, capsys):
     code = continued_study.main(
         ["corpus", "--output_dir", str(tmp_path / "out"), "--man_root", str(tmp_path / "none")]
@@ -170,6 +223,7 @@ def test_report_reads_each_runs_last_evaluation_and_refuses_swapped_folders(tmp_
         == 0
     )
     lines = out.read_text().splitlines()
+    assert lines[0].endswith("| downstream dev macro_f1 (seeds) |")
     assert lines[2] == "| demo model, not continued | 0 | - | 4.396 | 23.6 % | 0.500 ± 0.010 (2) |"
     assert lines[3] == (
         "| demo model continued (`--init_from`) | 400 | 0.0001 | 4.193 | "

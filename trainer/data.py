@@ -378,6 +378,16 @@ def train_dataset_fn(
     return dataset_fn
 
 
+def eval_steps(
+    source: SplitSource, per_replica_batch_size: int, max_batches: int | None, share: PipelineShare
+) -> int:
+    """Steps of one evaluation pass, given to Keras: a dataset Keras cannot count (grain's)
+    otherwise ends each pass with Keras' "input ran out of data" warning."""
+    mine = source.for_pipeline(share.pipeline_id, share.num_pipelines, by_records=True)
+    batches = eval_batch_count(mine, per_replica_batch_size, max_batches, share.batches_per_step)
+    return batches // share.batches_per_step
+
+
 def eval_dataset_fn(
     source: SplitSource, per_replica_batch_size: int, max_batches: int | None = None
 ):

@@ -407,6 +407,7 @@ def _fit(
     eval_batches = runtime.distribute(
         data.eval_dataset_fn(inputs.eval, batch_size, config.max_eval_batches)
     )
+    eval_steps = _eval_steps(config, runtime, inputs)
     micro = config.grad_accum_steps
     for first_step, intervals, length in plan.segments(start_step):
         train_batches = runtime.distribute(
@@ -419,6 +420,7 @@ def _fit(
             epochs=intervals,
             steps_per_epoch=length * micro,
             validation_data=eval_batches,
+            validation_steps=eval_steps,
             validation_freq=plan.eval_epochs(first_step, intervals, length),
             callbacks=callbacks,
             verbose=config.verbose,
@@ -468,8 +470,19 @@ def _evaluate(config, runtime, trainer_model, inputs) -> dict:
         )
     )
     with data.replaced_splits_named(inputs.train, inputs.eval):
-        logs = trainer_model.evaluate(batches, verbose=0, return_dict=True)
+        logs = trainer_model.evaluate(
+            batches, steps=_eval_steps(config, runtime, inputs), verbose=0, return_dict=True
+        )
     return {"eval_" + name: float(value) for name, value in logs.items()}
+
+
+def _eval_steps(config, runtime, inputs) -> int | None:
+    """Keras counts a tf.data pass itself (its cardinality is asserted); a grain one it cannot."""
+    if runtime.backend != "jax":
+        return None
+    share = data.PipelineShare(runtime.pipeline_id, runtime.num_pipelines, runtime.batches_per_step)
+    batch_size = runtime.pipeline_batch_size(config.per_replica_batch_size)
+    return data.eval_steps(inputs.eval, batch_size, config.max_eval_batches, share)
 
 
 def final_metrics(history: list, rates: list, steps: int, global_batch: int) -> dict:
