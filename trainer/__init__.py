@@ -11,7 +11,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ INFO line
 # and on JAX where it is installed, because keras-hub imports it whenever it can
 # (keras_hub/src/utils/tensor_utils.py). Nothing of ours needs it on JAX: where it is not
 # installed, nothing imports it (tests/trainer/test_no_tensorflow.py).
-if keras_backend.choose() == "tensorflow" or importlib.util.find_spec("tensorflow"):
-    from trainer import quiet  # noqa: E402  (after the backend is chosen)
+from trainer import quiet  # noqa: E402  (imports neither Keras nor TensorFlow)
 
+if keras_backend.choose() == "tensorflow" or importlib.util.find_spec("tensorflow"):
     quiet.import_tensorflow()
+quiet.hide_grain_read_ahead_note()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import logging
 import os
 import re
 import sys
@@ -84,3 +85,21 @@ def harmless_lines_hidden():
             kept = "".join(line for line in lines if not HARMLESS.search(line))
             if kept:
                 os.write(2, kept.encode())
+
+
+class _GrainReadAheadNote(logging.Filter):
+    """keras-hub's TextClassifier.fit reads its batches through grain with an 8-batch
+    read-ahead (`keras_hub/src/utils/pipeline_model.py`), and grain logs, each epoch, that 8 is
+    fewer than its default 16 reading threads. Harmless for the in-memory arrays of a
+    fine-tune; shown to users it reads as a fault of ours."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("prefetch_buffer_size=" in message and "smaller than num_threads" in message)
+
+
+def hide_grain_read_ahead_note() -> None:
+    """Drops only that note from absl's logger (where grain logs); idempotent."""
+    logger = logging.getLogger("absl")
+    if not any(isinstance(f, _GrainReadAheadNote) for f in logger.filters):
+        logger.addFilter(_GrainReadAheadNote())
