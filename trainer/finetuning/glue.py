@@ -35,6 +35,7 @@ from trainer.finetuning import datasets
 ORDER = ("mnli", "cola", "sst2", "mrpc", "qqp", "stsb", "qnli", "rte")
 MNLI_STARTED = ("rte", "mrpc", "stsb")
 MISMATCHED = "_mm"
+HUB_ID = "nyu-mll/glue"  # loaded by name where --task has no --glue_dir
 RECIPE_SOURCE = (
     "learning rate, epochs and batch per task: ModernBERT's GLUE jobs (AnswerDotAI/bert24 "
     "src/evals/glue_jobs.py, forked from MosaicBERT's examples/benchmarks/bert glue.py), their "
@@ -225,7 +226,13 @@ def _tsv_rows(path: str, task: GlueTask) -> list[dict]:
 
 def _hf_rows(path: str, task: GlueTask) -> list[dict]:
     """Rows of a save_to_disk split as {text, pair, label}, class names mapped to GLUE's."""
-    columns, rows = datasets.read_saved_dataset(path)
+    columns, rows, _ = datasets.read_saved_dataset(path)
+    return _glue_rows(path, columns, rows, task)
+
+
+def _glue_rows(path: str, columns: list, rows: list[dict], task: GlueTask) -> list[dict]:
+    """nyu-mll/glue rows (save_to_disk or by name) as {text, pair, label}, class names mapped
+    to GLUE's."""
     names = {"text": task.hf_text or task.text, "pair": task.hf_pair or task.pair, "label": "label"}
     missing = [c for c in names.values() if c and c not in columns]
     if missing:
@@ -302,6 +309,28 @@ def read(glue_dir: str, task: GlueTask) -> dict:
             )
         found[split] = _split(path, rows_of(path, task), task)
     return found
+
+
+def read_hub(task: GlueTask, revision: str | None = None) -> tuple[dict, dict]:
+    """({"train", "dev" (MNLI also "test"): Split}, provenance) of the task's nyu-mll/glue
+    config, loaded by name (`trainer/finetuning/hub.py`): the Hub, else the datasets cache."""
+    from trainer.finetuning import hub
+
+    loaded = hub.load(
+        HUB_ID,
+        task.name,
+        revision,
+        hint="--glue_dir DIR (GLUE's download or save_to_disk folders DIR/TASK/train, ...)",
+    )
+    used = hub.choose_splits(
+        loaded, {"train": "train", **{split: name for split, _, name in task.dev_files}}
+    )
+    found = {}
+    for split, name in used.items():
+        columns, rows, _ = datasets.dataset_rows(loaded.splits[name])
+        label = loaded.label(name)
+        found[split] = _split(label, _glue_rows(label, columns, rows, task), task)
+    return found, loaded.provenance(used)
 
 
 def reported(task: GlueTask, summary: dict) -> dict:
