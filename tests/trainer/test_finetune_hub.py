@@ -52,8 +52,18 @@ def cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def export(tmp_path_factory):
-    return fd.export_preset(tmp_path_factory.mktemp("export"), "roberta")
+def described(tmp_path_factory):
+    """A model folder that passes for an export until its weights are loaded (config.json,
+    task.json, tokenizer/): the data is read, and refused, before that."""
+    from tests.trainer import mlm_data
+
+    folder = tmp_path_factory.mktemp("described")
+    (folder / "config.json").write_text(
+        json.dumps({"registered_name": "keras_hub>RobertaBackbone", "config": {}})
+    )
+    (folder / "task.json").write_text("{}")
+    mlm_data.make_tokenizer(folder / "tokenizer")
+    return str(folder)
 
 
 def _config(**flags) -> finetune.FinetuneFlags:
@@ -107,19 +117,19 @@ def _main(capsys, *args, model="m") -> tuple[int, str]:
     return code, capsys.readouterr().err.strip()
 
 
-def test_a_dataset_that_cannot_be_fetched_offline_is_one_line_and_exit_2(cache, export, capsys):
-    code, err = _main(capsys, "--dataset", "someone/absent", model=export)
+def test_a_dataset_that_cannot_be_fetched_offline_is_one_line_and_exit_2(cache, described, capsys):
+    code, err = _main(capsys, "--dataset", "someone/absent", model=described)
     assert code == 2 and len(err.splitlines()) == 1, err
     assert err.startswith("error: could not fetch the Hugging Face dataset 'someone/absent'")
     assert "(offline mode is on)" in err and "--train DIR/train --dev DIR/validation" in err
-    code, err = _main(capsys, "--task", "rte", model=export)  # the cache holds only mrpc
+    code, err = _main(capsys, "--task", "rte", model=described)  # the cache holds only mrpc
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "could not fetch the Hugging Face dataset 'nyu-mll/glue' (config 'rte')" in err
     assert "--glue_dir DIR" in err
 
 
 def test_a_failed_connection_falls_back_on_the_cache_or_is_one_line(
-    cache, export, monkeypatch, capsys
+    cache, described, monkeypatch, capsys
 ):
     import datasets
     import huggingface_hub.constants
@@ -134,7 +144,7 @@ def test_a_failed_connection_falls_back_on_the_cache_or_is_one_line(
     monkeypatch.setattr(_http.time, "sleep", lambda seconds: None)  # its 5 retries wait 23 s
     loaded = hub.load("someone/paraphrase", "pairs", hint="x")
     assert loaded.revision == hub_data.COMMIT
-    code, err = _main(capsys, "--dataset", "someone/absent", model=export)
+    code, err = _main(capsys, "--dataset", "someone/absent", model=described)
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "could not fetch" in err and "offline mode" not in err
 
@@ -166,8 +176,9 @@ def test_dataset_flags_that_do_not_fit_together_are_one_line(flags, message, cap
     os.environ.get("KERAS_BACKEND") == "jax", reason="one fine-tune: the TensorFlow pass runs it"
 )
 def test_finetune_by_name_records_dataset_commit_and_class_names_in_results_and_card(
-    cache, export, tmp_path
+    cache, tmp_path
 ):
+    export = fd.export_preset(tmp_path, "roberta")
     card = tmp_path / "card"
     card.mkdir()
     (card / "README.md").write_text("---\nmodel_name: tiny\n---\n\n# Body\n")
