@@ -63,22 +63,23 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
     )
     dev: str = flag("Development examples (selection of the best epoch; required without --task).")
     test: str = flag("Test examples, scored once with the selected epoch's weights.")
-    dataset: str = flag(
+    hf_dataset: str = flag(
         "A Hugging Face dataset by name (e.g. stanfordnlp/imdb), read through "
         "datasets.load_dataset: from the Hub, or offline from the local datasets cache "
-        "(HF_DATASETS_CACHE). Instead of --train/--dev/--test."
+        "(HF_DATASETS_CACHE); or a DatasetDict.save_to_disk folder. Instead of "
+        "--train/--dev/--test, as prepare's --hf_dataset."
     )
-    dataset_config: str = flag("The --dataset's configuration (subset), e.g. sst2 of glue.")
-    dataset_revision: str = flag(
-        "A branch, tag or commit of the --dataset's repository (of nyu-mll/glue for --task "
+    hf_config: str = flag("The --hf_dataset's configuration (subset), e.g. sst2 of glue.")
+    hf_revision: str = flag(
+        "A branch, tag or commit of the --hf_dataset's repository (of nyu-mll/glue for --task "
         "without --glue_dir); default: its main branch. The commit used is recorded."
     )
-    train_split: str = flag("The --dataset's split to train on; default train.")
+    train_split: str = flag("The --hf_dataset's split to train on; default train.")
     dev_split: str = flag(
-        "The --dataset's split that selects the epoch; default validation (else dev, valid)."
+        "The --hf_dataset's split that selects the epoch; default validation (else dev, valid)."
     )
     test_split: str = flag(
-        "The --dataset's split scored once at the end; default test where it has labels; "
+        "The --hf_dataset's split scored once at the end; default test where it has labels; "
         "none: no test."
     )
     task: str = flag(
@@ -176,7 +177,7 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
             )
 
     def _check_sources(self) -> None:
-        """Either --task (with or without --glue_dir), --dataset, or --train and --dev: never
+        """Either --task (with or without --glue_dir), --hf_dataset, or --train and --dev: never
         a mix."""
         self._check_dataset()
         if self.mnli_start and self.task != "glue":
@@ -189,13 +190,11 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
         if not self.task:
             if self.glue_dir:
                 raise ValueError("--glue_dir needs --task")
-            if not (self.dataset or (self.train and self.dev)):
-                raise ValueError("--train and --dev are required (or --dataset, or --task)")
+            if not (self.hf_dataset or (self.train and self.dev)):
+                raise ValueError("--train and --dev are required (or --hf_dataset, or --task)")
             return
-        if self.glue_dir and self.dataset_revision:
-            raise ValueError(
-                "--dataset_revision names a revision of nyu-mll/glue: not with --glue_dir"
-            )
+        if self.glue_dir and self.hf_revision:
+            raise ValueError("--hf_revision names a revision of nyu-mll/glue: not with --glue_dir")
         given = [
             f"--{n}"
             for n in ("train", "dev", "test", "metric", "text_pair_column")
@@ -207,25 +206,25 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
             )
 
     def _check_dataset(self) -> None:
-        """--dataset replaces --train/--dev/--test; its split and config flags need it."""
-        if self.dataset:
+        """--hf_dataset replaces --train/--dev/--test; its split and config flags need it."""
+        if self.hf_dataset:
             clash = [
                 f"--{n}"
                 for n in ("train", "dev", "test", "task", "glue_dir", "input_format")
                 if getattr(self, n)
             ]
             if clash:
-                raise ValueError(f"--dataset names the data: drop {', '.join(clash)}")
+                raise ValueError(f"--hf_dataset names the data: drop {', '.join(clash)}")
             return
         lonely = [
             f"--{n}"
-            for n in ("dataset_config", "train_split", "dev_split", "test_split")
+            for n in ("hf_config", "train_split", "dev_split", "test_split")
             if getattr(self, n)
         ]
-        if self.dataset_revision and not self.task:
-            lonely.append("--dataset_revision")
+        if self.hf_revision and not self.task:
+            lonely.append("--hf_revision")
         if lonely:
-            raise ValueError(f"{', '.join(lonely)} need(s) --dataset")
+            raise ValueError(f"{', '.join(lonely)} need(s) --hf_dataset")
 
     def seed_list(self, default=DEFAULT_RECIPE.seeds) -> list[int]:
         if self.seeds is None:
@@ -278,15 +277,15 @@ def _targets(job_splits: dict, spec, names) -> dict:
 
 
 def read_hub_splits(config: FinetuneFlags, spec) -> tuple[dict, dict]:
-    """({split: Split}, provenance) of --dataset: the splits asked for or the defaults, said
+    """({split: Split}, provenance) of --hf_dataset: the splits asked for or the defaults, said
     in one printed line; a default test split without labels is left out, and said."""
     from trainer.finetuning import hub
 
     loaded = hub.load(
-        config.dataset,
-        config.dataset_config,
-        config.dataset_revision,
-        hint="--train DIR/train --dev DIR/validation",
+        config.hf_dataset,
+        config.hf_config,
+        config.hf_revision,
+        hint="--hf_dataset DIR",
     )
     asked = {"train": config.train_split, "dev": config.dev_split, "test": config.test_split}
     used = hub.choose_splits(loaded, asked)
@@ -315,7 +314,7 @@ def read_task(config: FinetuneFlags) -> tuple[dict, tuple | None, dict, dict | N
     loaded by name), before any model is loaded, so that bad data fails fast."""
     spec = config.spec()
     source = None
-    if config.dataset:
+    if config.hf_dataset:
         splits, source = read_hub_splits(config, spec)
     else:
         paths = {"train": config.train, "dev": config.dev, "test": config.test}
@@ -355,7 +354,7 @@ def glue_jobs(config: FinetuneFlags) -> list[Job]:
         if config.glue_dir:
             splits = glue.read(config.glue_dir, task)
         else:
-            splits, source = glue.read_hub(task, config.dataset_revision)
+            splits, source = glue.read_hub(task, config.hf_revision)
         _targets(splits, task.spec, task.labels or None)  # a dev label train lacks: now
         folder = (
             fs.join(config.output_dir, task.name) if config.task == "glue" else config.output_dir

@@ -137,7 +137,7 @@ def test_glue_recipes_state_their_source_and_give_the_small_tasks_more_seeds():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--task", "cola", "--dataset_config", "cola"], "--dataset_config need(s) --dataset"),
+        (["--task", "cola", "--hf_config", "cola"], "--hf_config need(s) --hf_dataset"),
         (["--task", "cola", "--glue_dir", "g", "--train", "t.csv"], "drop --train"),
         (["--task", "rte", "--glue_dir", "g", "--mnli_start"], "--mnli_start needs --task glue"),
         (["--train", "t.csv"], "--train and --dev are required"),

@@ -1,4 +1,4 @@
-"""Hugging Face datasets by name (`--dataset`, and `--task` without `--glue_dir`): resolved
+"""Hugging Face datasets by name (`--hf_dataset`, and `--task` without `--glue_dir`): resolved
 offline from a datasets cache built in tmp_path (tests/trainer/hub_data.py: the layout a
 by-name `load_dataset` leaves), the splits chosen and said, the commit recorded, the
 ClassLabel's names kept in its order; a name that cannot be fetched is one line. Reading
@@ -72,8 +72,8 @@ def _config(**flags) -> finetune.FinetuneFlags:
 
 def test_a_dataset_by_name_resolves_offline_with_its_splits_commit_and_class_order(cache, capsys):
     config = _config(
-        dataset="someone/paraphrase",
-        dataset_config="pairs",
+        hf_dataset="someone/paraphrase",
+        hf_config="pairs",
         text_column="sentence1",
         text_pair_column="sentence2",
     )
@@ -90,10 +90,21 @@ def test_a_dataset_by_name_resolves_offline_with_its_splits_commit_and_class_ord
     assert "test split has no labels (not scored)" in said
 
 
+def test_the_local_copy_the_message_asks_for_a_save_to_disk_folder_reads_the_same(cache, tmp_path):
+    copy = str(tmp_path / "copy")
+    import datasets
+
+    datasets.load_dataset("someone/paraphrase", "pairs").save_to_disk(copy)
+    config = _config(hf_dataset=copy, text_column="sentence1", text_pair_column="sentence2")
+    splits, names, _, source = finetune.read_task(config)
+    assert names == tuple(PAIRS) and len(splits["train"]) == 32
+    assert source["revision"] is None and source["splits"]["dev"] == "validation"
+
+
 def test_named_splits_are_used_and_a_missing_one_is_one_line(cache):
     config = _config(
-        dataset="someone/paraphrase",
-        dataset_config="pairs",
+        hf_dataset="someone/paraphrase",
+        hf_config="pairs",
         text_column="sentence1",
         text_pair_column="sentence2",
         dev_split="train",
@@ -118,10 +129,10 @@ def _main(capsys, *args, model="m") -> tuple[int, str]:
 
 
 def test_a_dataset_that_cannot_be_fetched_offline_is_one_line_and_exit_2(cache, described, capsys):
-    code, err = _main(capsys, "--dataset", "someone/absent", model=described)
+    code, err = _main(capsys, "--hf_dataset", "someone/absent", model=described)
     assert code == 2 and len(err.splitlines()) == 1, err
     assert err.startswith("error: could not fetch the Hugging Face dataset 'someone/absent'")
-    assert "(offline mode is on)" in err and "--train DIR/train --dev DIR/validation" in err
+    assert "(offline mode is on)" in err and "save_to_disk(DIR) and pass --hf_dataset DIR" in err
     code, err = _main(capsys, "--task", "rte", model=described)  # the cache holds only mrpc
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "could not fetch the Hugging Face dataset 'nyu-mll/glue' (config 'rte')" in err
@@ -144,7 +155,7 @@ def test_a_failed_connection_falls_back_on_the_cache_or_is_one_line(
     monkeypatch.setattr(_http.time, "sleep", lambda seconds: None)  # its 5 retries wait 23 s
     loaded = hub.load("someone/paraphrase", "pairs", hint="x")
     assert loaded.revision == hub_data.COMMIT
-    code, err = _main(capsys, "--dataset", "someone/absent", model=described)
+    code, err = _main(capsys, "--hf_dataset", "someone/absent", model=described)
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "could not fetch" in err and "offline mode" not in err
 
@@ -161,10 +172,13 @@ def test_task_without_glue_dir_loads_nyu_mll_glue_by_name(cache):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--dataset", "a/b", "--train", "t.csv"], "--dataset names the data: drop --train"),
-        (["--dataset", "a/b", "--task", "rte"], "drop --task"),
-        (["--train_split", "x", "--train", "t", "--dev", "d"], "--train_split need(s) --dataset"),
-        (["--task", "rte", "--glue_dir", "g", "--dataset_revision", "main"], "not with --glue_dir"),
+        (["--hf_dataset", "a/b", "--train", "t.csv"], "--hf_dataset names the data: drop --train"),
+        (["--hf_dataset", "a/b", "--task", "rte"], "drop --task"),
+        (
+            ["--train_split", "x", "--train", "t", "--dev", "d"],
+            "--train_split need(s) --hf_dataset",
+        ),
+        (["--task", "rte", "--glue_dir", "g", "--hf_revision", "main"], "not with --glue_dir"),
     ],
 )
 def test_dataset_flags_that_do_not_fit_together_are_one_line(flags, message, capsys):
@@ -183,7 +197,7 @@ def test_finetune_by_name_records_dataset_commit_and_class_names_in_results_and_
     card.mkdir()
     (card / "README.md").write_text("---\nmodel_name: tiny\n---\n\n# Body\n")
     out = tmp_path / "out"
-    args = ["--model", export, "--dataset", "someone/paraphrase", "--dataset_config", "pairs"]
+    args = ["--model", export, "--hf_dataset", "someone/paraphrase", "--hf_config", "pairs"]
     args += ["--text_column", "sentence1", "--text_pair_column", "sentence2", "--metric", "f1"]
     args += ["--output_dir", str(out), "--seeds", "1", "--epochs", "1", "--batch_size", "8"]
     assert finetune.main([*args, "--learning_rate", "1e-3", "--card", str(card)]) == 0

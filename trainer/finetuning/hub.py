@@ -1,4 +1,5 @@
-"""Hugging Face datasets by name (`--dataset owner/name`), read through `datasets.load_dataset`.
+"""Hugging Face datasets by name (`--hf_dataset owner/name`), read through `datasets.load_dataset`,
+or from a `DatasetDict.save_to_disk` folder (the local copy to pass where there is no network).
 
 `load_dataset` resolves a name on the Hub when the network allows; without it
 (`HF_DATASETS_OFFLINE=1` / `HF_HUB_OFFLINE=1`, or a connection that fails) it falls back on
@@ -9,7 +10,7 @@ never a traceback; the library's own retry warnings are kept quiet meanwhile.
 
 The revision recorded is the one the data came from: datasets caches a Hub dataset in a folder
 named after the repository's commit, so the folder of the loaded split's Arrow files names it
-(for a local folder given as `--dataset`, datasets' hash of its files); each split's
+(for a local folder given as `--hf_dataset`, datasets' hash of its files); each split's
 `_fingerprint` (datasets' hash of its content and history) is recorded too.
 
 Example:
@@ -30,8 +31,8 @@ from common.errors import UserError
 DEV_NAMES = ("validation", "dev", "valid")
 NO_TEST = "none"
 LOCAL_COPY = (
-    "where the network allows, run load_dataset once to fill the datasets cache "
-    "(HF_DATASETS_CACHE) or save_to_disk(DIR) and pass {copy}"
+    "where the network allows, load it once to fill the datasets cache (HF_DATASETS_CACHE), "
+    "or save_to_disk(DIR) and pass {copy}"
 )
 
 
@@ -41,10 +42,13 @@ class HubDataset:
     config: str | None
     requested_revision: str | None
     splits: dict  # split name -> datasets.Dataset
+    local: bool = False  # a save_to_disk folder: no revision, its fingerprints say what it is
 
     @property
     def revision(self) -> str | None:
         """The commit (folder) the cached Arrow files of the first split lie in."""
+        if self.local:
+            return None
         for dataset in self.splits.values():
             files = dataset.cache_files
             if files:
@@ -102,6 +106,8 @@ def load(name: str, config: str | None = None, revision: str | None = None, *, h
     from datasets.exceptions import DatasetNotFoundError
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
+    if os.path.isfile(os.path.join(name, "dataset_dict.json")):  # DatasetDict.save_to_disk
+        return HubDataset(name, config, None, dict(datasets.load_from_disk(name)), local=True)
     what = f"the Hugging Face dataset {name!r}" + (f" (config {config!r})" if config else "")
     try:
         with _quiet():
