@@ -113,6 +113,8 @@ def test_named_splits_are_used_and_a_missing_one_is_one_line(cache):
     _, _, _, source = finetune.read_task(config)
     assert source["splits"] == {"train": "train", "dev": "train"}
     loaded = hub.load("someone/paraphrase", "pairs", hint="x")
+    picked = hub.choose_splits(loaded, {"train": None, "dev": "test", "test": None})
+    assert picked == {"train": "train", "dev": "test"}  # test selects: not scored twice
     with pytest.raises(UserError, match="has no split 'dev' .--dev_split.; its splits: train"):
         hub.choose_splits(loaded, {"train": None, "dev": "dev", "test": None})
     del loaded.splits["validation"]

@@ -135,7 +135,8 @@ def _unfetched(what: str, err: BaseException, hint: str) -> UserError:
 
 def choose_splits(hub: HubDataset, wanted: dict) -> dict:
     """{train, dev[, test]: the dataset's split}: the names asked for, else train, the first
-    of validation/dev/valid, and test where it exists (`none` drops it)."""
+    of validation/dev/valid, and test where it exists and is not the dev split (`none` drops
+    it)."""
     available = list(hub.splits)
     chosen = {}
     for ours, asked in wanted.items():
@@ -144,8 +145,8 @@ def choose_splits(hub: HubDataset, wanted: dict) -> dict:
         if asked is None:
             defaults = {"train": ("train",), "dev": DEV_NAMES, "test": ("test",)}[ours]
             asked = next((n for n in defaults if n in available), None)
-            if asked is None and ours == "test":
-                continue
+            if ours == "test" and asked in (None, chosen.get("dev")):
+                continue  # none, or the split that already selects the epoch
             if asked is None:
                 raise UserError(
                     f"{hub.title} has no {' or '.join(defaults)} split (its splits: "
