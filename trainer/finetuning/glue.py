@@ -12,7 +12,9 @@ The files' quirks, as GLUE ships them: CoLA's train.tsv and dev.tsv have no head
 MNLI's label is `gold_label` (dev files also hold the five annotators' labels) and it has
 two dev files, matched (selection) and mismatched (reported with the suffix `_mm`, as
 transformers' run_glue does); some QQP rows lack fields: those rows are skipped and counted
-(`skipped_malformed`), as run_glue's reader skips them. TSV is read without quoting.
+(`skipped_malformed`), as the loading script named below drops them. TSV is read without quoting:
+GLUE's sentences hold bare quote characters.
+Source: huggingface/datasets datasets/glue/glue.py (read GLUE's TSVs), download_glue_data.py.
 
 Example:
     >>> splits = read(glue_dir, TASKS["mrpc"])    # {"train": Split, "dev": Split}
@@ -45,11 +47,17 @@ RECIPE_SOURCE = (
     "overrides every task)"
 )
 SCORE_SOURCE = (
-    "GLUE paper (Wang et al. 2019, section 4): the unweighted mean of the task scores; a task "
-    "with two metrics scores their mean (MRPC, QQP: F1 and accuracy; STS-B: Pearson and "
-    "Spearman; MNLI: matched and mismatched accuracy); dev sets, mean over seeds first, as "
-    "MosaicBERT and ModernBERT average"
+    "the unweighted mean of 8 task scores on dev, WNLI left out as BERT (Devlin et al. 2019: "
+    "no submitted system beat its majority class) and MosaicBERT leave it out, so not the GLUE "
+    "leaderboard's score, which also averages WNLI; a task with two metrics scores their mean, "
+    "as GLUE reports them in pairs (MRPC, QQP: F1 and accuracy; STS-B: Pearson and Spearman; "
+    "MosaicBERT scores STS-B by Spearman alone); MNLI is one task, the mean of matched and "
+    "mismatched accuracy (not two columns, as BERT's average counts them); each metric is the "
+    "mean over seeds first; checked against mosaicml/examples examples/benchmarks/bert/glue.py "
+    "(per task the mean of its seeds' metrics, MNLI's two evaluators under one task, then the "
+    "mean over tasks)"
 )
+LEFT_OUT = {"wnli": "no submitted system beat its majority class (BERT, Devlin et al. 2019)"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -350,5 +358,6 @@ def glue_score(task_scores: dict) -> dict:
         "tasks": tasks,
         "score": score,
         "complete": set(tasks) == set(ORDER),
+        "left_out": LEFT_OUT,
         "source": SCORE_SOURCE,
     }
