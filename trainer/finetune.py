@@ -299,14 +299,8 @@ def read_hub_splits(config: FinetuneFlags, spec) -> tuple[dict, dict]:
         label = loaded.label(theirs)
         classes = classes.get(spec.label_column)
         splits[ours] = datasets.split_from_rows(label, columns, rows, spec, classes)
-    source = loaded.provenance(used)
-    shown = ", ".join(f"{ours} = {theirs} ({len(splits[ours])})" for ours, theirs in used.items())
-    print(
-        f"dataset: {loaded.title} at revision {source['revision']}: {shown}"
-        + "".join(f"; {note}" for note in notes),
-        flush=True,
-    )
-    return splits, source
+    print(loaded.said(used, {n: len(split) for n, split in splits.items()}, notes), flush=True)
+    return splits, loaded.provenance(used)
 
 
 def read_task(config: FinetuneFlags) -> tuple[dict, tuple | None, dict, dict | None]:

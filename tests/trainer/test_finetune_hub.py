@@ -162,8 +162,10 @@ def test_a_failed_connection_falls_back_on_the_cache_or_is_one_line(
     assert "could not fetch" in err and "offline mode" not in err
 
 
-def test_task_without_glue_dir_loads_nyu_mll_glue_by_name(cache):
+def test_task_without_glue_dir_loads_nyu_mll_glue_by_name(cache, capsys):
     splits, source = glue.read_hub(glue.TASKS["mrpc"])
+    said = "dataset: nyu-mll/glue (mrpc) at revision " + "f" * 40
+    assert capsys.readouterr().out.startswith(said + ": train = train (32), dev = validation (12)")
     assert set(splits) == {"train", "dev"} and len(splits["dev"]) == 12
     assert set(splits["train"].raw_labels) == {"0", "1"}  # equivalent is GLUE's 1
     assert source["id"] == "nyu-mll/glue" and source["revision"] == "f" * 40

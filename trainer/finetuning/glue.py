@@ -338,6 +338,7 @@ def read_hub(task: GlueTask, revision: str | None = None) -> tuple[dict, dict]:
         columns, rows, _ = datasets.dataset_rows(loaded.splits[name])
         label = loaded.label(name)
         found[split] = _split(label, _glue_rows(label, columns, rows, task), task)
+    print(loaded.said(used, {n: len(split) for n, split in found.items()}), flush=True)
     return found, loaded.provenance(used)
 
 

@@ -64,6 +64,14 @@ class HubDataset:
         """How messages and results name one split: `owner/name (config) split`."""
         return f"{self.title} {split}"
 
+    def said(self, used: dict, sizes: dict, notes=()) -> str:
+        """The line that says which splits were used: `dataset: NAME (CONFIG) at revision R:
+        train = train (N), dev = validation (M)`."""
+        shown = ", ".join(f"{ours} = {theirs} ({sizes[ours]})" for ours, theirs in used.items())
+        return f"dataset: {self.title} at revision {self.revision}: {shown}" + "".join(
+            f"; {note}" for note in notes
+        )
+
     def provenance(self, used: dict) -> dict:
         """What results.json records: id, config, revisions, {our split: its split}."""
         return {
