@@ -63,14 +63,34 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
     )
     dev: str = flag("Development examples (selection of the best epoch; required without --task).")
     test: str = flag("Test examples, scored once with the selected epoch's weights.")
+    hf_dataset: str = flag(
+        "A Hugging Face dataset by name (e.g. stanfordnlp/imdb), read through "
+        "datasets.load_dataset: from the Hub, or offline from the local datasets cache "
+        "(HF_DATASETS_CACHE); or a DatasetDict.save_to_disk folder. Instead of "
+        "--train/--dev/--test, as prepare's --hf_dataset."
+    )
+    hf_config: str = flag("The --hf_dataset's configuration (subset), e.g. sst2 of glue.")
+    hf_revision: str = flag(
+        "A branch, tag or commit of the --hf_dataset's repository (of nyu-mll/glue for --task "
+        "without --glue_dir); default: its main branch. The commit used is recorded."
+    )
+    train_split: str = flag("The --hf_dataset's split to train on; default train.")
+    dev_split: str = flag(
+        "The --hf_dataset's split that selects the epoch; default validation (else dev, valid)."
+    )
+    test_split: str = flag(
+        "The --hf_dataset's split scored once at the end; default test where it has labels; "
+        "none: no test."
+    )
     task: str = flag(
-        "A GLUE task read from --glue_dir with its own columns, metrics and "
-        "recipe, or glue: the 8 tasks (no WNLI) and the GLUE score.",
+        "A GLUE task with its own columns, metrics and recipe, read from --glue_dir or, "
+        "without it, nyu-mll/glue by name; or glue: the 8 tasks (no WNLI) and the GLUE score.",
         choices=glue.NAMES,
     )
     glue_dir: str = flag(
         "GLUE's download (CoLA/train.tsv, MNLI/dev_matched.tsv, ...) or "
-        "save_to_disk folders of nyu-mll/glue configs (cola/train, ...)."
+        "save_to_disk folders of nyu-mll/glue configs (cola/train, ...); "
+        "default: nyu-mll/glue by name."
     )
     mnli_start: bool = flag(
         "With --task glue: RTE, MRPC and STS-B start from the backbone "
@@ -157,7 +177,9 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
             )
 
     def _check_sources(self) -> None:
-        """Either --task with --glue_dir, or --train and --dev: never a mix."""
+        """Either --task (with or without --glue_dir), --hf_dataset, or --train and --dev: never
+        a mix."""
+        self._check_dataset()
         if self.mnli_start and self.task != "glue":
             raise ValueError("--mnli_start needs --task glue (MNLI is fine-tuned first)")
         if self.card and self.from_scratch:
@@ -168,11 +190,11 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
         if not self.task:
             if self.glue_dir:
                 raise ValueError("--glue_dir needs --task")
-            if not (self.train and self.dev):
-                raise ValueError("--train and --dev are required (or --task with --glue_dir)")
+            if not (self.hf_dataset or (self.train and self.dev)):
+                raise ValueError("--train and --dev are required (or --hf_dataset, or --task)")
             return
-        if not self.glue_dir:
-            raise ValueError(f"--task {self.task} needs --glue_dir")
+        if self.glue_dir and self.hf_revision:
+            raise ValueError("--hf_revision names a revision of nyu-mll/glue: not with --glue_dir")
         given = [
             f"--{n}"
             for n in ("train", "dev", "test", "metric", "text_pair_column")
@@ -182,6 +204,27 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
             raise ValueError(
                 f"--task brings its own files, columns and metric: drop {', '.join(given)}"
             )
+
+    def _check_dataset(self) -> None:
+        """--hf_dataset replaces --train/--dev/--test; its split and config flags need it."""
+        if self.hf_dataset:
+            clash = [
+                f"--{n}"
+                for n in ("train", "dev", "test", "task", "glue_dir", "input_format")
+                if getattr(self, n)
+            ]
+            if clash:
+                raise ValueError(f"--hf_dataset names the data: drop {', '.join(clash)}")
+            return
+        lonely = [
+            f"--{n}"
+            for n in ("hf_config", "train_split", "dev_split", "test_split")
+            if getattr(self, n)
+        ]
+        if self.hf_revision and not self.task:
+            lonely.append("--hf_revision")
+        if lonely:
+            raise ValueError(f"{', '.join(lonely)} need(s) --hf_dataset")
 
     def seed_list(self, default=DEFAULT_RECIPE.seeds) -> list[int]:
         if self.seeds is None:
@@ -226,33 +269,65 @@ class Job:
     output_dir: str
     recipe_source: str = results.RECIPE_SOURCE
     extra: dict = dataclasses.field(default_factory=dict)  # added to the document's "task"
+    dataset: dict | None = None  # a dataset loaded by name: id, config, revision, splits
 
 
 def _targets(job_splits: dict, spec, names) -> dict:
     return {name: datasets.encode_labels(split, spec, names) for name, split in job_splits.items()}
 
 
-def read_task(config: FinetuneFlags) -> tuple[dict, tuple | None, dict]:
-    """({split: Split}, label names or None, {split: targets}), before any model is loaded,
-    so that bad data fails fast."""
+def read_hub_splits(config: FinetuneFlags, spec) -> tuple[dict, dict]:
+    """({split: Split}, provenance) of --hf_dataset: the splits asked for or the defaults, said
+    in one printed line; a default test split without labels is left out, and said."""
+    from trainer.finetuning import hub
+
+    loaded = hub.load(
+        config.hf_dataset,
+        config.hf_config,
+        config.hf_revision,
+        hint="--hf_dataset DIR",
+    )
+    asked = {"train": config.train_split, "dev": config.dev_split, "test": config.test_split}
+    used = hub.choose_splits(loaded, asked)
+    splits, notes = {}, []
+    for ours, theirs in list(used.items()):
+        columns, rows, classes = datasets.dataset_rows(loaded.splits[theirs])
+        if ours == "test" and not config.test_split and hub.unlabelled(rows, spec.label_column):
+            del used[ours]  # GLUE's test splits: -1 everywhere
+            notes.append(f"its {theirs} split has no labels (not scored)")
+            continue
+        label = loaded.label(theirs)
+        classes = classes.get(spec.label_column)
+        splits[ours] = datasets.split_from_rows(label, columns, rows, spec, classes)
+    print(loaded.said(used, {n: len(split) for n, split in splits.items()}, notes), flush=True)
+    return splits, loaded.provenance(used)
+
+
+def read_task(config: FinetuneFlags) -> tuple[dict, tuple | None, dict, dict | None]:
+    """({split: Split}, label names or None, {split: targets}, the provenance of a dataset
+    loaded by name), before any model is loaded, so that bad data fails fast."""
     spec = config.spec()
-    paths = {"train": config.train, "dev": config.dev, "test": config.test}
-    splits = {
-        name: datasets.read_split(path, spec, config.input_format)
-        for name, path in paths.items()
-        if path
-    }
+    source = None
+    if config.hf_dataset:
+        splits, source = read_hub_splits(config, spec)
+    else:
+        paths = {"train": config.train, "dev": config.dev, "test": config.test}
+        splits = {
+            name: datasets.read_split(path, spec, config.input_format)
+            for name, path in paths.items()
+            if path
+        }
     names = None if config.task_type == "regression" else datasets.label_names(splits["train"])
     if names is not None and config.metric == "f1" and len(names) != 2:
         raise UserError(
-            f"--metric f1 is the binary F1, but {config.train} has {len(names)} "
+            f"--metric f1 is the binary F1, but {splits['train'].path} has {len(names)} "
             "labels; use macro_f1"
         )
-    return splits, names, _targets(splits, spec, names)
+    return splits, names, _targets(splits, spec, names), source
 
 
 def own_job(config: FinetuneFlags) -> Job:
-    splits, names, _ = read_task(config)
+    splits, names, _, source = read_task(config)
     return Job(
         "task",
         config.task_type,
@@ -261,6 +336,7 @@ def own_job(config: FinetuneFlags) -> Job:
         config.recipe(config.metric),
         config.seed_list(),
         config.output_dir,
+        dataset=source,
     )
 
 
@@ -268,7 +344,11 @@ def glue_jobs(config: FinetuneFlags) -> list[Job]:
     """Every GLUE task asked for, read whole before any model is loaded."""
     jobs = []
     for task in glue.tasks_of(config.task):
-        splits = glue.read(config.glue_dir, task)
+        source = None
+        if config.glue_dir:
+            splits = glue.read(config.glue_dir, task)
+        else:
+            splits, source = glue.read_hub(task, config.hf_revision)
         _targets(splits, task.spec, task.labels or None)  # a dev label train lacks: now
         folder = (
             fs.join(config.output_dir, task.name) if config.task == "glue" else config.output_dir
@@ -287,6 +367,7 @@ def glue_jobs(config: FinetuneFlags) -> list[Job]:
                 folder,
                 glue.RECIPE_SOURCE,
                 extra,
+                source,
             )
         )
     return jobs
@@ -437,6 +518,7 @@ def glue_run(config, runtime, source, backbone, pretrained: dict, jobs: list[Job
         "recipe_source": glue.RECIPE_SOURCE,
         "mnli_start": config.mnli_start,
         "glue_dir": config.glue_dir,
+        "dataset": None if config.glue_dir else glue.HUB_ID,
     }
     results.write(config.output_dir, document)
     return document
@@ -494,6 +576,7 @@ def glue_summary(documents: dict) -> dict:
             "seeds": [r["seed"] for r in scores["seeds"]],
             "collapsed_seeds": scores["summary"]["collapsed_seeds"],
             "results": fs.join(name, results.RESULTS),
+            "dataset": document.get("dataset"),
         }
     return {"glue": glue.glue_score(reported), "tasks": tasks}
 
@@ -533,6 +616,7 @@ def _document(config, source, backbone, job: Job, counts: dict) -> dict:
             **job.extra,
         },
         "data": counts,
+        "dataset": job.dataset,
     }
 
 

@@ -111,7 +111,7 @@ def test_the_glue_score_is_the_mean_of_task_means_two_metrics_averaged_first():
     }
     assert score["tasks"] == pytest.approx(by_hand)
     assert score["score"] == pytest.approx(6.11 / 8) and score["complete"]
-    assert "Wang et al. 2019" in score["source"]
+    assert "mosaicml/examples" in score["source"] and score["left_out"] == glue.LEFT_OUT
     assert not glue.glue_score({"cola": {"mcc": 0.4}})["complete"]
 
 
@@ -137,7 +137,7 @@ def test_glue_recipes_state_their_source_and_give_the_small_tasks_more_seeds():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--task", "cola"], "--task cola needs --glue_dir"),
+        (["--task", "cola", "--hf_config", "cola"], "--hf_config need(s) --hf_dataset"),
         (["--task", "cola", "--glue_dir", "g", "--train", "t.csv"], "drop --train"),
         (["--task", "rte", "--glue_dir", "g", "--mnli_start"], "--mnli_start needs --task glue"),
         (["--train", "t.csv"], "--train and --dev are required"),
@@ -338,3 +338,88 @@ def test_a_label_that_is_not_the_tasks_is_one_line_and_exit_2(glue_dir, tmp_path
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert "RTE/dev.tsv row 1: label 'maybe' is not one of GLUE's RTE labels" in err
+
+
+# GLUE's TSV layouts, row for row, as huggingface/datasets' datasets/glue/glue.py reads them and
+# download_glue_data.py writes MRPC (header copied from msr_paraphrase_train.txt, BOM and all).
+# A: an unbalanced quote opening a field; B: a quoted phrase opening one. Read with csv's
+# default quoting, A would swallow the rest of the file and B would lose its quotes.
+A, B = '"w5 w6 he said', '"w2 w3" she said'
+_STS = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+_MNLI = (
+    "index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
+    "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\t{labels}\tgold_label"
+)
+_NLI_ROW = "{i}\t1\t1n\tfiction\t( a )\t( b )\t(ROOT a)\t(ROOT b)\t{x}\t{y}\t{votes}{gold}"
+LAYOUTS = {  # task: (header or None, rows with {x} {y} for the texts), labels expected
+    "cola": (None, ["gj04\t1\t\t{x}", "gj04\t0\t*\t{y}"], ["1", "0"]),
+    "sst2": ("sentence\tlabel", ["{x}\t1", "{y}\t0"], ["1", "0"]),
+    "mrpc": (
+        "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String",
+        ["1\t11\t12\t{x}\t{y}", "0\t13\t14\t{y}\t{x}"],
+        ["1", "0"],
+    ),
+    "qqp": (
+        "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate",
+        ["0\t1\t2\t{x}\t{y}\t1", "1\t3\t4\t{y}\t{x}\t0"],
+        ["1", "0"],
+    ),
+    "stsb": (
+        _STS,
+        ["0\tmain-news\tx\t2012\t1\tnone\tnone\t{x}\t{y}\t5.000"]
+        + ["1\tmain-news\tx\t2012\t2\tnone\tnone\t{y}\t{x}\t0.500"],
+        ["5.000", "0.500"],
+    ),
+    "mnli": (
+        _MNLI,
+        [_NLI_ROW.format(i=0, x="{x}", y="{y}", votes="{votes}", gold="neutral")]
+        + [_NLI_ROW.format(i=1, x="{y}", y="{y}", votes="{votes}", gold="contradiction")],
+        ["neutral", "contradiction"],
+    ),
+    "qnli": (
+        "index\tquestion\tsentence\tlabel",
+        ["0\t{x}\t{y}\tentailment", "1\t{y}\t{x}\tnot_entailment"],
+        ["entailment", "not_entailment"],
+    ),
+    "rte": (
+        "index\tsentence1\tsentence2\tlabel",
+        ["0\t{x}\t{y}\tentailment", "1\t{y}\t{x}\tnot_entailment"],
+        ["entailment", "not_entailment"],
+    ),
+}
+
+
+def _layout_file(path, name: str, dev: bool) -> None:
+    header, rows, labels = LAYOUTS[name]
+    voters = 5 if dev else 1  # MNLI: one annotator's label in train, five in the dev files
+    if header and name == "mnli":
+        header = header.format(labels="\t".join(f"label{i}" for i in range(1, voters + 1)))
+    lines = [header] if header else []
+    for row, label in zip(rows, labels):
+        row = row.replace("{votes}", f"{label}\t" * voters)
+        lines.append(row.replace("{x}", A).replace("{y}", B))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_each_task_reads_its_exact_glue_layout_with_quote_characters_kept(tmp_path, name):
+    task = glue.TASKS[name]
+    folder = tmp_path / task.folder
+    folder.mkdir()
+    for file in ["train.tsv", *[f for _, f, _ in task.dev_files]]:
+        _layout_file(folder / file, name, dev=file != "train.tsv")
+    splits = glue.read(str(tmp_path), task)
+    for split in splits.values():
+        if name == "mnli":
+            assert split.texts == [A, B] and split.pairs == [B, B]
+        else:
+            assert split.texts == [A, B] and split.pairs in (None, [B, A])
+        assert split.raw_labels == LAYOUTS[name][2] and split.skipped_malformed == 0
+
+
+def test_the_glue_score_states_what_it_counts_and_its_checked_sources():
+    score = glue.glue_score({"mnli": {"accuracy": 0.8, "accuracy_mm": 0.6}})
+    assert score["tasks"] == {"mnli": pytest.approx(0.7)}  # one task, not two columns
+    assert set(score["left_out"]) == {"wnli"} and "WNLI" not in glue.ORDER
+    assert "mosaicml/examples" in score["source"] and "leaderboard" in score["source"]
+    assert "Devlin et al. 2019" in score["source"]

@@ -34,6 +34,7 @@ METRIC_TYPES = {
     "mse": "mse",
 }
 TASK_TYPE = "text-classification"
+_TASK_NAMES = {"classification": "Text classification", "regression": "Text regression"}
 
 
 def readmes(export_dir: str) -> list[str]:
@@ -52,16 +53,36 @@ def readmes(export_dir: str) -> list[str]:
     return found
 
 
-def _result(metric: str, value: float, name: str, **dataset):
+def _result(metric: str, value: float, name: str, labels=None, **dataset):
+    """One EvalResult; `labels` (class names in id order) go into metric_args, so the card
+    says what the classes were and which one binary F1 is of."""
     from huggingface_hub import EvalResult
 
+    args = None
+    if labels:
+        args = {"labels": list(labels)}
+        if metric == "f1" and len(labels) == 2:
+            args["pos_label"] = labels[1]
     return EvalResult(
         task_type=TASK_TYPE,
         metric_type=METRIC_TYPES.get(metric, metric),
         metric_name=name,
         metric_value=round(float(value), 4),
         metric_config="macro" if metric == "macro_f1" else None,
+        metric_args=args,
         **dataset,
+    )
+
+
+def _hub_dataset(source: dict, split: str) -> dict:
+    """The card's dataset fields of a dataset loaded by name (results.json's `dataset`)."""
+    config = f" ({source['config']})" if source.get("config") else ""
+    return dict(
+        dataset_type=source["id"],
+        dataset_name=source["id"] + config,
+        dataset_config=source.get("config"),
+        dataset_split=source["splits"].get(split, split),
+        dataset_revision=source.get("revision"),
     )
 
 
@@ -70,6 +91,7 @@ def _glue_entries(document: dict) -> list:
     for task_name, task in document["tasks"].items():
         folder = glue.TASKS[task_name].folder
         seeds = len(task["seeds"])
+        revision = (task.get("dataset") or {}).get("revision")
         for metric, value in task["reported"].items():
             mismatched = metric.endswith(glue.MISMATCHED)
             split = (
@@ -87,6 +109,7 @@ def _glue_entries(document: dict) -> list:
                     dataset_name=f"GLUE {folder}",
                     dataset_config=task_name,
                     dataset_split=split,
+                    dataset_revision=revision,
                 )
             )
     score = document["glue"]
@@ -111,6 +134,7 @@ def entries(document: dict) -> list:
         return _glue_entries(document)
     task, summary = document["task"], document["scores"]["summary"]["dev"]
     seeds = len(document["scores"]["seeds"])
+    source, labels = document.get("dataset"), None
     if task.get("glue"):
         folder = glue.TASKS[task["glue"]].folder
         dataset = dict(
@@ -119,21 +143,23 @@ def entries(document: dict) -> list:
             dataset_name=f"GLUE {folder}",
             dataset_config=task["glue"],
             dataset_split="validation",
+            dataset_revision=(source or {}).get("revision"),
         )
         names = task["reported"]
+    elif source:
+        dataset = dict(task_name=_TASK_NAMES[task["type"]], **_hub_dataset(source, "dev"))
+        names, labels = list(summary), task.get("labels")
     else:
         dev = document["data"]["dev"]["path"]
         dataset = dict(
-            task_name="Text classification"
-            if task["type"] == "classification"
-            else "Text regression",
+            task_name=_TASK_NAMES[task["type"]],
             dataset_type="custom",
             dataset_name=fs.basename(dev.rstrip("/")),
             dataset_split="dev",
         )
-        names = list(summary)
+        names, labels = list(summary), task.get("labels")
     return [
-        _result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds} seed(s))", **dataset)
+        _result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds} seed(s))", labels, **dataset)
         for m in names
     ]
 

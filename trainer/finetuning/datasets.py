@@ -55,6 +55,7 @@ class Split:
     row_numbers: list  # each example's row in the file (1 = the first data row)
     skipped_empty: int = 0
     skipped_malformed: int = 0  # rows lacking a field (GLUE's QQP has some)
+    label_names: tuple | None = None  # declared by the source (a ClassLabel), in id order
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -76,9 +77,24 @@ def format_of(path: str, declared: str | None = None) -> str:
     )
 
 
-def read_saved_dataset(path: str) -> tuple[list[str], list[dict]]:
-    """(columns, rows) of a `datasets` `save_to_disk` folder holding one split; a class
-    label column gives its names, as the dataset's card does."""
+def dataset_rows(dataset) -> tuple[list[str], list[dict], dict]:
+    """(columns, rows, {column: class names in id order}) of a `datasets.Dataset`: a class
+    label column's ids become its names, as the dataset's card shows them."""
+    import datasets
+
+    rows = dataset.to_list()
+    classes = {}
+    for name, feature in dataset.features.items():
+        if isinstance(feature, datasets.ClassLabel):
+            classes[name] = tuple(feature.names)
+            for row in rows:  # -1 (no label, GLUE's test splits) stays a number
+                value = row[name]
+                row[name] = feature.int2str(value) if 0 <= value < feature.num_classes else value
+    return list(dataset.column_names), rows, classes
+
+
+def read_saved_dataset(path: str) -> tuple[list[str], list[dict], dict]:
+    """`dataset_rows` of a `datasets` `save_to_disk` folder holding one split."""
     import datasets
 
     if os.path.exists(os.path.join(path, "dataset_dict.json")):
@@ -91,17 +107,12 @@ def read_saved_dataset(path: str) -> tuple[list[str], list[dict]]:
         dataset = datasets.load_from_disk(path)
     except FileNotFoundError as err:
         raise UserError(f"{path} is not a Hugging Face save_to_disk folder: {err}") from None
-    rows = dataset.to_list()
-    for name, feature in dataset.features.items():
-        if isinstance(feature, datasets.ClassLabel):
-            for row in rows:  # -1 (no label, GLUE's test splits) stays a number
-                value = row[name]
-                row[name] = feature.int2str(value) if 0 <= value < feature.num_classes else value
-    return list(dataset.column_names), rows
+    return dataset_rows(dataset)
 
 
-def read_rows(path: str, fmt: str) -> tuple[list[str], list[dict]]:
-    """(column names, rows as dicts) of one file."""
+def read_rows(path: str, fmt: str) -> tuple[list[str], list[dict], dict]:
+    """(column names, rows as dicts, {column: class names}) of one file; only a Hugging Face
+    dataset declares class names."""
     if fmt == "hf":
         return read_saved_dataset(path)
     text = fs.read_bytes(path).decode("utf-8-sig")
@@ -118,7 +129,7 @@ def read_rows(path: str, fmt: str) -> tuple[list[str], list[dict]]:
                 raise UserError(f"{path} line {number} is not a JSON object")
             rows.append(row)
         columns = list(dict.fromkeys(key for row in rows for key in row))
-        return columns, rows
+        return columns, rows, {}
     # GLUE's TSV files hold bare quote characters inside texts: no quoting in TSV.
     reader = csv.DictReader(
         io.StringIO(text),
@@ -126,7 +137,7 @@ def read_rows(path: str, fmt: str) -> tuple[list[str], list[dict]]:
         quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL,
     )
     rows = list(reader)
-    return list(reader.fieldnames or []), rows
+    return list(reader.fieldnames or []), rows, {}
 
 
 def _check_columns(path: str, columns: list[str], spec: TaskSpec) -> None:
@@ -153,16 +164,19 @@ def _text(value) -> str:
 def read_split(path: str, spec: TaskSpec, fmt: str | None = None) -> Split:
     """Reads one file's rows for `spec`; rows with an empty text (or second text) are
     skipped and counted."""
-    columns, rows = read_rows(path, format_of(path, fmt))
-    return split_from_rows(path, columns, rows, spec)
+    columns, rows, classes = read_rows(path, format_of(path, fmt))
+    return split_from_rows(path, columns, rows, spec, classes.get(spec.label_column))
 
 
-def split_from_rows(path: str, columns: list[str], rows: list[dict], spec: TaskSpec) -> Split:
-    """The Split of rows already read (`path` names them in messages)."""
+def split_from_rows(
+    path: str, columns: list[str], rows: list[dict], spec: TaskSpec, classes: tuple | None = None
+) -> Split:
+    """The Split of rows already read (`path` names them in messages); `classes`: the label
+    names the source declares, in id order (a Hugging Face ClassLabel)."""
     if not rows:
         raise UserError(f"{path} holds no rows")
     _check_columns(path, columns, spec)
-    split = Split(path, [], [] if spec.is_pair else None, [], [])
+    split = Split(path, [], [] if spec.is_pair else None, [], [], label_names=classes)
     for number, row in enumerate(rows, start=1):
         first = _text(row.get(spec.text_column))
         second = _text(row.get(spec.text_pair_column)) if spec.is_pair else None
@@ -180,8 +194,12 @@ def split_from_rows(path: str, columns: list[str], rows: list[dict], spec: TaskS
 
 
 def label_names(train: Split) -> tuple[str, ...]:
-    """The classes of a classification task: the training file's label values, sorted
-    (as numbers when they all are integers: 2 before 10)."""
+    """The classes of a classification task: the names a Hugging Face ClassLabel declares,
+    in its id order (class 1 stays the dataset's class 1: binary F1 is of it); else the
+    training file's label values, sorted (as numbers when they all are integers: 2 before
+    10)."""
+    if train.label_names:
+        return tuple(train.label_names)
     names = {_text(value) for value in train.raw_labels}
     if "" in names:
         raise UserError(f"{train.path}: a row has an empty label")
@@ -209,9 +227,10 @@ def encode_labels(split: Split, spec: TaskSpec, names: tuple | None) -> np.ndarr
     for number, value in zip(split.row_numbers, split.raw_labels):
         label = _text(value)
         if label not in index:
+            where = "the dataset's classes" if split.label_names else "the training file"
             raise UserError(
                 f"{split.path} row {number}: label {label!r} does not occur in "
-                f"the training file (its labels: {', '.join(names)})"
+                f"{where} (its labels: {', '.join(names)})"
             )
         ids.append(index[label])
     return np.array(ids, np.int32)

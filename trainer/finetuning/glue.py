@@ -12,7 +12,9 @@ The files' quirks, as GLUE ships them: CoLA's train.tsv and dev.tsv have no head
 MNLI's label is `gold_label` (dev files also hold the five annotators' labels) and it has
 two dev files, matched (selection) and mismatched (reported with the suffix `_mm`, as
 transformers' run_glue does); some QQP rows lack fields: those rows are skipped and counted
-(`skipped_malformed`), as run_glue's reader skips them. TSV is read without quoting.
+(`skipped_malformed`), as the loading script named below drops them. TSV is read without quoting:
+GLUE's sentences hold bare quote characters.
+Source: huggingface/datasets datasets/glue/glue.py (read GLUE's TSVs), download_glue_data.py.
 
 Example:
     >>> splits = read(glue_dir, TASKS["mrpc"])    # {"train": Split, "dev": Split}
@@ -35,6 +37,7 @@ from trainer.finetuning import datasets
 ORDER = ("mnli", "cola", "sst2", "mrpc", "qqp", "stsb", "qnli", "rte")
 MNLI_STARTED = ("rte", "mrpc", "stsb")
 MISMATCHED = "_mm"
+HUB_ID = "nyu-mll/glue"  # loaded by name where --task has no --glue_dir
 RECIPE_SOURCE = (
     "learning rate, epochs and batch per task: ModernBERT's GLUE jobs (AnswerDotAI/bert24 "
     "src/evals/glue_jobs.py, forked from MosaicBERT's examples/benchmarks/bert glue.py), their "
@@ -44,11 +47,17 @@ RECIPE_SOURCE = (
     "overrides every task)"
 )
 SCORE_SOURCE = (
-    "GLUE paper (Wang et al. 2019, section 4): the unweighted mean of the task scores; a task "
-    "with two metrics scores their mean (MRPC, QQP: F1 and accuracy; STS-B: Pearson and "
-    "Spearman; MNLI: matched and mismatched accuracy); dev sets, mean over seeds first, as "
-    "MosaicBERT and ModernBERT average"
+    "the unweighted mean of 8 task scores on dev, WNLI left out as BERT (Devlin et al. 2019: "
+    "no submitted system beat its majority class) and MosaicBERT leave it out, so not the GLUE "
+    "leaderboard's score, which also averages WNLI; a task with two metrics scores their mean, "
+    "as GLUE reports them in pairs (MRPC, QQP: F1 and accuracy; STS-B: Pearson and Spearman; "
+    "MosaicBERT scores STS-B by Spearman alone); MNLI is one task, the mean of matched and "
+    "mismatched accuracy (not two columns, as BERT's average counts them); each metric is the "
+    "mean over seeds first; checked against mosaicml/examples examples/benchmarks/bert/glue.py "
+    "(per task the mean of its seeds' metrics, MNLI's two evaluators under one task, then the "
+    "mean over tasks)"
 )
+LEFT_OUT = {"wnli": "no submitted system beat its majority class (BERT, Devlin et al. 2019)"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,7 +234,13 @@ def _tsv_rows(path: str, task: GlueTask) -> list[dict]:
 
 def _hf_rows(path: str, task: GlueTask) -> list[dict]:
     """Rows of a save_to_disk split as {text, pair, label}, class names mapped to GLUE's."""
-    columns, rows = datasets.read_saved_dataset(path)
+    columns, rows, _ = datasets.read_saved_dataset(path)
+    return _glue_rows(path, columns, rows, task)
+
+
+def _glue_rows(path: str, columns: list, rows: list[dict], task: GlueTask) -> list[dict]:
+    """nyu-mll/glue rows (save_to_disk or by name) as {text, pair, label}, class names mapped
+    to GLUE's."""
     names = {"text": task.hf_text or task.text, "pair": task.hf_pair or task.pair, "label": "label"}
     missing = [c for c in names.values() if c and c not in columns]
     if missing:
@@ -304,6 +319,29 @@ def read(glue_dir: str, task: GlueTask) -> dict:
     return found
 
 
+def read_hub(task: GlueTask, revision: str | None = None) -> tuple[dict, dict]:
+    """({"train", "dev" (MNLI also "test"): Split}, provenance) of the task's nyu-mll/glue
+    config, loaded by name (`trainer/finetuning/hub.py`): the Hub, else the datasets cache."""
+    from trainer.finetuning import hub
+
+    loaded = hub.load(
+        HUB_ID,
+        task.name,
+        revision,
+        hint="--glue_dir DIR (GLUE's download or save_to_disk folders DIR/TASK/train, ...)",
+    )
+    used = hub.choose_splits(
+        loaded, {"train": "train", **{split: name for split, _, name in task.dev_files}}
+    )
+    found = {}
+    for split, name in used.items():
+        columns, rows, _ = datasets.dataset_rows(loaded.splits[name])
+        label = loaded.label(name)
+        found[split] = _split(label, _glue_rows(label, columns, rows, task), task)
+    print(loaded.said(used, {n: len(split) for n, split in found.items()}), flush=True)
+    return found, loaded.provenance(used)
+
+
 def reported(task: GlueTask, summary: dict) -> dict:
     """{metric: mean over seeds} of what the task reports; MNLI's mismatched set (the
     protocol's test slot) as `accuracy_mm`."""
@@ -321,5 +359,6 @@ def glue_score(task_scores: dict) -> dict:
         "tasks": tasks,
         "score": score,
         "complete": set(tasks) == set(ORDER),
+        "left_out": LEFT_OUT,
         "source": SCORE_SOURCE,
     }
