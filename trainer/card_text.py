@@ -38,6 +38,10 @@ def model_section(facts) -> str:
         ("max sequence length", backbone.get("max_sequence_length")),
         ("dropout", backbone.get("dropout")),
     ]
+    if backbone.get("activation"):  # not keras-hub's own (trainer/families/activation.py)
+        rows.append(
+            ("feed-forward activation", f"{backbone['activation']} (not keras-hub's default)")
+        )
     return "## Model\n\n" + _table(rows)
 
 

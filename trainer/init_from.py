@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import operator
 import re
 
 import numpy as np
@@ -34,7 +35,7 @@ import numpy as np
 from common import fs, tokenizer_files
 from common.errors import UserError
 from trainer import families, model_source
-from trainer.families import encoder_weights
+from trainer.families import activation, encoder_weights
 
 HF_CONFIG, HF_WEIGHTS = "config.json", "model.safetensors"
 # transformers duplicates the tied LM decoder in some checkpoints: (copy, the tensor it equals).
@@ -238,7 +239,8 @@ def _check_config(path: str, family, config: dict, backbone: dict) -> None:
         raise InitFromError(f"{fs.join(path, HF_CONFIG)}: {str(err).splitlines()[0]}") from None
     for key in _COMPUTED:
         want, have = (getattr(c, key, _DEFAULTS.get(key)) for c in (ours, theirs))
-        if want != have:
+        same = activation.same_in_hf if key == "hidden_act" else operator.eq
+        if not same(want, have):
             raise InitFromError(
                 f"{path}: {key} is {have!r}, but keras-hub's {family.backbone_class} computes "
                 f"{want!r}; this checkpoint cannot be continued without changing its outputs."

@@ -131,7 +131,7 @@ def test_export_of_the_loaded_model_is_the_input_checkpoint(tmp_path, family):
 @pytest.mark.parametrize(
     "change, named",
     [
-        (lambda c, w: c.update(hidden_act="gelu_new"), "hidden_act"),
+        (lambda c, w: c.update(hidden_act="relu"), "hidden_act"),
         (lambda c, w: c.update(model_type="deberta-v2"), "'deberta-v2'"),
         (lambda c, w: c.update(layer_norm_eps=1e-12), "layer_norm_eps"),
         (
@@ -366,3 +366,97 @@ def test_our_run_folder_and_preset_load_exactly(tmp_path, layout):
     masked_lm = model.build_masked_lm("bert", initial.backbone_config)
     init_from.load_into(masked_lm, initial)
     assert_same_weights(masked_lm, trained)
+
+
+# --- BERT with the exact GELU (bert-base-uncased's hidden_act "gelu") -----------------------
+
+
+def exact_gelu_in_every_layer(backbone) -> bool:
+    """gelu(1) is 0.841345 exactly, 0.841192 with the tanh formula."""
+    one = np.ones(1, "float32")
+    values = [
+        float(np.asarray(layer._feedforward_intermediate_dense.activation(one))[0])
+        for layer in backbone.transformer_layers
+    ]
+    return all(abs(v - 0.841345) < 1e-5 for v in values)
+
+
+def keras_hub_head(hf):
+    """HF BERT's MLM head set like keras-hub's (exact GELU, epsilon 1e-5): every other weight
+    and setting is then compared exactly (see test_bert_logits_match_transformers_after_load)."""
+    transform = hf.cls.predictions.transform
+    transform.transform_act_fn, transform.LayerNorm.eps = torch.nn.GELU(), 1e-5
+    return hf
+
+
+def test_bert_with_the_exact_gelu_loads_with_logit_parity(tmp_path):
+    hf = keras_hub_head(hf_checkpoint(tmp_path, "bert", pad_id=0, hidden_act="gelu"))
+    initial, masked_lm = loaded(tmp_path)
+    assert initial.backbone_config["activation"] == "gelu"
+    assert exact_gelu_in_every_layer(masked_lm.backbone)
+    ours, theirs = logits(masked_lm, hf, "bert", pad_id=0)
+    diff = np.abs(ours - theirs).max()
+    # What refusing the checkpoint avoided: the same weights under keras-hub's tanh GELU.
+    tanh = model.build_masked_lm("bert", {**initial.backbone_config, "activation": None})
+    tanh.set_weights(masked_lm.get_weights())
+    approximate, _ = logits(tanh, hf, "bert", pad_id=0)
+    print(
+        f"bert exact GELU: max abs logit difference {diff:.2e}; with the tanh GELU on the "
+        f"same weights {np.abs(approximate - theirs).max():.2e}"
+    )
+    assert diff <= TOLERANCE
+    assert not exact_gelu_in_every_layer(tanh.backbone)
+
+
+def test_bert_with_the_exact_gelu_exports_back_as_gelu(tmp_path):
+    """The export's config says hidden_act "gelu" and transformers computes our logits."""
+    from common import tokenizer_files
+
+    hf_checkpoint(tmp_path, "bert", pad_id=0, hidden_act="gelu", canonical=True)
+    initial, masked_lm = loaded(tmp_path)
+    ids = {"pad_token": 0, "cls_token": None, "sep_token": None}
+    info = tokenizer_files.TokenizerInfo("f" * 64, VOCAB, ids)
+    config = export.hf_config("bert", initial.backbone_config, info)
+    assert config.hidden_act == "gelu"
+    again = transformers.BertForMaskedLM(config).eval()
+    state = export.hf_state_dict(masked_lm, "bert", 0)
+    again.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()}, strict=False)
+    ours, theirs = logits(masked_lm, keras_hub_head(again), "bert", pad_id=0)
+    assert np.abs(ours - theirs).max() <= TOLERANCE
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu_pytorch_tanh", "gelu_new"])
+def test_tanh_gelu_names_load_as_keras_hubs_default(tmp_path, hidden_act):
+    hf = keras_hub_head(hf_checkpoint(tmp_path, "bert", pad_id=0, hidden_act=hidden_act))
+    initial, masked_lm = loaded(tmp_path)
+    assert "activation" not in initial.backbone_config  # keras-hub's own BERT, unchanged
+    assert not exact_gelu_in_every_layer(masked_lm.backbone)
+    ours, theirs = logits(masked_lm, hf, "bert", pad_id=0)
+    assert np.abs(ours - theirs).max() <= TOLERANCE
+
+
+def test_exact_gelu_is_rebuilt_by_every_loader_and_refused_as_a_preset(tmp_path):
+    """A run recording activation "gelu" (what --init_from of such a checkpoint writes) is
+    rebuilt with it by the checkpoint loader (restarts, predict, export) and fine-tuning;
+    the keras-hub preset, which keras-hub rebuilds with its tanh GELU, is refused."""
+    from common import fs
+    from tests.trainer.test_checkpoints import make_training_dir
+    from trainer import model_source
+    from trainer.finetuning.classifier import PretrainedBackbone
+
+    run_dir, _ = make_training_dir(str(tmp_path), "bert")
+    config = fs.read_json(f"{run_dir}/run_config.json")
+    config["backbone_config"]["activation"] = "gelu"
+    fs.write_json(f"{run_dir}/run_config.json", config)
+    masked_lm, _, _ = model_source.load_masked_lm(run_dir)
+    assert exact_gelu_in_every_layer(masked_lm.backbone)
+    classifier = PretrainedBackbone(model_source.resolve(run_dir)).classifier(2, seed=1)
+    assert exact_gelu_in_every_layer(classifier.backbone)
+    for fmt in ("keras-hub", "all"):
+        with pytest.raises(export.ExportError, match="--format hf") as caught:
+            export.export(run_dir, str(tmp_path / fmt), fmt)
+        assert "\n" not in str(caught.value) and not (tmp_path / fmt).exists()
+    hf = export.export(run_dir, str(tmp_path / "hf"), "hf")["hf"]
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["hidden_act"] == "gelu"
+    assert "feed-forward activation | gelu" in (tmp_path / "hf" / "README.md").read_text()
+    assert hf == str(tmp_path / "hf")
