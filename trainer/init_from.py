@@ -28,6 +28,7 @@ import dataclasses
 import hashlib
 import json
 import operator
+import os
 import re
 
 import numpy as np
@@ -78,6 +79,7 @@ _DEFAULTS = {
     "tie_word_embeddings": True,
 }
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
 class InitFromError(UserError):
@@ -95,16 +97,40 @@ class Initial:
     tokenizer: tokenizer_files.TokenizerInfo | None  # None: the checkpoint ships none
     pad_id: int | None
     digest: str  # sha256 over the config and weight files
+    hub_id: str | None = None  # the Hub repo `path` was downloaded from
+    revision: str | None = None  # its commit (the snapshot folder's name in the cache)
 
     def record(self) -> dict:
-        """What run_config.json keeps (a restart with another model is refused by it)."""
-        return {"path": self.path, "kind": self.kind, "digest": self.digest}
+        """What run_config.json keeps (a restart with another model is refused by it): a
+        Hub id as itself and its commit, not as this machine's download folder."""
+        if self.hub_id is None:
+            return {"path": self.path, "kind": self.kind, "digest": self.digest}
+        return {
+            "path": self.hub_id,
+            "revision": self.revision,
+            "kind": self.kind,
+            "digest": self.digest,
+        }
 
 
 def resolve(path: str) -> Initial:
     path = path.rstrip("/")
     if not fs.is_remote(path) and not fs.exists(path) and _HUB_ID.fullmatch(path):
-        path = _download(path)
+        folder = _download(path)
+        return dataclasses.replace(_resolve(folder), hub_id=path, revision=_commit_of(folder))
+    return _resolve(path)
+
+
+def _commit_of(snapshot: str) -> str | None:
+    """huggingface_hub's cache keeps a download in models--ORG--NAME/snapshots/COMMIT/ (the
+    branch resolved to its commit, online by the Hub, offline by refs/main)."""
+    parent, name = os.path.split(os.path.normpath(snapshot))
+    if os.path.basename(parent) == "snapshots" and _COMMIT.fullmatch(name):
+        return name
+    return None
+
+
+def _resolve(path: str) -> Initial:
     if fs.exists(fs.join(path, "keras-hub", HF_CONFIG)):  # an `--format all` export
         path = fs.join(path, "keras-hub")
     if path.endswith(model_source.WEIGHTS_SUFFIX) or not fs.exists(fs.join(path, HF_CONFIG)):

@@ -460,3 +460,44 @@ def test_exact_gelu_is_rebuilt_by_every_loader_and_refused_as_a_preset(tmp_path)
     assert json.loads((tmp_path / "hf" / "config.json").read_text())["hidden_act"] == "gelu"
     assert "feed-forward activation | gelu" in (tmp_path / "hf" / "README.md").read_text()
     assert hf == str(tmp_path / "hf")
+
+
+# --- a Hub id: recorded as the repo and its commit, not the download folder -------------------
+
+
+def fake_hub_cache(root, repo_id, family="roberta") -> str:
+    """huggingface_hub's cache layout (models--ORG--NAME/snapshots/SHA + refs/main) holding a
+    tiny checkpoint: snapshot_download resolves it offline. Returns the commit."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    storage = root / ("models--" + repo_id.replace("/", "--"))
+    hf_checkpoint(storage / "snapshots" / sha, family, pad_id=0)
+    (storage / "refs").mkdir()
+    (storage / "refs" / "main").write_text(sha)
+    return sha
+
+
+@pytest.fixture
+def offline_hub(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub read both when it was imported: set them where it reads them.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    return cache
+
+
+def test_a_hub_id_is_recorded_as_the_repo_and_its_commit(offline_hub):
+    from trainer import card_text
+
+    sha = fake_hub_cache(offline_hub, "org/tiny-roberta")
+    initial = init_from.resolve("org/tiny-roberta")
+    assert initial.path.endswith(f"snapshots/{sha}")  # where the weights are read from
+    recorded = initial.record()
+    assert recorded["path"] == "org/tiny-roberta" and recorded["revision"] == sha
+    assert len(recorded["digest"]) == 64 and recorded["kind"] == "hf"
+    origin = card_text._origin({"init_from": recorded, "train_data": "data/train"})
+    assert f"continued from `org/tiny-roberta` @ `{sha}`" in origin
