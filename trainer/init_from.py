@@ -35,8 +35,9 @@ import numpy as np
 
 from common import fs, tokenizer_files
 from common.errors import UserError
-from trainer import families, model_source
+from trainer import families, keras_hub_presets, model_source
 from trainer.families import activation, encoder_weights
+from trainer.run_dir import RUN_CONFIG
 
 HF_CONFIG, HF_WEIGHTS = "config.json", "model.safetensors"
 # transformers duplicates the tied LM decoder in some checkpoints: (copy, the tensor it equals).
@@ -80,6 +81,8 @@ _DEFAULTS = {
 }
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
+# The transformers checkpoints keras-hub converted its RoBERTa/BERT presets from.
+_HUB_CHECKPOINT = {"roberta": "FacebookAI/roberta-base", "bert": "google-bert/bert-base-uncased"}
 
 
 class InitFromError(UserError):
@@ -115,6 +118,11 @@ class Initial:
 
 def resolve(path: str) -> Initial:
     path = path.rstrip("/")
+    if path.startswith(keras_hub_presets.KAGGLE) or (
+        not fs.exists(path) and keras_hub_presets.handle_of(path)
+    ):  # a keras-hub preset name: downloaded (or found in the cache) by kagglehub
+        folder, version = keras_hub_presets.download(path)
+        return dataclasses.replace(_resolve(folder), hub_id=path, revision=version)
     if not fs.is_remote(path) and not fs.exists(path) and _HUB_ID.fullmatch(path):
         folder = _download(path)
         return dataclasses.replace(_resolve(folder), hub_id=path, revision=_commit_of(folder))
@@ -170,6 +178,8 @@ def _read_config(path: str) -> dict:
 
 
 def _ours(path: str) -> Initial:
+    if fs.exists(fs.join(path, HF_CONFIG)) and not fs.exists(fs.join(path, RUN_CONFIG)):
+        _check_masked_lm_preset(path)  # a preset another trainer (or keras-hub) wrote
     try:
         source = model_source.resolve(path)
     except model_source.ModelNotFoundError as err:
@@ -179,7 +189,11 @@ def _ours(path: str) -> Initial:
         fs.join(source.tokenizer_dir, tokenizer_files.TOKENIZER_JSON)
     ):
         info = tokenizer_files.load(source.tokenizer_dir)[1]
+    elif source.kind == "preset":  # keras-hub's tokenizer assets, read as `tokenizers`
+        info = keras_hub_presets.info_of(source.path)
     pad = source.run_config.get("tokenizer", {}).get("special_token_ids", {}).get("pad_token")
+    if pad is None and info is not None:
+        pad = info.pad_id
     files = (
         [source.path]
         if source.kind == "checkpoint"
@@ -194,6 +208,28 @@ def _ours(path: str) -> Initial:
         pad,
         _digest(files),
     )
+
+
+def _check_masked_lm_preset(path: str) -> None:
+    """keras-hub builds a MaskedLM from any preset, with a random head where the preset has
+    none: keras-hub's own presets (roberta_base_en, bert_base_en_uncased) are backbones
+    converted without their MLM head. That would be a partial load: refused."""
+    family = families.of_registered_name(
+        fs.read_json(fs.join(path, HF_CONFIG)).get("registered_name")
+    )
+    if family is None:
+        return  # not a RoBERTa/BERT preset: model_source says so
+    task_path = fs.join(path, model_source.PRESET_TASK)
+    task = fs.read_json(task_path) if fs.exists(task_path) else {}
+    if task.get("registered_name") != f"keras_hub>{family.task_class}" or not fs.exists(
+        fs.join(path, "task.weights.h5")
+    ):
+        raise InitFromError(
+            f"{path} holds a {family.backbone_class} without a masked-LM head (task "
+            f"{task.get('class_name')}; keras-hub's own presets are backbones only): start "
+            "from the transformers checkpoint it was converted from instead, e.g. "
+            f"--init_from {_HUB_CHECKPOINT[family.name]}."
+        )
 
 
 def _transformers(path: str, config: dict) -> Initial:
@@ -425,7 +461,13 @@ def check_tokenizer(initial: Initial, info, tokenizer_dir: str) -> None:
 def _tokenizer_folder(initial: Initial) -> str:
     if initial.kind == "hf":
         return initial.path
-    return model_source.resolve(initial.path).tokenizer_dir or initial.path
+    found = model_source.resolve(initial.path).tokenizer_dir
+    if found is None and initial.kind == "preset":  # keras-hub's assets: convert them first
+        return (
+            "DIR, written by `python -m trainer.keras_hub_presets --preset "
+            f"{initial.hub_id or initial.path} --output_dir DIR`"
+        )
+    return found or initial.path
 
 
 def check_length(initial: Initial, max_length: int) -> None:

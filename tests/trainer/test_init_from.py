@@ -14,6 +14,7 @@ import os
 import numpy as np
 import pytest
 
+from common.errors import UserError
 from tests.trainer.mlm_data import SEQ_LEN, make_tokenizer, task_args
 from trainer import export, init_from, model
 
@@ -501,3 +502,113 @@ def test_a_hub_id_is_recorded_as_the_repo_and_its_commit(offline_hub):
     assert len(recorded["digest"]) == 64 and recorded["kind"] == "hf"
     origin = card_text._origin({"init_from": recorded, "train_data": "data/train"})
     assert f"continued from `org/tiny-roberta` @ `{sha}`" in origin
+
+
+# --- keras-hub presets: another trainer's folder, names through the kagglehub cache ---------
+
+PRESET_TEXTS = ["The quick fox jumped.", "the THE quick, café foxes", "a quick <mask> fox"]
+
+
+def keras_hub_preset(folder, family, head=True):
+    """A tiny keras-hub MaskedLM with its own tokenizer (byte-level BPE with merges for
+    RoBERTa, lowercasing WordPiece for BERT), saved with keras-hub's `save_to_preset`;
+    `head=False` saves the backbone alone, as keras-hub's own presets are."""
+    import keras
+    import keras_hub
+    from tokenizers import pre_tokenizers
+
+    keras.utils.set_random_seed(3)
+    size = dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+    if family == "roberta":
+        merges = ["Ġ q", "u i", "c k", "ui ck", "Ġq uick", "Ġ f", "o x", "Ġf ox", "t h", "th e"]
+        specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+        vocab = {t: i for i, t in enumerate(specials + sorted(pre_tokenizers.ByteLevel.alphabet()))}
+        for merge in merges:
+            vocab.setdefault(merge.replace(" ", ""), len(vocab))
+        tokenizer = keras_hub.models.RobertaTokenizer(vocabulary=vocab, merges=merges)
+        preprocessor = keras_hub.models.RobertaMaskedLMPreprocessor(tokenizer, sequence_length=16)
+        backbone = keras_hub.models.RobertaBackbone(
+            vocabulary_size=len(vocab), max_sequence_length=16, **size
+        )
+    else:
+        words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "fox", "##es"]
+        words += ["jump", "##ed", ".", ",", "café"]
+        tokenizer = keras_hub.models.BertTokenizer(vocabulary=words, lowercase=True)
+        preprocessor = keras_hub.models.BertMaskedLMPreprocessor(tokenizer, sequence_length=16)
+        backbone = keras_hub.models.BertBackbone(
+            vocabulary_size=len(words), max_sequence_length=16, **size
+        )
+    masked_lm = getattr(keras_hub.models, f"{family.capitalize()}MaskedLM")(
+        backbone, preprocessor=preprocessor
+    )
+    for variable in masked_lm.weights:  # noised: no test passes on initial values
+        variable.assign(variable.numpy() + np.random.default_rng(1).normal(0, 0.1, variable.shape))
+    (masked_lm if head else backbone).save_to_preset(str(folder))
+    return masked_lm, tokenizer
+
+
+@pytest.mark.parametrize("family", ["roberta", "bert"])
+def test_a_keras_hub_preset_of_another_trainer_loads_with_its_tokenizer(tmp_path, family):
+    """Weights exactly, and keras-hub's tokenizer assets as a tokenizer folder that prepare
+    reads, giving keras-hub's ids (and the fingerprint the trainer checks the data against)."""
+    from common import tokenizer_files
+    from tests.trainer.test_checkpoints import assert_same_weights
+    from trainer import keras_hub_presets
+
+    original, keras_tokenizer = keras_hub_preset(tmp_path / "preset", family)
+    initial, masked_lm = loaded(tmp_path / "preset")
+    assert (initial.kind, initial.family) == ("preset", family)
+    assert_same_weights(masked_lm, original)
+    args = ["--preset", str(tmp_path / "preset"), "--output_dir", str(tmp_path / "tok")]
+    assert keras_hub_presets.main(args) == 0
+    tokenizer, info = tokenizer_files.load(str(tmp_path / "tok"))
+    assert info == initial.tokenizer and initial.pad_id == info.pad_id
+    for text in PRESET_TEXTS:
+        theirs = np.asarray(keras_tokenizer(text)).tolist()
+        assert tokenizer.encode(text, add_special_tokens=False).ids == theirs, text
+    with_specials = tokenizer.encode(PRESET_TEXTS[0]).ids  # prepare adds cls/sep with it
+    assert (with_specials[0], with_specials[-1]) == (
+        info.special_token_ids["cls_token"],
+        info.special_token_ids["sep_token"],
+    )
+
+
+@pytest.fixture
+def kagglehub_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAGGLEHUB_CACHE", str(tmp_path / "kagglehub"))
+    return tmp_path / "kagglehub"
+
+
+def cache_preset(handle: str, family: str) -> None:
+    """Puts a preset where kagglehub's completed download of `handle` would be."""
+    from kagglehub.cache import Cache
+    from kagglehub.handle import parse_model_handle
+
+    parsed = parse_model_handle(handle)
+    keras_hub_preset(Cache().get_path(parsed), family)
+    Cache().mark_as_complete(parsed)
+
+
+def test_a_preset_name_is_read_from_the_kagglehub_cache_offline(kagglehub_cache):
+    """keras-hub's names carry their Kaggle version, so a cached download needs no network."""
+    cache_preset("keras/roberta/keras/roberta_base_en/3", "roberta")  # a tiny stand-in
+    initial = init_from.resolve("roberta_base_en")
+    assert initial.family == "roberta" and initial.tokenizer is not None
+    assert initial.record()["path"] == "roberta_base_en" and initial.record()["revision"] == "3"
+    cache_preset("someone/tiny/keras/tiny_bert/2", "bert")
+    initial = init_from.resolve("kaggle://someone/tiny/keras/tiny_bert/2")
+    assert initial.family == "bert" and initial.record()["revision"] == "2"
+
+
+def test_a_preset_name_not_cached_offline_is_one_line(kagglehub_cache):
+    with pytest.raises(UserError, match="not in the kagglehub cache") as caught:
+        init_from.resolve("bert_base_en_uncased")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_preset_without_a_masked_lm_head_is_refused(tmp_path):
+    """keras-hub would build the MaskedLM with a random head: a partial load."""
+    keras_hub_preset(tmp_path, "roberta", head=False)
+    with pytest.raises(init_from.InitFromError, match="without a masked-LM head") as caught:
+        init_from.resolve(str(tmp_path))
+    assert "FacebookAI/roberta-base" in str(caught.value) and "\n" not in str(caught.value)
