@@ -131,12 +131,23 @@ def _wordpiece(assets: str, config: dict):
             vocab, unk_token=config.get("oov_token", "[UNK]"), continuing_subword_prefix=prefix
         )
     )
-    tokenizer.normalizer = normalizers.BertNormalizer(
+    lowercase = bool(config.get("lowercase", False))
+    bert = normalizers.BertNormalizer(
         clean_text=False,
         handle_chinese_chars=bool(config.get("split_on_cjk", True)),
         strip_accents=bool(config.get("strip_accents", False)),
-        lowercase=bool(config.get("lowercase", False)),
+        lowercase=lowercase,
     )
+    # keras-hub lowercases with NFKC case folding: NFKC, lowercasing, and the two common
+    # letters that case folding maps further (German sharp s, Greek final sigma); the rare
+    # rest of full case folding has no `tokenizers` normalizer.
+    folding = [
+        normalizers.NFKC(),
+        bert,
+        normalizers.Replace("ß", "ss"),
+        normalizers.Replace("ς", "σ"),
+    ]
+    tokenizer.normalizer = normalizers.Sequence(folding) if lowercase else bert
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece(prefix=prefix)
     return tokenizer

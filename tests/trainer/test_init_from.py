@@ -506,7 +506,13 @@ def test_a_hub_id_is_recorded_as_the_repo_and_its_commit(offline_hub):
 
 # --- keras-hub presets: another trainer's folder, names through the kagglehub cache ---------
 
-PRESET_TEXTS = ["The quick fox jumped.", "the THE quick, café foxes", "a quick <mask> fox"]
+# Case folding beyond lowercasing too (keras-hub folds ß to ss and the ligature ﬁ to fi).
+PRESET_TEXTS = [
+    "The quick fox jumped.",
+    "the THE quick, café foxes",
+    "a quick <mask> fox",
+    "Straße ﬁ",
+]
 
 
 def keras_hub_preset(folder, family, head=True):
@@ -532,7 +538,7 @@ def keras_hub_preset(folder, family, head=True):
         )
     else:
         words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "fox", "##es"]
-        words += ["jump", "##ed", ".", ",", "café"]
+        words += ["jump", "##ed", ".", ",", "café", "strasse", "fi"]
         tokenizer = keras_hub.models.BertTokenizer(vocabulary=words, lowercase=True)
         preprocessor = keras_hub.models.BertMaskedLMPreprocessor(tokenizer, sequence_length=16)
         backbone = keras_hub.models.BertBackbone(
