@@ -618,3 +618,44 @@ def test_a_preset_without_a_masked_lm_head_is_refused(tmp_path):
     with pytest.raises(init_from.InitFromError, match="without a masked-LM head") as caught:
         init_from.resolve(str(tmp_path))
     assert "FacebookAI/roberta-base" in str(caught.value) and "\n" not in str(caught.value)
+
+
+# --- several devices -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") != "jax",
+    reason="JAX DataParallel over the 2 CPU devices of conftest; TensorFlow's two-replica "
+    "runs need a fresh process each (test_finetune_replicas.py): not worth their time here",
+)
+def test_init_from_under_data_parallel_starts_at_the_checkpoint_loss(corpus, tmp_path):
+    """Each replica holds the checkpoint's weights: the first evaluation of a continued run
+    on two devices is the one-device run's (same eval masks), and the weights it saved after
+    one step at learning rate 1e-9 are the checkpoint's."""
+    import keras
+
+    from trainer import model_source, task
+
+    hf_checkpoint(tmp_path / "ckpt", "roberta", pad_id=0, tokenizer=True)
+    steps = ["--train_steps", "1", "--learning_rate", "1e-9", "--max_eval_batches", "4"]
+    first = {}
+    try:
+        for replicas in ("1", "2"):
+            out = tmp_path / f"out{replicas}"
+            args = _args(corpus, out, tmp_path / "ckpt", *steps, "--cpu_replicas", replicas)
+            if replicas == "2":
+                args[args.index("--per_replica_batch_size") + 1] = "8"  # global batch 16
+            assert task.main(args) == 0
+            assert json.loads((out / "run_config.json").read_text())["replicas"] == int(replicas)
+            first[replicas] = json.loads((out / "history.json").read_text())[0]["eval_loss"]
+    finally:
+        keras.distribution.set_distribution(None)  # Keras' process-wide state
+    print(f"first eval loss: 1 device {first['1']:.5f}, 2 devices {first['2']:.5f}")
+    assert first["2"] == pytest.approx(first["1"], abs=1e-4)
+    saved = model_source.load_masked_lm(str(tmp_path / "out2"))[0]
+    _, checkpoint = loaded(tmp_path / "ckpt")
+    worst = max(
+        float(np.max(np.abs(a - b))) for a, b in zip(saved.get_weights(), checkpoint.get_weights())
+    )
+    assert worst < 1e-5, worst
