@@ -68,7 +68,7 @@ def download(name: str) -> tuple[str, str | None]:
         versioned = len(handle.split("/")) == 5
         hint = "" if versioned else " (offline, only a handle with its /VERSION is read from it)"
         raise PresetError(
-            f"--init_from {name}: kaggle://{handle} is not in the kagglehub cache"
+            f"keras-hub preset {name}: kaggle://{handle} is not in the kagglehub cache"
             f"{hint} and could not be downloaded ({type(err).__name__}: "
             f"{str(err).splitlines()[0][:160] if str(err) else ''})."
         ) from None
