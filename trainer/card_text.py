@@ -38,6 +38,10 @@ def model_section(facts) -> str:
         ("max sequence length", backbone.get("max_sequence_length")),
         ("dropout", backbone.get("dropout")),
     ]
+    if backbone.get("activation"):  # not keras-hub's own (trainer/families/activation.py)
+        rows.append(
+            ("feed-forward activation", f"{backbone['activation']} (not keras-hub's default)")
+        )
     return "## Model\n\n" + _table(rows)
 
 
@@ -256,8 +260,9 @@ def _origin(config) -> str:
     initial = config.get("init_from")
     if not isinstance(initial, dict):
         return "pretrained from scratch"
+    at = f" @ `{initial['revision']}`" if initial.get("revision") else ""  # a Hub commit
     return (
-        f"continued from `{initial['path']}` (sha256 `{initial['digest'][:16]}`) by "
+        f"continued from `{initial['path']}`{at} (sha256 `{initial['digest'][:16]}`) by "
         f"masked-LM pretraining on `{config.get('train_data')}`"
     )
 

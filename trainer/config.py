@@ -70,9 +70,9 @@ class TrainConfig(PushFlags, DeviceFlags):
     )
     init_from: str = flag(
         "Continue pretraining this model (continued / domain-adaptive pretraining): a Hugging "
-        "Face folder (config.json + model.safetensors) or Hub id, a keras-hub preset we "
-        "exported, or one of our run folders. Family, sizes and positions come from it, the "
-        "data must use its tokenizer; default learning rate "
+        "Face folder (config.json + model.safetensors) or Hub id, a keras-hub masked-LM preset "
+        "(folder, name or kaggle:// handle), or one of our run folders. Family, sizes and "
+        "positions come from it, the data must use its tokenizer; default learning rate "
         f"{CONTINUED_LEARNING_RATE:g} (docs/training.md)."
     )
     pretrained_model_config: str = flag(

@@ -40,7 +40,7 @@ import numpy as np
 from common import flags, fs, publish, tokenizer_files
 from common.errors import UserError, run_cli
 from trainer import card_facts, families, keras_backend, model_card, model_source, push, run_dir
-from trainer.families import encoder_weights
+from trainer.families import activation, encoder_weights
 
 KERAS_HUB, HF = "keras-hub", "hf"
 FORMATS = (KERAS_HUB, HF, "all")
@@ -174,6 +174,20 @@ def _tokenizer_info(source):
     return tokenizer, info
 
 
+def _check_preset_computes(source) -> None:
+    """A keras-hub preset is rebuilt from keras-hub's own backbone config, which has no
+    activation: a model whose encoder activation is not keras-hub's (BERT with the exact
+    GELU, from --init_from) would load computing other outputs, so that format is refused."""
+    family = families.get(source.family)
+    name = activation.of(source.run_config["backbone_config"], family.activation)
+    if name != family.activation:
+        raise ExportError(
+            f"{source.path} uses the {name} activation where keras-hub's "
+            f"{family.backbone_class} rebuilds {family.activation}: a keras-hub preset would "
+            "compute other outputs; export it with --format hf."
+        )
+
+
 def formats_of(fmt: str) -> tuple:
     if fmt not in FORMATS:
         raise ExportError(f"format {fmt!r} is not one of {FORMATS}.")
@@ -192,6 +206,8 @@ def export(
     refused before the model is loaded."""
     formats = formats_of(fmt)
     source = model_source.resolve(checkpoint)
+    if KERAS_HUB in formats:
+        _check_preset_computes(source)
     tokenizer, info = _tokenizer_info(source)
     with fs.whole_folder(output_dir, markers=ALL_MARKERS) as stage:
         masked_lm = model_source.load_source(source)

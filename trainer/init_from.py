@@ -27,14 +27,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import operator
+import os
 import re
 
 import numpy as np
 
 from common import fs, tokenizer_files
 from common.errors import UserError
-from trainer import families, model_source
-from trainer.families import encoder_weights
+from trainer import families, keras_hub_presets, model_source
+from trainer.families import activation, encoder_weights
+from trainer.run_dir import RUN_CONFIG
 
 HF_CONFIG, HF_WEIGHTS = "config.json", "model.safetensors"
 # transformers duplicates the tied LM decoder in some checkpoints: (copy, the tensor it equals).
@@ -77,6 +80,9 @@ _DEFAULTS = {
     "tie_word_embeddings": True,
 }
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+# The transformers checkpoints keras-hub converted its RoBERTa/BERT presets from.
+_HUB_CHECKPOINT = {"roberta": "FacebookAI/roberta-base", "bert": "google-bert/bert-base-uncased"}
 
 
 class InitFromError(UserError):
@@ -94,16 +100,45 @@ class Initial:
     tokenizer: tokenizer_files.TokenizerInfo | None  # None: the checkpoint ships none
     pad_id: int | None
     digest: str  # sha256 over the config and weight files
+    hub_id: str | None = None  # the Hub repo `path` was downloaded from
+    revision: str | None = None  # its commit (the snapshot folder's name in the cache)
 
     def record(self) -> dict:
-        """What run_config.json keeps (a restart with another model is refused by it)."""
-        return {"path": self.path, "kind": self.kind, "digest": self.digest}
+        """What run_config.json keeps (a restart with another model is refused by it): a
+        Hub id as itself and its commit, not as this machine's download folder."""
+        if self.hub_id is None:
+            return {"path": self.path, "kind": self.kind, "digest": self.digest}
+        return {
+            "path": self.hub_id,
+            "revision": self.revision,
+            "kind": self.kind,
+            "digest": self.digest,
+        }
 
 
 def resolve(path: str) -> Initial:
     path = path.rstrip("/")
+    if path.startswith(keras_hub_presets.KAGGLE) or (
+        not fs.exists(path) and keras_hub_presets.handle_of(path)
+    ):  # a keras-hub preset name: downloaded (or found in the cache) by kagglehub
+        folder, version = keras_hub_presets.download(path)
+        return dataclasses.replace(_resolve(folder), hub_id=path, revision=version)
     if not fs.is_remote(path) and not fs.exists(path) and _HUB_ID.fullmatch(path):
-        path = _download(path)
+        folder = _download(path)
+        return dataclasses.replace(_resolve(folder), hub_id=path, revision=_commit_of(folder))
+    return _resolve(path)
+
+
+def _commit_of(snapshot: str) -> str | None:
+    """huggingface_hub's cache keeps a download in models--ORG--NAME/snapshots/COMMIT/ (the
+    branch resolved to its commit, online by the Hub, offline by refs/main)."""
+    parent, name = os.path.split(os.path.normpath(snapshot))
+    if os.path.basename(parent) == "snapshots" and _COMMIT.fullmatch(name):
+        return name
+    return None
+
+
+def _resolve(path: str) -> Initial:
     if fs.exists(fs.join(path, "keras-hub", HF_CONFIG)):  # an `--format all` export
         path = fs.join(path, "keras-hub")
     if path.endswith(model_source.WEIGHTS_SUFFIX) or not fs.exists(fs.join(path, HF_CONFIG)):
@@ -143,6 +178,8 @@ def _read_config(path: str) -> dict:
 
 
 def _ours(path: str) -> Initial:
+    if fs.exists(fs.join(path, HF_CONFIG)) and not fs.exists(fs.join(path, RUN_CONFIG)):
+        _check_masked_lm_preset(path)  # a preset another trainer (or keras-hub) wrote
     try:
         source = model_source.resolve(path)
     except model_source.ModelNotFoundError as err:
@@ -152,7 +189,11 @@ def _ours(path: str) -> Initial:
         fs.join(source.tokenizer_dir, tokenizer_files.TOKENIZER_JSON)
     ):
         info = tokenizer_files.load(source.tokenizer_dir)[1]
+    elif source.kind == "preset":  # keras-hub's tokenizer assets, read as `tokenizers`
+        info = keras_hub_presets.info_of(source.path)
     pad = source.run_config.get("tokenizer", {}).get("special_token_ids", {}).get("pad_token")
+    if pad is None and info is not None:
+        pad = info.pad_id
     files = (
         [source.path]
         if source.kind == "checkpoint"
@@ -167,6 +208,28 @@ def _ours(path: str) -> Initial:
         pad,
         _digest(files),
     )
+
+
+def _check_masked_lm_preset(path: str) -> None:
+    """keras-hub builds a MaskedLM from any preset, with a random head where the preset has
+    none: keras-hub's own presets (roberta_base_en, bert_base_en_uncased) are backbones
+    converted without their MLM head. That would be a partial load: refused."""
+    family = families.of_registered_name(
+        fs.read_json(fs.join(path, HF_CONFIG)).get("registered_name")
+    )
+    if family is None:
+        return  # not a RoBERTa/BERT preset: model_source says so
+    task_path = fs.join(path, model_source.PRESET_TASK)
+    task = fs.read_json(task_path) if fs.exists(task_path) else {}
+    if task.get("registered_name") != f"keras_hub>{family.task_class}" or not fs.exists(
+        fs.join(path, "task.weights.h5")
+    ):
+        raise InitFromError(
+            f"{path} holds a {family.backbone_class} without a masked-LM head (task "
+            f"{task.get('class_name')}; keras-hub's own presets are backbones only): start "
+            "from the transformers checkpoint it was converted from instead, e.g. "
+            f"--init_from {_HUB_CHECKPOINT[family.name]}."
+        )
 
 
 def _transformers(path: str, config: dict) -> Initial:
@@ -238,7 +301,8 @@ def _check_config(path: str, family, config: dict, backbone: dict) -> None:
         raise InitFromError(f"{fs.join(path, HF_CONFIG)}: {str(err).splitlines()[0]}") from None
     for key in _COMPUTED:
         want, have = (getattr(c, key, _DEFAULTS.get(key)) for c in (ours, theirs))
-        if want != have:
+        same = activation.same_in_hf if key == "hidden_act" else operator.eq
+        if not same(want, have):
             raise InitFromError(
                 f"{path}: {key} is {have!r}, but keras-hub's {family.backbone_class} computes "
                 f"{want!r}; this checkpoint cannot be continued without changing its outputs."
@@ -397,7 +461,13 @@ def check_tokenizer(initial: Initial, info, tokenizer_dir: str) -> None:
 def _tokenizer_folder(initial: Initial) -> str:
     if initial.kind == "hf":
         return initial.path
-    return model_source.resolve(initial.path).tokenizer_dir or initial.path
+    found = model_source.resolve(initial.path).tokenizer_dir
+    if found is None and initial.kind == "preset":  # keras-hub's assets: convert them first
+        return (
+            "DIR, written by `python -m trainer.keras_hub_presets --preset "
+            f"{initial.hub_id or initial.path} --output_dir DIR`"
+        )
+    return found or initial.path
 
 
 def check_length(initial: Initial, max_length: int) -> None:

@@ -13,6 +13,7 @@ import types
 
 from common import flags
 from trainer import families
+from trainer.families import activation
 from trainer.families.sizes import SIZES, Shape
 
 # Backbone arguments that the trainer fills in itself, and from what.
@@ -96,8 +97,20 @@ def backbone_config(
 
 def build_masked_lm(family: str, config: dict):
     """A keras-hub MaskedLM task (LM head only at `mask_positions`) with no preprocessor."""
+    return families.get(family).task_cls()(
+        backbone=build_backbone(family, config), preprocessor=None
+    )
+
+
+def build_backbone(family: str, config: dict):
+    """The family's keras-hub backbone of a recorded `backbone_config`, with the encoder
+    activation it records (`trainer/families/activation.py`) where that is not keras-hub's."""
     record = families.get(family)
-    return record.task_cls()(backbone=record.backbone_cls()(**config), preprocessor=None)
+    backbone = record.backbone_cls()(**activation.without(config))
+    name = activation.of(config, record.activation)
+    if name != record.activation:
+        activation.set_in(backbone, name)
+    return backbone
 
 
 def fuse_attention(masked_lm) -> int:

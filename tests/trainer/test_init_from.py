@@ -14,6 +14,7 @@ import os
 import numpy as np
 import pytest
 
+from common.errors import UserError
 from tests.trainer.mlm_data import SEQ_LEN, make_tokenizer, task_args
 from trainer import export, init_from, model
 
@@ -131,7 +132,7 @@ def test_export_of_the_loaded_model_is_the_input_checkpoint(tmp_path, family):
 @pytest.mark.parametrize(
     "change, named",
     [
-        (lambda c, w: c.update(hidden_act="gelu_new"), "hidden_act"),
+        (lambda c, w: c.update(hidden_act="relu"), "hidden_act"),
         (lambda c, w: c.update(model_type="deberta-v2"), "'deberta-v2'"),
         (lambda c, w: c.update(layer_norm_eps=1e-12), "layer_norm_eps"),
         (
@@ -366,3 +367,295 @@ def test_our_run_folder_and_preset_load_exactly(tmp_path, layout):
     masked_lm = model.build_masked_lm("bert", initial.backbone_config)
     init_from.load_into(masked_lm, initial)
     assert_same_weights(masked_lm, trained)
+
+
+# --- BERT with the exact GELU (bert-base-uncased's hidden_act "gelu") -----------------------
+
+
+def exact_gelu_in_every_layer(backbone) -> bool:
+    """gelu(1) is 0.841345 exactly, 0.841192 with the tanh formula."""
+    one = np.ones(1, "float32")
+    values = [
+        float(np.asarray(layer._feedforward_intermediate_dense.activation(one))[0])
+        for layer in backbone.transformer_layers
+    ]
+    return all(abs(v - 0.841345) < 1e-5 for v in values)
+
+
+def keras_hub_head(hf):
+    """HF BERT's MLM head set like keras-hub's (exact GELU, epsilon 1e-5): every other weight
+    and setting is then compared exactly (see test_bert_logits_match_transformers_after_load)."""
+    transform = hf.cls.predictions.transform
+    transform.transform_act_fn, transform.LayerNorm.eps = torch.nn.GELU(), 1e-5
+    return hf
+
+
+def test_bert_with_the_exact_gelu_loads_with_logit_parity(tmp_path):
+    hf = keras_hub_head(hf_checkpoint(tmp_path, "bert", pad_id=0, hidden_act="gelu"))
+    initial, masked_lm = loaded(tmp_path)
+    assert initial.backbone_config["activation"] == "gelu"
+    assert exact_gelu_in_every_layer(masked_lm.backbone)
+    ours, theirs = logits(masked_lm, hf, "bert", pad_id=0)
+    diff = np.abs(ours - theirs).max()
+    # What refusing the checkpoint avoided: the same weights under keras-hub's tanh GELU.
+    tanh = model.build_masked_lm("bert", {**initial.backbone_config, "activation": None})
+    tanh.set_weights(masked_lm.get_weights())
+    approximate, _ = logits(tanh, hf, "bert", pad_id=0)
+    print(
+        f"bert exact GELU: max abs logit difference {diff:.2e}; with the tanh GELU on the "
+        f"same weights {np.abs(approximate - theirs).max():.2e}"
+    )
+    assert diff <= TOLERANCE
+    assert not exact_gelu_in_every_layer(tanh.backbone)
+
+
+def test_bert_with_the_exact_gelu_exports_back_as_gelu(tmp_path):
+    """The export's config says hidden_act "gelu" and transformers computes our logits."""
+    from common import tokenizer_files
+
+    hf_checkpoint(tmp_path, "bert", pad_id=0, hidden_act="gelu", canonical=True)
+    initial, masked_lm = loaded(tmp_path)
+    ids = {"pad_token": 0, "cls_token": None, "sep_token": None}
+    info = tokenizer_files.TokenizerInfo("f" * 64, VOCAB, ids)
+    config = export.hf_config("bert", initial.backbone_config, info)
+    assert config.hidden_act == "gelu"
+    again = transformers.BertForMaskedLM(config).eval()
+    state = export.hf_state_dict(masked_lm, "bert", 0)
+    again.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()}, strict=False)
+    ours, theirs = logits(masked_lm, keras_hub_head(again), "bert", pad_id=0)
+    assert np.abs(ours - theirs).max() <= TOLERANCE
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu_pytorch_tanh", "gelu_new"])
+def test_tanh_gelu_names_load_as_keras_hubs_default(tmp_path, hidden_act):
+    hf = keras_hub_head(hf_checkpoint(tmp_path, "bert", pad_id=0, hidden_act=hidden_act))
+    initial, masked_lm = loaded(tmp_path)
+    assert "activation" not in initial.backbone_config  # keras-hub's own BERT, unchanged
+    assert not exact_gelu_in_every_layer(masked_lm.backbone)
+    ours, theirs = logits(masked_lm, hf, "bert", pad_id=0)
+    assert np.abs(ours - theirs).max() <= TOLERANCE
+
+
+def test_exact_gelu_is_rebuilt_by_every_loader_and_refused_as_a_preset(tmp_path):
+    """A run recording activation "gelu" (what --init_from of such a checkpoint writes) is
+    rebuilt with it by the checkpoint loader (restarts, predict, export) and fine-tuning;
+    the keras-hub preset, which keras-hub rebuilds with its tanh GELU, is refused."""
+    from common import fs
+    from tests.trainer.test_checkpoints import make_training_dir
+    from trainer import model_source
+    from trainer.finetuning.classifier import PretrainedBackbone
+
+    run_dir, _ = make_training_dir(str(tmp_path), "bert")
+    config = fs.read_json(f"{run_dir}/run_config.json")
+    config["backbone_config"]["activation"] = "gelu"
+    fs.write_json(f"{run_dir}/run_config.json", config)
+    masked_lm, _, _ = model_source.load_masked_lm(run_dir)
+    assert exact_gelu_in_every_layer(masked_lm.backbone)
+    classifier = PretrainedBackbone(model_source.resolve(run_dir)).classifier(2, seed=1)
+    assert exact_gelu_in_every_layer(classifier.backbone)
+    for fmt in ("keras-hub", "all"):
+        with pytest.raises(export.ExportError, match="--format hf") as caught:
+            export.export(run_dir, str(tmp_path / fmt), fmt)
+        assert "\n" not in str(caught.value) and not (tmp_path / fmt).exists()
+    hf = export.export(run_dir, str(tmp_path / "hf"), "hf")["hf"]
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["hidden_act"] == "gelu"
+    assert "feed-forward activation | gelu" in (tmp_path / "hf" / "README.md").read_text()
+    assert hf == str(tmp_path / "hf")
+
+
+# --- a Hub id: recorded as the repo and its commit, not the download folder -------------------
+
+
+def fake_hub_cache(root, repo_id, family="roberta") -> str:
+    """huggingface_hub's cache layout (models--ORG--NAME/snapshots/SHA + refs/main) holding a
+    tiny checkpoint: snapshot_download resolves it offline. Returns the commit."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    storage = root / ("models--" + repo_id.replace("/", "--"))
+    hf_checkpoint(storage / "snapshots" / sha, family, pad_id=0)
+    (storage / "refs").mkdir()
+    (storage / "refs" / "main").write_text(sha)
+    return sha
+
+
+@pytest.fixture
+def offline_hub(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub read both when it was imported: set them where it reads them.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    return cache
+
+
+def test_a_hub_id_is_recorded_as_the_repo_and_its_commit(offline_hub):
+    from trainer import card_text
+
+    sha = fake_hub_cache(offline_hub, "org/tiny-roberta")
+    initial = init_from.resolve("org/tiny-roberta")
+    assert initial.path.endswith(f"snapshots/{sha}")  # where the weights are read from
+    recorded = initial.record()
+    assert recorded["path"] == "org/tiny-roberta" and recorded["revision"] == sha
+    assert len(recorded["digest"]) == 64 and recorded["kind"] == "hf"
+    origin = card_text._origin({"init_from": recorded, "train_data": "data/train"})
+    assert f"continued from `org/tiny-roberta` @ `{sha}`" in origin
+
+
+# --- keras-hub presets: another trainer's folder, names through the kagglehub cache ---------
+
+# Case folding beyond lowercasing too (keras-hub folds ß to ss and the ligature ﬁ to fi).
+PRESET_TEXTS = [
+    "The quick fox jumped.",
+    "the THE quick, café foxes",
+    "a quick <mask> fox",
+    "Straße ﬁ",
+]
+
+
+def keras_hub_preset(folder, family, head=True):
+    """A tiny keras-hub MaskedLM with its own tokenizer (byte-level BPE with merges for
+    RoBERTa, lowercasing WordPiece for BERT), saved with keras-hub's `save_to_preset`;
+    `head=False` saves the backbone alone, as keras-hub's own presets are."""
+    import keras
+    import keras_hub
+    from tokenizers import pre_tokenizers
+
+    keras.utils.set_random_seed(3)
+    size = dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+    if family == "roberta":
+        merges = ["Ġ q", "u i", "c k", "ui ck", "Ġq uick", "Ġ f", "o x", "Ġf ox", "t h", "th e"]
+        specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+        vocab = {t: i for i, t in enumerate(specials + sorted(pre_tokenizers.ByteLevel.alphabet()))}
+        for merge in merges:
+            vocab.setdefault(merge.replace(" ", ""), len(vocab))
+        tokenizer = keras_hub.models.RobertaTokenizer(vocabulary=vocab, merges=merges)
+        preprocessor = keras_hub.models.RobertaMaskedLMPreprocessor(tokenizer, sequence_length=16)
+        backbone = keras_hub.models.RobertaBackbone(
+            vocabulary_size=len(vocab), max_sequence_length=16, **size
+        )
+    else:
+        words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "fox", "##es"]
+        words += ["jump", "##ed", ".", ",", "café", "strasse", "fi"]
+        tokenizer = keras_hub.models.BertTokenizer(vocabulary=words, lowercase=True)
+        preprocessor = keras_hub.models.BertMaskedLMPreprocessor(tokenizer, sequence_length=16)
+        backbone = keras_hub.models.BertBackbone(
+            vocabulary_size=len(words), max_sequence_length=16, **size
+        )
+    masked_lm = getattr(keras_hub.models, f"{family.capitalize()}MaskedLM")(
+        backbone, preprocessor=preprocessor
+    )
+    for variable in masked_lm.weights:  # noised: no test passes on initial values
+        variable.assign(variable.numpy() + np.random.default_rng(1).normal(0, 0.1, variable.shape))
+    (masked_lm if head else backbone).save_to_preset(str(folder))
+    return masked_lm, tokenizer
+
+
+@pytest.mark.parametrize("family", ["roberta", "bert"])
+def test_a_keras_hub_preset_of_another_trainer_loads_with_its_tokenizer(tmp_path, family):
+    """Weights exactly, and keras-hub's tokenizer assets as a tokenizer folder that prepare
+    reads, giving keras-hub's ids (and the fingerprint the trainer checks the data against)."""
+    from common import tokenizer_files
+    from tests.trainer.test_checkpoints import assert_same_weights
+    from trainer import keras_hub_presets
+
+    original, keras_tokenizer = keras_hub_preset(tmp_path / "preset", family)
+    initial, masked_lm = loaded(tmp_path / "preset")
+    assert (initial.kind, initial.family) == ("preset", family)
+    assert_same_weights(masked_lm, original)
+    args = ["--preset", str(tmp_path / "preset"), "--output_dir", str(tmp_path / "tok")]
+    assert keras_hub_presets.main(args) == 0
+    tokenizer, info = tokenizer_files.load(str(tmp_path / "tok"))
+    assert info == initial.tokenizer and initial.pad_id == info.pad_id
+    for text in PRESET_TEXTS:
+        theirs = np.asarray(keras_tokenizer(text)).tolist()
+        assert tokenizer.encode(text, add_special_tokens=False).ids == theirs, text
+    with_specials = tokenizer.encode(PRESET_TEXTS[0]).ids  # prepare adds cls/sep with it
+    assert (with_specials[0], with_specials[-1]) == (
+        info.special_token_ids["cls_token"],
+        info.special_token_ids["sep_token"],
+    )
+
+
+@pytest.fixture
+def kagglehub_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAGGLEHUB_CACHE", str(tmp_path / "kagglehub"))
+    return tmp_path / "kagglehub"
+
+
+def cache_preset(handle: str, family: str) -> None:
+    """Puts a preset where kagglehub's completed download of `handle` would be."""
+    from kagglehub.cache import Cache
+    from kagglehub.handle import parse_model_handle
+
+    parsed = parse_model_handle(handle)
+    keras_hub_preset(Cache().get_path(parsed), family)
+    Cache().mark_as_complete(parsed)
+
+
+def test_a_preset_name_is_read_from_the_kagglehub_cache_offline(kagglehub_cache):
+    """keras-hub's names carry their Kaggle version, so a cached download needs no network."""
+    cache_preset("keras/roberta/keras/roberta_base_en/3", "roberta")  # a tiny stand-in
+    initial = init_from.resolve("roberta_base_en")
+    assert initial.family == "roberta" and initial.tokenizer is not None
+    assert initial.record()["path"] == "roberta_base_en" and initial.record()["revision"] == "3"
+    cache_preset("someone/tiny/keras/tiny_bert/2", "bert")
+    initial = init_from.resolve("kaggle://someone/tiny/keras/tiny_bert/2")
+    assert initial.family == "bert" and initial.record()["revision"] == "2"
+
+
+def test_a_preset_name_not_cached_offline_is_one_line(kagglehub_cache):
+    with pytest.raises(UserError, match="not in the kagglehub cache") as caught:
+        init_from.resolve("bert_base_en_uncased")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_preset_without_a_masked_lm_head_is_refused(tmp_path):
+    """keras-hub would build the MaskedLM with a random head: a partial load."""
+    keras_hub_preset(tmp_path, "roberta", head=False)
+    with pytest.raises(init_from.InitFromError, match="without a masked-LM head") as caught:
+        init_from.resolve(str(tmp_path))
+    assert "FacebookAI/roberta-base" in str(caught.value) and "\n" not in str(caught.value)
+
+
+# --- several devices -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") != "jax",
+    reason="JAX DataParallel over the 2 CPU devices of conftest; TensorFlow's two-replica "
+    "runs need a fresh process each (test_finetune_replicas.py): not worth their time here",
+)
+def test_init_from_under_data_parallel_starts_at_the_checkpoint_loss(corpus, tmp_path):
+    """Each replica holds the checkpoint's weights: the first evaluation of a continued run
+    on two devices is the one-device run's (same eval masks), and the weights it saved after
+    one step at learning rate 1e-9 are the checkpoint's."""
+    import keras
+
+    from trainer import model_source, task
+
+    hf_checkpoint(tmp_path / "ckpt", "roberta", pad_id=0, tokenizer=True)
+    steps = ["--train_steps", "1", "--learning_rate", "1e-9", "--max_eval_batches", "4"]
+    first = {}
+    try:
+        for replicas in ("1", "2"):
+            out = tmp_path / f"out{replicas}"
+            args = _args(corpus, out, tmp_path / "ckpt", *steps, "--cpu_replicas", replicas)
+            if replicas == "2":
+                args[args.index("--per_replica_batch_size") + 1] = "8"  # global batch 16
+            assert task.main(args) == 0
+            assert json.loads((out / "run_config.json").read_text())["replicas"] == int(replicas)
+            first[replicas] = json.loads((out / "history.json").read_text())[0]["eval_loss"]
+    finally:
+        keras.distribution.set_distribution(None)  # Keras' process-wide state
+    print(f"first eval loss: 1 device {first['1']:.5f}, 2 devices {first['2']:.5f}")
+    assert first["2"] == pytest.approx(first["1"], abs=1e-4)
+    saved = model_source.load_masked_lm(str(tmp_path / "out2"))[0]
+    _, checkpoint = loaded(tmp_path / "ckpt")
+    worst = max(
+        float(np.max(np.abs(a - b))) for a, b in zip(saved.get_weights(), checkpoint.get_weights())
+    )
+    assert worst < 1e-5, worst

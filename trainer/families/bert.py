@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from trainer.families import activation
 from trainer.families.encoder_weights import (
     common_backbone_config,
     copy,
@@ -27,14 +28,19 @@ ROWS = (
 )
 
 
+# keras-hub's BertBackbone hard-codes the tanh GELU in its encoder layers.
+ACTIVATION = "gelu_approximate"
+
+
 def hf_config(backbone_config: dict, ids: dict):
-    """keras-hub BERT layers use the tanh GELU; its MLM head uses the exact GELU and epsilon
-    1e-5, which one transformers config cannot express: the head is approximate (tested)."""
+    """keras-hub BERT layers use the tanh GELU (or the exact one a checkpoint asked for:
+    `activation`); its MLM head uses the exact GELU and epsilon 1e-5, which one transformers
+    config cannot express: the head is approximate (tested)."""
     from transformers import BertConfig
 
     return BertConfig(
         **hf_common_config(backbone_config, ids),
-        hidden_act="gelu_pytorch_tanh",
+        hidden_act=activation.hf_name(backbone_config, ACTIVATION),
         layer_norm_eps=1e-12,
         type_vocab_size=backbone_config.get("num_segments", 2),
         max_position_embeddings=backbone_config["max_sequence_length"],
@@ -48,6 +54,7 @@ def backbone_config(hf: dict) -> dict:
         common_backbone_config(hf),
         max_sequence_length=hf["max_position_embeddings"],
         num_segments=hf.get("type_vocab_size", 2),
+        **activation.of_hf(hf, ACTIVATION),
     )
 
 
@@ -62,4 +69,5 @@ FAMILY = Family(
     hf_prefix="bert",
     backbone_config_of=backbone_config,
     classifier_class="BertTextClassifier",
+    activation=ACTIVATION,
 )

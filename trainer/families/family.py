@@ -21,6 +21,9 @@ class Family:
     hf_prefix: str  # the transformers base-model attribute ("roberta", "bert")
     backbone_config_of: Callable  # the inverse of hf_config: (config.json dict) -> backbone args
     classifier_class: str = ""  # the TextClassifier task in keras_hub.models (fine-tuning)
+    # The feed-forward activation keras-hub hard-codes in the backbone's encoder layers
+    # (trainer/families/activation.py sets another when a checkpoint needs it).
+    activation: str = "gelu"
 
     def backbone_cls(self):
         return getattr(keras_hub.models, self.backbone_class)

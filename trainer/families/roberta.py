@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.families import activation
 from trainer.families.encoder_weights import (
     common_backbone_config,
     copy,
@@ -63,7 +64,7 @@ def hf_config(backbone_config: dict, ids: dict):
 
     return RobertaConfig(
         **hf_common_config(backbone_config, ids),
-        hidden_act="gelu",
+        hidden_act=activation.hf_name(backbone_config, "gelu"),
         layer_norm_eps=1e-5,
         type_vocab_size=1,
         max_position_embeddings=backbone_config["max_sequence_length"] + ids["pad_token"] + 1,
@@ -76,6 +77,7 @@ def backbone_config(hf: dict) -> dict:
     return dict(
         common_backbone_config(hf),
         max_sequence_length=hf["max_position_embeddings"] - hf["pad_token_id"] - 1,
+        **activation.of_hf(hf, "gelu"),
     )
 
 

@@ -18,7 +18,7 @@ import copy
 import keras
 
 from common.errors import UserError
-from trainer import families, model_source
+from trainer import families, model, model_source
 from trainer.optimization import build_optimizer
 
 # Classifier dropout, as BERT and RoBERTa fine-tune (keras-hub's RoBERTa head defaults to 0).
@@ -63,7 +63,7 @@ class PretrainedBackbone:
     def classifier(self, num_outputs: int, seed: int):
         """A new classifier (`num_outputs` logits; 1 for regression) seeded with `seed`."""
         keras.utils.set_random_seed(seed)
-        backbone = self.family.backbone_cls()(**self.config)
+        backbone = model.build_backbone(self.family.name, self.config)
         if not self.from_scratch:
             backbone.set_weights(self.weights)
         return self.family.classifier_cls()(
