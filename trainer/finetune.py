@@ -352,7 +352,9 @@ def run_job(config, runtime, source, backbone, pretrained: dict, job: Job, after
     data, counts, info = pack_task(config, source, job)
     backbone.check_tokenizer(info)
     jit = jit_default(config.jit_compile, runtime.device.jit)
-    models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime.scope, runtime.replicas)
+    models = protocol.SeedModels(
+        backbone, data, job.recipe, jit, runtime.scope, runtime.replicas, runtime.device
+    )
     scalars = results.Scalars(job.output_dir)
     records = []
     metric = job.recipe.metric
@@ -370,6 +372,9 @@ def run_job(config, runtime, source, backbone, pretrained: dict, job: Job, after
     document = _document(config, source, backbone, job, counts)
     # Read from the model: the devices it was really built and trained on.
     document["protocol"]["replicas"] = backends.model_replicas(models.model)
+    # What the devices decided (`trainer.plan.device_settings`), not the flags' "auto".
+    document["protocol"]["precision"] = models.precision
+    document["protocol"]["fused_attention"] = models.fused_attention
     document["pretraining"] = pretrained
     document["scores"] = {
         "metric": metric,
@@ -443,14 +448,10 @@ def glue_run(config, runtime, source, backbone, pretrained: dict, jobs: list[Job
 
 
 # What `backends.setup` reads beside DeviceFlags, at fixed values: fine-tuning decides XLA
-# itself (`classifier.jit_default`, given whether the devices can run it) and trains in float32
-# with keras-hub's attention.
-_TRAINER_ONLY = {
-    "precision": "fp32",
-    "jit_compile": "auto",
-    "steps_per_execution": None,
-    "fused_attention": "false",
-}
+# itself (`classifier.jit_default`, given whether the devices can run it) and runs one step per
+# call (its epochs are short, and each ends in an evaluation). Precision and fused attention
+# are DeviceFlags: the trainer's rule decides them (`trainer.plan.device_settings`).
+_TRAINER_ONLY = {"jit_compile": "auto", "steps_per_execution": None}
 
 
 def devices(config: FinetuneFlags, jobs: list[Job]):

@@ -100,6 +100,11 @@ def build_masked_lm(family: str, config: dict):
     return record.task_cls()(backbone=record.backbone_cls()(**config), preprocessor=None)
 
 
+def dtype_policy(precision: str) -> str:
+    """Keras' dtype policy for `DeviceSettings.precision` (pretraining and fine-tuning)."""
+    return "mixed_bfloat16" if precision == "bf16" else "float32"
+
+
 def fuse_attention(masked_lm) -> int:
     """Drops the dropout on the attention probabilities of every encoder layer (the hidden
     states keep theirs); returns how many attention layers changed.

@@ -134,12 +134,17 @@ class SeedModels:
         jit_compile: bool,
         scope=contextlib.nullcontext,
         replicas: int = 1,
+        device=None,
     ):
-        """`scope` and `replicas`: the run's devices (`trainer.backends.Runtime`): the model is
-        built in the scope (TensorFlow: the strategy's; JAX: the DataParallel set globally),
-        each global batch of `recipe.batch_size` is split over the replicas."""
+        """`scope`, `replicas` and `device`: the run's devices (`trainer.backends.Runtime`): the
+        model is built in the scope (TensorFlow: the strategy's; JAX: the DataParallel set
+        globally) with the device's precision and attention (`trainer.plan.DeviceSettings`;
+        None: float32, keras-hub's attention), each global batch of `recipe.batch_size` is
+        split over the replicas."""
         self.backbone, self.data, self.recipe = backbone, data, recipe
         self.jit_compile, self.scope, self.replicas = jit_compile, scope, replicas
+        self.precision = device.precision if device else "fp32"
+        self.fused_attention = bool(device and device.fused_attention)
         self.model = None
 
     def start(self, seed: int):
@@ -147,7 +152,9 @@ class SeedModels:
             return self._start(seed)
 
     def _start(self, seed: int):
-        fresh = self.backbone.classifier(self.data.num_outputs, seed)
+        fresh = self.backbone.classifier(
+            self.data.num_outputs, seed, self.precision, self.fused_attention
+        )
         if self.model is None:
             total = math.ceil(len(self.data.train[1]) / self.recipe.batch_size) * self.recipe.epochs
             classifier.compile_for(
