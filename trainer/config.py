@@ -40,7 +40,8 @@ _LEGACY_MODEL_CONFIGS = {
 @dataclasses.dataclass
 class TrainConfig(PushFlags, DeviceFlags):
     # PushFlags: --push_to, --language, --license (publish the export at the end); DeviceFlags:
-    # --strategy, --cpu_replicas, --tpu... (trainer/device_flags.py, shared with fine-tuning).
+    # --strategy, --cpu_replicas, --tpu, --precision, --fused_attention... (trainer/device_flags.py,
+    # shared with fine-tuning).
     # Data and files.
     train_data: str = flag(
         "Folder of training shards (manifest or legacy format), local or gs://.",
@@ -87,11 +88,6 @@ class TrainConfig(PushFlags, DeviceFlags):
         "backend it started with.",
         choices=keras_backend.BACKENDS,
     )
-    precision: str = flag(
-        "bf16 = mixed_bfloat16 (the default on GPU and TPU), fp32 on a CPU.",
-        None,
-        choices=("bf16", "fp32"),
-    )
     bfloat16: bool = flag("Legacy flag (HF example): same as --precision bf16.", False)
     jit_compile: str = flag(
         "XLA-compile the train step: auto = yes, except MirroredStrategy "
@@ -101,12 +97,6 @@ class TrainConfig(PushFlags, DeviceFlags):
     )
     steps_per_execution: int = flag(
         "Train steps per compiled call (default: 100 on GPU and TPU, 1 on a CPU).", minimum=1
-    )
-    fused_attention: str = flag(
-        "No dropout on the attention probabilities (the hidden states keep theirs), so that "
-        "attention runs as one fused op (cuDNN's on a GPU): auto = on GPU and TPU.",
-        "auto",
-        choices=("auto", "true", "false"),
     )
     # Batch, length of training.
     per_replica_batch_size: int = flag(

@@ -1,6 +1,7 @@
-"""The flags that choose the devices, one definition for every command that trains:
-pretraining (`trainer.config.TrainConfig`) and fine-tuning (`trainer.finetune.FinetuneFlags`)
-both inherit `DeviceFlags`, and `trainer.backends.setup` reads them.
+"""The flags that choose the devices and what runs on them (precision, fused attention), one
+definition for every command that trains: pretraining (`trainer.config.TrainConfig`) and
+fine-tuning (`trainer.finetune.FinetuneFlags`) both inherit `DeviceFlags`, and
+`trainer.backends.setup` reads them.
 
 Example:
     >>> DeviceFlags(strategy="cpu", cpu_replicas=2).check_devices()
@@ -35,6 +36,20 @@ class DeviceFlags:
         "multi-replica path.",
         1,
         minimum=1,
+    )
+
+    # What runs on the devices, decided by `trainer.plan.device_settings` from the devices
+    # found (docs/training.md "Accelerator defaults"): one rule for both commands.
+    precision: str = flag(
+        "bf16 = mixed_bfloat16 (the default on GPU and TPU), fp32 on a CPU.",
+        None,
+        choices=("bf16", "fp32"),
+    )
+    fused_attention: str = flag(
+        "No dropout on the attention probabilities (the hidden states keep theirs), so that "
+        "attention runs as one fused op (cuDNN's on a GPU): auto = on GPU and TPU.",
+        "auto",
+        choices=("auto", "true", "false"),
     )
 
     def check_devices(self) -> None:

@@ -24,13 +24,17 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import sys
 import types
+
+import numpy as np
 
 from common import flags, fs, tokenizer_files
 from common.errors import UserError, run_cli
 from common.flags import flag
 from trainer import families, keras_backend, model_source, run_dir
+from trainer import plan as plans
 from trainer.device_flags import DeviceFlags
 from trainer.finetuning import (
     card_scores,
@@ -425,32 +429,47 @@ def resolve_model(path: str):
 
 
 def run_job(config, runtime, source, backbone, pretrained: dict, job: Job, after_seed=None) -> dict:
-    """Fine-tunes every seed of one job on `runtime`'s devices; writes and returns its
-    results document."""
-    from trainer import backends
+    """Fine-tunes every seed of one job on `runtime`'s devices; returns its results document,
+    written by the chief (process 0 of a JAX pod; the others compute the same and write
+    nothing)."""
     from trainer.finetuning.classifier import jit_default
 
     data, counts, info = pack_task(config, source, job)
     backbone.check_tokenizer(info)
+    check_hosts_agree(runtime, config, data)
     jit = jit_default(config.jit_compile, runtime.device.jit)
-    models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime.scope, runtime.replicas)
-    scalars = results.Scalars(job.output_dir)
+    models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime)
+    scalars = results.Scalars(job.output_dir) if runtime.chief else None
     records = []
     metric = job.recipe.metric
     for seed in job.seeds:
         record = protocol.run_seed(models, seed, scalars)
-        print(
+        _say(
+            runtime,
             f"{job.name} seed {seed}: best epoch {record['best_epoch']}, dev {metric} "
             f"{record['dev'][metric]:.4f} ({record['seconds']:.1f} s)",
-            flush=True,
         )
         records.append(record)
         if after_seed:
             after_seed(record, models.model)
-    constant = protocol.constant_scores(data)
     document = _document(config, source, backbone, job, counts)
+    _add_scores(document, models, data, records, pretrained)
+    if runtime.chief:
+        results.write(job.output_dir, document)
+    return document
+
+
+def _add_scores(document: dict, models, data, records: list, pretrained: dict) -> None:
+    from trainer import backends
+
+    metric = models.recipe.metric
+    constant = protocol.constant_scores(data)
     # Read from the model: the devices it was really built and trained on.
     document["protocol"]["replicas"] = backends.model_replicas(models.model)
+    document["protocol"]["processes"] = models.devices.processes
+    # What the devices decided (`trainer.plan.device_settings`), not the flags' "auto".
+    document["protocol"]["precision"] = models.precision
+    document["protocol"]["fused_attention"] = models.fused_attention
     document["pretraining"] = pretrained
     document["scores"] = {
         "metric": metric,
@@ -458,13 +477,46 @@ def run_job(config, runtime, source, backbone, pretrained: dict, job: Job, after
         "constant_answer_dev": constant,
         "summary": protocol.summarise(records, metric, constant),
     }
-    results.write(job.output_dir, document)
-    return document
 
 
-def finetune(config: FinetuneFlags) -> dict:
+def _say(runtime, text: str) -> None:
+    """Prints on the chief only: a pod's hosts would print the same lines once each."""
+    if runtime.chief:
+        print(text, flush=True)
+
+
+# Flags that name where the chief writes: the other processes of a pod never use them.
+_WRITES_ONLY = ("output_dir", "card")
+
+
+def check_hosts_agree(runtime, config: FinetuneFlags, data: protocol.TaskData) -> None:
+    """On a JAX pod every process must fine-tune the same examples with the same flags: each
+    trains on its share of the same global batches, and processes that disagree would call
+    different collectives (one waits for ever) or score other examples. Compared before the
+    first collective of the training: the packed arrays and the flags, but not where the
+    chief writes."""
+    if runtime.gather is None:
+        return
+    fingerprint = hashlib.sha256()
+    for split in (data.train, data.dev, data.test):
+        features, targets = split if split is not None else ({}, np.zeros(0))
+        for name in sorted(features):
+            fingerprint.update(name.encode() + np.ascontiguousarray(features[name]).tobytes())
+        fingerprint.update(np.ascontiguousarray(targets).tobytes())
+    chosen = {k: v for k, v in dataclasses.asdict(config).items() if k not in _WRITES_ONLY}
+    seen = [row[0] for row in runtime.gather([plans.digest([chosen, fingerprint.hexdigest()])])]
+    if len(set(seen)) > 1:
+        hosts = ", ".join(f"host {i} {value:07x}" for i, value in enumerate(seen))
+        raise UserError(
+            f"the pod's hosts fine-tune different data or flags (digests: {hosts}): every "
+            "host must read the same files and run the same command"
+        )
+
+
+def finetune(config: FinetuneFlags) -> dict | None:
     """Runs the whole protocol; returns the results document (also written and printed;
-    for --task glue the summary of every task and the GLUE score)."""
+    for --task glue the summary of every task and the GLUE score), or None on a process of
+    a JAX pod other than process 0 (it wrote and printed nothing)."""
     from trainer.finetuning.classifier import PretrainedBackbone
 
     source = resolve_model(config.model)
@@ -474,18 +526,20 @@ def finetune(config: FinetuneFlags) -> dict:
     backbone = PretrainedBackbone(source, config.from_scratch)
     pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
     if pretrained["warning"] and not config.from_scratch:
-        print(f"warning: {pretrained['warning']}", flush=True)
-    # A results.json left by an earlier run must not pass for this one's if this one dies.
-    results.remove_stale(config.output_dir)
-    for job in jobs:
-        results.remove_stale(job.output_dir)
+        _say(runtime, f"warning: {pretrained['warning']}")
+    if runtime.chief:
+        # A results.json left by an earlier run must not pass for this one's if this one dies.
+        results.remove_stale(config.output_dir)
+        for job in jobs:
+            results.remove_stale(job.output_dir)
     if config.task == "glue":
         document = glue_run(config, runtime, source, backbone, pretrained, jobs)
     else:
         document = run_job(config, runtime, source, backbone, pretrained, jobs[0])
-    if cards:
-        for path in card_scores.add(cards, card_scores.entries(document)):
-            print(f"model card: {path}")
+    if not runtime.chief:
+        return None
+    for path in card_scores.add(cards, card_scores.entries(document)) if cards else ():
+        print(f"model card: {path}")
     return document
 
 
@@ -510,7 +564,7 @@ def glue_run(config, runtime, source, backbone, pretrained: dict, jobs: list[Job
             job.extra["start"] = "MNLI's best seed (--mnli_start)"
         keep = keep_best if config.mnli_start and job.name == "mnli" else None
         documents[job.name] = run_job(config, runtime, source, start, pretrained, job, keep)
-        print(results.table(documents[job.name]), flush=True)
+        _say(runtime, results.table(documents[job.name]))
     document = glue_summary(documents)
     document["pretraining"] = pretrained
     document["model"] = next(iter(documents.values()))["model"]
@@ -520,19 +574,16 @@ def glue_run(config, runtime, source, backbone, pretrained: dict, jobs: list[Job
         "glue_dir": config.glue_dir,
         "dataset": None if config.glue_dir else glue.HUB_ID,
     }
-    results.write(config.output_dir, document)
+    if runtime.chief:
+        results.write(config.output_dir, document)
     return document
 
 
 # What `backends.setup` reads beside DeviceFlags, at fixed values: fine-tuning decides XLA
-# itself (`classifier.jit_default`, given whether the devices can run it) and trains in float32
-# with keras-hub's attention.
-_TRAINER_ONLY = {
-    "precision": "fp32",
-    "jit_compile": "auto",
-    "steps_per_execution": None,
-    "fused_attention": "false",
-}
+# itself (`classifier.jit_default`, given whether the devices can run it) and runs one step per
+# call (its epochs are short, and each ends in an evaluation). Precision and fused attention
+# are DeviceFlags: the trainer's rule decides them (`trainer.plan.device_settings`).
+_TRAINER_ONLY = {"jit_compile": "auto", "steps_per_execution": None}
 
 
 def devices(config: FinetuneFlags, jobs: list[Job]):
@@ -544,11 +595,6 @@ def devices(config: FinetuneFlags, jobs: list[Job]):
     chosen = {f.name: getattr(config, f.name) for f in dataclasses.fields(DeviceFlags)}
     runtime = backends.setup(types.SimpleNamespace(**chosen, **_TRAINER_ONLY))
     jit_default(config.jit_compile, runtime.device.jit)  # refuses XLA where it fails, now
-    if runtime.backend == "jax" and runtime.num_pipelines > 1:
-        raise UserError(
-            f"fine-tuning runs in one process, not over the {runtime.num_pipelines} "
-            "processes of a pod: run it on a single host's devices"
-        )
     for job in jobs:
         batch, replicas = job.recipe.batch_size, runtime.replicas
         if batch % replicas:
@@ -627,7 +673,12 @@ def main(argv=None) -> int:
     def body():
         if config.backend is None:  # else the flag chose it
             keras_backend.check()
-        document = finetune(config)
+        from trainer import backends  # imports Keras: after the backend is chosen
+
+        with backends.errors_end_pod_processes():  # a pod's refusal: one line per host
+            document = finetune(config)
+        if document is None:  # a pod's process other than 0
+            return
         print(results.glue_table(document) if config.task == "glue" else results.table(document))
         print(f"results: {fs.join(config.output_dir, results.RESULTS)}")
 

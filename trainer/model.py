@@ -102,15 +102,24 @@ def build_masked_lm(family: str, config: dict):
     )
 
 
-def build_backbone(family: str, config: dict):
+def build_backbone(family: str, config: dict, dtype: str | None = None):
     """The family's keras-hub backbone of a recorded `backbone_config`, with the encoder
-    activation it records (`trainer/families/activation.py`) where that is not keras-hub's."""
+    activation it records (`trainer/families/activation.py`) where that is not keras-hub's;
+    `dtype`, a Keras dtype policy, is passed to it (else the process-wide one applies)."""
     record = families.get(family)
-    backbone = record.backbone_cls()(**activation.without(config))
+    kwargs = activation.without(config)
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    backbone = record.backbone_cls()(**kwargs)
     name = activation.of(config, record.activation)
     if name != record.activation:
         activation.set_in(backbone, name)
     return backbone
+
+
+def dtype_policy(precision: str) -> str:
+    """Keras' dtype policy for `DeviceSettings.precision` (pretraining and fine-tuning)."""
+    return "mixed_bfloat16" if precision == "bf16" else "float32"
 
 
 def fuse_attention(masked_lm) -> int:

@@ -141,9 +141,7 @@ def _backbone(config, inputs: Inputs, initial) -> dict:
 
 def _build(config, runtime, spec, backbone, plan):
     """The compiled trainer model with a built optimizer (ready for `restore_state`)."""
-    keras.mixed_precision.set_dtype_policy(
-        "mixed_bfloat16" if runtime.device.precision == "bf16" else "float32"
-    )
+    keras.mixed_precision.set_dtype_policy(model.dtype_policy(runtime.device.precision))
     with runtime.scope():
         keras.utils.set_random_seed(config.seed)
         masked_lm = model.build_masked_lm(config.family, backbone)

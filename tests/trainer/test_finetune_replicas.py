@@ -9,11 +9,16 @@ import json
 import os
 import subprocess
 import sys
+import types
 
+import numpy as np
 import pytest
 
+from common import flags
+from common.errors import UserError
 from tests.trainer import finetune_data as fd
 from trainer import finetune
+from trainer.finetuning import protocol
 
 JAX = os.environ.get("KERAS_BACKEND") == "jax"
 EPOCHS = "4" if JAX else "1"  # TensorFlow compares the first epoch only (see below)
@@ -112,3 +117,46 @@ def test_jit_compile_true_under_mirrored_strategy_over_cpus_is_one_line(export, 
     )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "keras#19005" in err
+
+
+def test_each_process_of_a_pod_gives_its_slice_of_every_global_batch():
+    """Two processes, global batches of 8 over 14 rows (padded for 2 replicas): process 0
+    gives rows 0-3 and 8-10, process 1 rows 4-7 and 11-13; put together in process order,
+    batch by batch (as Keras' DataParallel does), they are the one process's batches."""
+    shares = [protocol.Devices(2, p, 2).share(14, 8) for p in (0, 1)]
+    assert [s.tolist() for s in shares] == [[0, 1, 2, 3, 8, 9, 10], [4, 5, 6, 7, 11, 12, 13]]
+    assert protocol.Devices(2, 0, 1).share(14, 8) is None
+    arrays = protocol.training_arrays(
+        ({"ids": np.arange(13)[:, None]}, np.arange(13)), 1, 1, 8, protocol.Devices(2, 1, 2)
+    )
+    assert arrays["batch_size"] == 4 and len(arrays["y"]) == 7
+    assert arrays["sample_weight"].tolist() == [1, 1, 1, 1, 1, 1, 0]  # the padding row last
+
+
+def test_pod_hosts_that_fine_tune_different_data_are_refused_before_training():
+    data = protocol.TaskData(
+        "classification",
+        2,
+        ({"ids": np.ones((4, 3), "int32")}, np.zeros(4, "int32")),
+        ({"ids": np.ones((2, 3), "int32")}, np.zeros(2, "int32")),
+    )
+    host_0 = {}
+
+    def remember(values):  # host 0's own digest, as process_allgather would give it
+        host_0["digest"] = values[0]
+        return [values]
+
+    finetune.check_hosts_agree(types.SimpleNamespace(gather=remember), _config("here"), data)
+    pod = types.SimpleNamespace(gather=lambda values: [[host_0["digest"]], values])
+    # Another --output_dir on host 1 is no disagreement: only process 0 writes.
+    finetune.check_hosts_agree(pod, _config("there"), data)
+    with pytest.raises(UserError, match="hosts fine-tune different data or flags"):
+        finetune.check_hosts_agree(pod, _config("here", "--learning_rate", "1e-3"), data)
+    other = protocol.TaskData("classification", 2, data.train, (data.dev[0], np.ones(2, "int32")))
+    with pytest.raises(UserError, match="hosts fine-tune different data or flags"):
+        finetune.check_hosts_agree(pod, _config("here"), other)
+
+
+def _config(output_dir, *extra):
+    args = ["--model", "m", "--train", "t.csv", "--dev", "d.csv", "--output_dir", output_dir]
+    return flags.parse(flags.ArgumentParser(), finetune.FinetuneFlags, [*args, *extra])

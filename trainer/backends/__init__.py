@@ -44,6 +44,13 @@ def model_replicas(model) -> int:
     return importlib.import_module(MODULES[keras.backend.backend()]).model_replicas(model)
 
 
+def replicate_predictions(model) -> None:
+    """Makes `model.predict` on a JAX pod return every process's rows to every process (each
+    gives its share of a batch); elsewhere `predict` already returns all of them."""
+    if keras.backend.backend() == "jax":
+        importlib.import_module(MODULES["jax"]).replicate_predictions(model)
+
+
 def errors_end_pod_processes():
     """A context manager: on a pod (JAX, several processes), an error ends this process at
     once in one line (a lost peer named as such), without the shutdown that would wait for

@@ -136,6 +136,29 @@ def _devices(platform: str, cpu_replicas: int) -> list:
     return devices
 
 
+def replicate_predictions(model) -> None:
+    """On several processes, makes the model's compiled predict step return its outputs
+    replicated on every device: Keras' step leaves them sharded like the batch, over devices
+    of other processes, and `predict` then fails to read them into NumPy ("Fetching value for
+    `jax.Array` that spans non-addressable devices"). XLA gathers them inside the step (one
+    all-gather of the logits per batch), so every process reads the whole batch, in process
+    order, and scores what the others score."""
+    if jax.process_count() == 1:
+        return
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    mesh = keras.distribution.distribution().device_mesh.backend_mesh
+    everywhere = NamedSharding(mesh, PartitionSpec())
+    step = model.predict_step  # Keras' JAX trainer: (state, data) -> (outputs, variables)
+
+    def predict_step(state, data):
+        outputs, variables = step(state, data)
+        return jax.lax.with_sharding_constraint(outputs, everywhere), variables
+
+    model.predict_step = predict_step  # read by make_predict_function when it compiles
+    model.predict_function = None
+
+
 def model_replicas(model) -> int:
     """The devices the model's first variable lives on (DataParallel replicates them all)."""
     return len(model.variables[0].value.sharding.device_set)

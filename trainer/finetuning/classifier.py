@@ -60,15 +60,41 @@ class PretrainedBackbone:
         other.weights, other.from_scratch = weights, False
         return other
 
-    def classifier(self, num_outputs: int, seed: int):
-        """A new classifier (`num_outputs` logits; 1 for regression) seeded with `seed`."""
+    def classifier(
+        self, num_outputs: int, seed: int, precision: str = "fp32", fused_attention: bool = False
+    ):
+        """A new classifier (`num_outputs` logits; 1 for regression) seeded with `seed`, with
+        the devices' settings (`trainer.plan.DeviceSettings`, as pretraining builds its model):
+        the backbone in `precision`, the head in float32, attention without its dropout when
+        `fused_attention`."""
         keras.utils.set_random_seed(seed)
-        backbone = model.build_backbone(self.family.name, self.config)
+        # The policy passed, not set process-wide: nothing else built later inherits it.
+        backbone = model.build_backbone(
+            self.family.name, self.config, model.dtype_policy(precision)
+        )
         if not self.from_scratch:
             backbone.set_weights(self.weights)
-        return self.family.classifier_cls()(
+        classifier = self.family.classifier_cls()(
             backbone=backbone, num_classes=num_outputs, preprocessor=None, dropout=HEAD_DROPOUT
         )
+        float32_head(classifier)
+        if fused_attention:
+            model.fuse_attention(classifier)
+        return classifier
+
+
+def float32_head(classifier) -> None:
+    """Makes every layer of the classifier outside the backbone compute in float32 (a no-op
+    in float32). keras-hub's TextClassifier builds its head (pooled dense, dropout, logits)
+    in the backbone's dtype policy, so under mixed_bfloat16 the logits, and the loss from
+    them, would carry bf16's 8 bits of mantissa; Keras' advice for mixed precision is a
+    float32 last layer. The head is small (hidden x hidden, hidden x classes per example):
+    float32 costs nothing measurable, as the LM head's fix does not for pretraining's far
+    larger projection (trainer/model.py bf16_lm_head). Each layer's compute dtype is read at
+    call time, so the built model follows; its inputs are cast to float32 there."""
+    for layer in classifier.layers:
+        if layer is not classifier.backbone and not isinstance(layer, keras.layers.InputLayer):
+            layer.dtype_policy = "float32"
 
 
 def compile_for(

@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from trainer import backends
 from trainer.finetuning import classifier, metrics
 
 COLLAPSE_MARGIN = 1e-6  # "no better than constant": within float noise of it
@@ -64,26 +65,74 @@ def padded(features: dict, count: int, replicas: int) -> tuple[dict, int]:
     }, extra
 
 
+@dataclasses.dataclass(frozen=True)
+class Devices:
+    """What the protocol needs of the run's devices (`trainer.backends.Runtime`): `replicas`
+    share every global batch; `processes` (a JAX pod's hosts) each give Keras their own share
+    of it, this one being `process`."""
+
+    replicas: int = 1
+    process: int = 0
+    processes: int = 1
+
+    def share(self, count: int, batch_size: int) -> np.ndarray | None:
+        """Row indices of this process's share of every global batch of `batch_size` rows in
+        `count` rows (None: one process, all of them): its slice of each batch, in order.
+        Keras' DataParallel assembles the processes' batches in process order
+        (`jax.make_array_from_process_local_data`), so the global batches are the ones one
+        process would give. `count` (padded) and `batch_size` are multiples of the replicas,
+        and each process holds as many of them, so every batch splits evenly."""
+        if self.processes == 1:
+            return None
+        rows = []
+        for start in range(0, count, batch_size):
+            part = min(batch_size, count - start) // self.processes
+            rows.append(np.arange(start + self.process * part, start + (self.process + 1) * part))
+        return np.concatenate(rows)
+
+
+def _rows(arrays, rows: np.ndarray | None):
+    """`arrays` (a dict of arrays, an array or None) at `rows` (None: all)."""
+    if rows is None or arrays is None:
+        return arrays
+    if isinstance(arrays, dict):
+        return {name: array[rows] for name, array in arrays.items()}
+    return arrays[rows]
+
+
 def predictions(
-    model, features: dict, task_type: str, batch_size: int, replicas: int = 1
+    model, features: dict, task_type: str, batch_size: int, devices: Devices = Devices()
 ) -> np.ndarray:
+    """Every example's prediction, on every process: each gives its share of each batch and
+    gets the whole batch's outputs back (`backends.replicate_predictions`)."""
     count = len(next(iter(features.values())))
-    features, _ = padded(features, count, replicas)
-    outputs = np.asarray(model.predict(features, batch_size=batch_size, verbose=0))[:count]
+    features, extra = padded(features, count, devices.replicas)
+    mine = _rows(features, devices.share(count + extra, batch_size))
+    local_batch = batch_size // devices.processes
+    outputs = np.asarray(model.predict(mine, batch_size=local_batch, verbose=0))[:count]
     return outputs[:, 0] if task_type == "regression" else outputs.argmax(-1)
 
 
-def training_arrays(train: tuple, seed: int, epoch: int, replicas: int) -> dict:
-    """`fit`'s x, y and sample_weight for one epoch: this seed's and epoch's order, padded for
-    the replicas with rows of weight 0 (None: nothing padded). The loss divides by the sum of
-    the weights (`classifier.compile_for`), so a padded batch trains as the unpadded one."""
+def training_arrays(
+    train: tuple, seed: int, epoch: int, batch_size: int, devices: Devices = Devices()
+) -> dict:
+    """`fit`'s x, y, sample_weight and batch_size for one epoch on this process: this seed's
+    and epoch's order, padded for the replicas with rows of weight 0 (None: nothing padded),
+    this process's share of each global batch. The loss divides by the sum of the weights
+    (`classifier.compile_for`), so a padded batch trains as the unpadded one."""
     features, targets = shuffled(train, seed, epoch)
-    features, extra = padded(features, len(targets), replicas)
-    if not extra:
-        return {"x": features, "y": targets, "sample_weight": None}
-    weights = np.concatenate([np.ones(len(targets), np.float32), np.zeros(extra, np.float32)])
-    targets = np.concatenate([targets, np.repeat(targets[:1], extra, 0)])
-    return {"x": features, "y": targets, "sample_weight": weights}
+    features, extra = padded(features, len(targets), devices.replicas)
+    weights = None
+    if extra:
+        weights = np.concatenate([np.ones(len(targets), np.float32), np.zeros(extra, np.float32)])
+        targets = np.concatenate([targets, np.repeat(targets[:1], extra, 0)])
+    rows = devices.share(len(targets), batch_size)
+    return {
+        "x": _rows(features, rows),
+        "y": _rows(targets, rows),
+        "sample_weight": _rows(weights, rows),
+        "batch_size": batch_size // devices.processes,
+    }
 
 
 def scores(task_type: str, num_outputs: int, targets, predicted) -> dict:
@@ -126,20 +175,23 @@ class SeedModels:
     for tracing and compiling the step again (tens of seconds on a CPU) and each starts as if
     alone."""
 
-    def __init__(
-        self,
-        backbone,
-        data: TaskData,
-        recipe: Recipe,
-        jit_compile: bool,
-        scope=contextlib.nullcontext,
-        replicas: int = 1,
-    ):
-        """`scope` and `replicas`: the run's devices (`trainer.backends.Runtime`): the model is
-        built in the scope (TensorFlow: the strategy's; JAX: the DataParallel set globally),
-        each global batch of `recipe.batch_size` is split over the replicas."""
+    def __init__(self, backbone, data: TaskData, recipe: Recipe, jit_compile: bool, runtime=None):
+        """`runtime`: the run's devices (`trainer.backends.Runtime`; None: one device, float32).
+        The model is built in its scope (TensorFlow: the strategy's; JAX: the DataParallel set
+        globally) with its precision and attention (`trainer.plan.DeviceSettings`), each
+        global batch of `recipe.batch_size` is split over its replicas, and on a JAX pod each
+        process gives its share of every batch."""
         self.backbone, self.data, self.recipe = backbone, data, recipe
-        self.jit_compile, self.scope, self.replicas = jit_compile, scope, replicas
+        self.jit_compile = jit_compile
+        self.scope = runtime.scope if runtime else contextlib.nullcontext
+        self.precision = runtime.device.precision if runtime else "fp32"
+        self.fused_attention = bool(runtime and runtime.device.fused_attention)
+        self.devices = Devices()
+        if runtime:
+            # A TensorFlow pod is one client process that feeds every host (tf.distribute).
+            processes = runtime.num_pipelines if runtime.backend == "jax" else 1
+            process = runtime.pipeline_id if processes > 1 else 0
+            self.devices = Devices(runtime.replicas, process, processes)
         self.model = None
 
     def start(self, seed: int):
@@ -147,7 +199,9 @@ class SeedModels:
             return self._start(seed)
 
     def _start(self, seed: int):
-        fresh = self.backbone.classifier(self.data.num_outputs, seed)
+        fresh = self.backbone.classifier(
+            self.data.num_outputs, seed, self.precision, self.fused_attention
+        )
         if self.model is None:
             total = math.ceil(len(self.data.train[1]) / self.recipe.batch_size) * self.recipe.epochs
             classifier.compile_for(
@@ -159,6 +213,8 @@ class SeedModels:
                 self.recipe.weight_decay,
                 self.jit_compile,
             )
+            if self.devices.processes > 1:
+                backends.replicate_predictions(fresh)
             self.model = fresh
             return fresh
         for target, value in zip(self.model.variables, fresh.variables, strict=True):
@@ -184,14 +240,13 @@ def run_seed(models: SeedModels, seed: int, on_epoch=None) -> dict:
     epochs, best, best_weights = [], None, None
     for epoch in range(1, recipe.epochs + 1):
         history = model.fit(
-            **training_arrays(data.train, seed, epoch, models.replicas),
-            batch_size=recipe.batch_size,
+            **training_arrays(data.train, seed, epoch, recipe.batch_size, models.devices),
             epochs=1,
             shuffle=False,
             verbose=0,
         )
         predicted = predictions(
-            model, data.dev[0], data.task_type, recipe.batch_size, models.replicas
+            model, data.dev[0], data.task_type, recipe.batch_size, models.devices
         )
         dev = scores(data.task_type, data.num_outputs, data.dev[1], predicted)
         entry = {
@@ -210,7 +265,7 @@ def run_seed(models: SeedModels, seed: int, on_epoch=None) -> dict:
     if data.test is not None:
         model.set_weights(best_weights)
         predicted = predictions(
-            model, data.test[0], data.task_type, recipe.batch_size, models.replicas
+            model, data.test[0], data.task_type, recipe.batch_size, models.devices
         )
         record["test"] = scores(data.task_type, data.num_outputs, data.test[1], predicted)
     record["seconds"] = round(time.perf_counter() - started, 2)

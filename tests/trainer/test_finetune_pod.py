@@ -1,0 +1,117 @@
+"""`python -m trainer.finetune` on a simulated 2-host JAX pod: two processes on 127.0.0.1
+joined by `jax.distributed` (CPU collectives over gloo), one CPU device each, the set-up of
+tests/trainer/test_pod.py. Both read the same files; each gives Keras its share of every
+global batch, the dev predictions are gathered so that both score the same, and process 0
+alone writes. The reference is one process over two CPU devices (conftest.py makes them):
+the same mesh shape, so the same program. TensorFlow has no such path (a TPU pod there is one
+client process): JAX pass only."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import keras
+import pytest
+
+from tests.trainer import finetune_data as fd
+from trainer import finetune
+
+pytestmark = [
+    pytest.mark.slow,  # three fine-tunes, two of them in fresh processes
+    pytest.mark.skipif(keras.backend.backend() != "jax", reason="the multi-process path is JAX's"),
+]
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pod(host_args: list[list[str]]) -> list[subprocess.CompletedProcess]:
+    """Runs one fine-tuning process per host, host i with `host_args[i]`."""
+    port = _free_port()
+    procs = []
+    for process_id, args in enumerate(host_args):
+        env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # one device each
+        env.update(
+            KERAS_BACKEND="jax",
+            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+            KERAS_DISTRIBUTION_NUM_PROCESSES=str(len(host_args)),
+            KERAS_DISTRIBUTION_PROCESS_ID=str(process_id),
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "trainer.finetune", *args],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    results = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        results.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return results
+
+
+@pytest.fixture(autouse=True)
+def one_device_afterwards():
+    """DataParallel is Keras' process-wide state: later tests must not build under it."""
+    yield
+    keras.distribution.set_distribution(None)
+
+
+def test_two_processes_fine_tune_as_one_process_on_two_devices_and_only_process_0_writes(
+    tmp_path,
+):
+    export = fd.export_preset(tmp_path, "roberta")
+    # 31, 15 and 7 rows: each padded with a row of no weight to whole global batches of 8
+    # (one compiled shape), of which each process gives Keras 4 rows.
+    train = fd.write(tmp_path / "train.csv", fd.examples(31, 0, False, False))
+    dev = fd.write(tmp_path / "dev.csv", fd.examples(15, 1, False, False))
+    test = fd.write(tmp_path / "test.csv", fd.examples(7, 2, False, False))
+    common = [
+        *("--model", export, "--train", train, "--dev", dev, "--test", test),
+        *("--text_column", "sentence", "--learning_rate", "1e-2", "--batch_size", "8"),
+        *("--seeds", "1", "--epochs", "4", "--strategy", "cpu"),
+    ]
+    assert (
+        finetune.main([*common, "--output_dir", str(tmp_path / "one"), "--cpu_replicas", "2"]) == 0
+    )
+    hosts = _pod(
+        [
+            [*common, "--output_dir", str(tmp_path / "pod")],
+            # Another folder on host 1: whatever it names, only process 0 writes.
+            [*common, "--output_dir", str(tmp_path / "host1")],
+        ]
+    )
+    for host in hosts:
+        assert host.returncode == 0, host.stderr[-3000:]
+    assert not (tmp_path / "host1").exists()
+    assert "results:" in hosts[0].stdout and "results:" not in hosts[1].stdout
+    one = json.loads((tmp_path / "one" / "results.json").read_text())
+    pod = json.loads((tmp_path / "pod" / "results.json").read_text())
+    assert pod["protocol"]["replicas"] == 2 and pod["protocol"]["processes"] == 2
+    assert one["protocol"]["processes"] == 1
+    assert os.listdir(tmp_path / "pod" / "logs") == ["seed-1"]
+    first, second = one["scores"]["seeds"][0], pod["scores"]["seeds"][0]
+    assert first["epochs"][-1]["dev"]["accuracy"] > 0.8  # it learnt: the comparison means something
+    print(
+        "pod vs one process, per epoch: train loss",
+        [(e["train_loss"], f["train_loss"]) for e, f in zip(second["epochs"], first["epochs"])],
+    )
+    for mine, theirs in zip(second["epochs"], first["epochs"], strict=True):
+        assert mine["dev"] == pytest.approx(theirs["dev"], abs=1e-6)
+        assert mine["train_loss"] == pytest.approx(theirs["train_loss"], rel=1e-4)
+    assert second["test"] == pytest.approx(first["test"], abs=1e-6)
