@@ -30,7 +30,6 @@ from tokenizers import (
     models,
     normalizers,
     pre_tokenizers,
-    processors,
     trainers,
 )
 
@@ -163,23 +162,6 @@ def alphabet_limit(model: str, vocab_size: int) -> int | None:
     """At most half the vocabulary for single characters (unigram, WordPiece; byte-level BPE
     has 256 bytes), so that pieces of several characters keep the other half."""
     return None if model == "bpe" else vocab_size // 2
-
-
-def add_post_processor(tokenizer: Tokenizer, model: str) -> None:
-    """`[CLS] $A [SEP]` (unigram, wordpiece) or `<s> $A </s>` (bpe) around every document."""
-    special = tokenizer_files.SPECIAL_TOKENS[model]
-    cls, sep = special["cls_token"], special["sep_token"]
-    cls_id, sep_id = tokenizer.token_to_id(cls), tokenizer.token_to_id(sep)
-    if model == "bpe":
-        tokenizer.post_processor = processors.RobertaProcessing(
-            (sep, sep_id), (cls, cls_id), add_prefix_space=False
-        )
-    else:
-        tokenizer.post_processor = processors.TemplateProcessing(
-            single=f"{cls} $A {sep}",
-            pair=f"{cls} $A {sep} $B:1 {sep}:1",
-            special_tokens=[(cls, cls_id), (sep, sep_id)],
-        )
 
 
 class InputReport:
@@ -317,7 +299,7 @@ def _train_into(config: TokenizerConfig, folder: str) -> dict:
     _train_on(tokenizer, trainer, texts, config)
     if tokenizer.get_vocab_size() == 0 or report.documents == 0:
         raise UserError("no usable document was read: nothing to train on")
-    add_post_processor(tokenizer, config.model)
+    tokenizer_files.add_post_processor(tokenizer, config.model)
     special = tokenizer_files.SPECIAL_TOKENS[config.model]
     fingerprint = tokenizer_files.save(tokenizer, folder, special, config.model_max_length)
     info = {

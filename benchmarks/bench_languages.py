@@ -100,7 +100,7 @@ def measure(lang: str, model: str, train: list[str], held_out: list[str], vocab_
     if limit := train_tokenizer.alphabet_limit(model, vocab_size):  # as `train` does
         train, _ = train_tokenizer.keep_common_characters(train, tokenizer, limit)
     tokenizer.train_from_iterator(train, trainer=trainer)
-    train_tokenizer.add_post_processor(tokenizer, model)
+    tokenizer_files.add_post_processor(tokenizer, model)
     seconds = time.perf_counter() - start
     encodings = tokenizer.encode_batch(held_out)
     unk, per_char = coverage(tokenizer, encodings, held_out)

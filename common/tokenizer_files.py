@@ -368,6 +368,26 @@ def _component_types(node) -> set:
     return found
 
 
+def add_post_processor(tokenizer, model: str, special: dict | None = None) -> None:
+    """`[CLS] $A [SEP]` (unigram, wordpiece) or `<s> $A </s>` (bpe) around every document, and
+    the pair template; `special` (cls_token, sep_token...) defaults to the model's own."""
+    from tokenizers import processors
+
+    special = special or SPECIAL_TOKENS[model]
+    cls, sep = special["cls_token"], special["sep_token"]
+    cls_id, sep_id = tokenizer.token_to_id(cls), tokenizer.token_to_id(sep)
+    if model == "bpe":
+        tokenizer.post_processor = processors.RobertaProcessing(
+            (sep, sep_id), (cls, cls_id), add_prefix_space=False
+        )
+    else:
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single=f"{cls} $A {sep}",
+            pair=f"{cls} $A {sep} $B:1 {sep}:1",
+            special_tokens=[(cls, cls_id), (sep, sep_id)],
+        )
+
+
 def save(tokenizer, tokenizer_dir: str, special_tokens: dict, model_max_length: int) -> str:
     """Writes the folder; returns the fingerprint.
 

@@ -99,7 +99,7 @@ def tokenizer_of(preset_dir: str):
             "; a masked language model needs cls, sep, pad, unk and mask tokens."
         )
     tokenizer.add_special_tokens(sorted(set(special.values())))
-    _add_post_processor(tokenizer, model, special)
+    tokenizer_files.add_post_processor(tokenizer, model, special)
     return tokenizer, special
 
 
@@ -151,24 +151,6 @@ def _wordpiece(assets: str, config: dict):
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece(prefix=prefix)
     return tokenizer
-
-
-def _add_post_processor(tokenizer, model: str, special: dict) -> None:
-    """`<s> $A </s>` / `[CLS] $A [SEP]`, as beam_pipelines.train_tokenizer writes them."""
-    from tokenizers import processors
-
-    cls, sep = special["cls_token"], special["sep_token"]
-    cls_id, sep_id = tokenizer.token_to_id(cls), tokenizer.token_to_id(sep)
-    if model == "bpe":
-        tokenizer.post_processor = processors.RobertaProcessing(
-            (sep, sep_id), (cls, cls_id), add_prefix_space=False
-        )
-    else:
-        tokenizer.post_processor = processors.TemplateProcessing(
-            single=f"{cls} $A {sep}",
-            pair=f"{cls} $A {sep} $B:1 {sep}:1",
-            special_tokens=[(cls, cls_id), (sep, sep_id)],
-        )
 
 
 def info_of(preset_dir: str):

@@ -54,7 +54,7 @@ def tokenizer(request, corpus_texts):
     tokenizer, trainer = train_tokenizer.build(request.param, 700)
     trainer.show_progress = False
     tokenizer.train_from_iterator(corpus_texts[:300], trainer=trainer)
-    train_tokenizer.add_post_processor(tokenizer, request.param)
+    tokenizer_files.add_post_processor(tokenizer, request.param)
     return tokenizer
 
 

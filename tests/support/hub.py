@@ -38,22 +38,17 @@ import hashlib
 import http.server
 import json
 import os
-import socket
 import threading
 
 import pytest
 import yaml
 
+from tests.support import pods
+
 TOKEN = "hf_standin_test_token"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-PORT = _free_port()
+PORT = pods.free_port()
 ENDPOINT = f"http://127.0.0.1:{PORT}"
 os.environ["HF_ENDPOINT"] = ENDPOINT  # see the module docstring
 

@@ -8,13 +8,11 @@ client process): JAX pass only."""
 
 import json
 import os
-import socket
-import subprocess
-import sys
 
 import keras
 import pytest
 
+from tests.support import pods
 from tests.trainer import finetune_data as fd
 from trainer import finetune
 
@@ -23,46 +21,10 @@ pytestmark = [
     pytest.mark.skipif(keras.backend.backend() != "jax", reason="the multi-process path is JAX's"),
 ]
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pod(host_args: list[list[str]]) -> list[subprocess.CompletedProcess]:
+def _pod(host_args: list[list[str]]) -> list:
     """Runs one fine-tuning process per host, host i with `host_args[i]`."""
-    port = _free_port()
-    procs = []
-    for process_id, args in enumerate(host_args):
-        env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # one device each
-        env.update(
-            KERAS_BACKEND="jax",
-            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
-            KERAS_DISTRIBUTION_NUM_PROCESSES=str(len(host_args)),
-            KERAS_DISTRIBUTION_PROCESS_ID=str(process_id),
-        )
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "trainer.finetune", *args],
-                cwd=REPO,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    results = []
-    for proc in procs:
-        try:
-            out, err = proc.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        results.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
-    return results
+    return pods.run_pod([["trainer.finetune", *args] for args in host_args])
 
 
 @pytest.fixture(autouse=True)

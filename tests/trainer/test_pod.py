@@ -8,14 +8,12 @@ run on the JAX pass only."""
 
 import json
 import os
-import socket
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 
+from tests.support import pods
 from tests.trainer.mlm_data import task_args
 
 pytestmark = [
@@ -23,7 +21,6 @@ pytestmark = [
     pytest.mark.skipif(keras.backend.backend() != "jax", reason="the multi-process path is JAX's"),
 ]
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 POD = [
     "--train_steps",
     "40",
@@ -36,47 +33,12 @@ POD = [
 ]  # global batch 16, as the one-process reference
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pod(
-    kill_at: str | list[str], args: list[str], host_1_args: list[str] | None = None
-) -> list[subprocess.CompletedProcess]:
+def _pod(kill_at: str | list[str], args: list[str], host_1_args: list[str] | None = None) -> list:
     """Runs both hosts of the pod with the same command (as `--worker=all` does; host 1 runs
     `host_1_args` if given); `kill_at`: killable_run's kill point, for both or one per host."""
-    port = _free_port()
-    procs = []
     kills = [kill_at] * 2 if isinstance(kill_at, str) else kill_at
-    for process_id, host_args in enumerate([args, host_1_args or args]):
-        env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # one device each
-        env.update(
-            KERAS_BACKEND="jax",
-            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
-            KERAS_DISTRIBUTION_NUM_PROCESSES="2",
-            KERAS_DISTRIBUTION_PROCESS_ID=str(process_id),
-        )
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "tests.trainer.killable_run", kills[process_id], *host_args],
-                cwd=REPO,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    results = []
-    for proc in procs:
-        try:
-            out, err = proc.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        results.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
-    return results
+    commands = [args, host_1_args or args]
+    return pods.run_pod([["tests.trainer.killable_run", kills[i], *commands[i]] for i in (0, 1)])
 
 
 def _args(corpus, out):
