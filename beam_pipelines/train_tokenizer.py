@@ -299,6 +299,7 @@ def _train_into(config: TokenizerConfig, folder: str) -> dict:
     _train_on(tokenizer, trainer, texts, config)
     if tokenizer.get_vocab_size() == 0 or report.documents == 0:
         raise UserError("no usable document was read: nothing to train on")
+    tokenizer = canonical_ids(tokenizer, config.model)
     tokenizer_files.add_post_processor(tokenizer, config.model)
     special = tokenizer_files.SPECIAL_TOKENS[config.model]
     fingerprint = tokenizer_files.save(tokenizer, folder, special, config.model_max_length)
@@ -346,6 +347,62 @@ def _sampled(texts, config: TokenizerConfig, tokenizer, report) -> tuple:
             flush=True,
         )
     return texts, left_out
+
+
+def canonical_ids(tokenizer: Tokenizer, model: str) -> Tokenizer:
+    """The trained vocabulary in an order that depends on the corpus only: `tokenizers`
+    orders equal-scored unigram pieces, WordPiece's `##` alphabet and equal-count merges by its
+    hash maps' per-process seeds, so the same corpus gave other ids run after run (seen on the
+    demo: 168 of 2,000 WordPiece ids moved). Specials keep their ids; unigram pieces follow by
+    score (ties by text); WordPiece tokens (whose ids its greedy longest match never reads)
+    by single characters first, then text. Byte-level BPE is deterministic already."""
+    if model == "bpe":
+        return tokenizer
+    data = json.loads(tokenizer.to_str())
+    specials = set(tokenizer_files.SPECIAL_TOKENS[model].values())
+    if model == "unigram":
+        ordered = [p for p in data["model"]["vocab"] if p[0] in specials]
+        # Scores differ in their last bits from run to run (parallel sums): rounded first.
+        pieces = [[piece, round(score, 6)] for piece, score in data["model"]["vocab"]]
+        ordered += _required_characters_sorted(
+            sorted((p for p in pieces if p[0] not in specials), key=lambda p: (-p[1], p[0]))
+        )
+        data["model"]["vocab"] = ordered
+        ids = {piece: i for i, (piece, _) in enumerate(ordered)}
+        data["model"]["unk_id"] = ids[tokenizer_files.SPECIAL_TOKENS[model]["unk_token"]]
+    else:
+        vocab = data["model"]["vocab"]
+        ordered = [t for t in sorted(vocab, key=vocab.get) if t in specials]
+        single = lambda t: len(t.removeprefix("##")) == 1  # noqa: E731
+        ordered += sorted((t for t in vocab if t not in specials), key=lambda t: (not single(t), t))
+        ids = data["model"]["vocab"] = {token: i for i, token in enumerate(ordered)}
+    for added in data["added_tokens"]:
+        added["id"] = ids[added["content"]]
+    return Tokenizer.from_str(json.dumps(data))
+
+
+# The unigram trainer adds the characters it must keep with scores a fixed step apart above
+# the lowest score (min, min + step, min + 2 step...), handed out in its hash map's order: the
+# same scores are handed out here in character order.
+_REQUIRED_STEP = 1e-4
+
+
+def _required_characters_sorted(pieces: list) -> list:
+    lowest = min((score for _, score in pieces), default=0.0)
+    steps = {}
+    for i, (piece, score) in enumerate(pieces):
+        k = (score - lowest) / _REQUIRED_STEP
+        if len(piece) == 1 and abs(k - round(k)) < 1e-3:
+            steps.setdefault(round(k), []).append(i)
+    block, k = [], 0
+    while k in steps:  # the run of steps from the lowest score up
+        block += steps[k]
+        k += 1
+    scores = sorted((pieces[i][1] for i in block), reverse=True)
+    out = [list(p) for p in pieces]
+    for i, char, score in zip(sorted(block), sorted(pieces[i][0] for i in block), scores):
+        out[i] = [char, score]
+    return sorted(out, key=lambda p: (-p[1], p[0]))
 
 
 def _train_on(tokenizer, trainer, texts, config: TokenizerConfig) -> None:

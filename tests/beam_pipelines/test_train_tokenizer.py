@@ -277,3 +277,38 @@ def test_a_full_disk_while_saving_keeps_the_previous_tokenizer_whole(
     ]
     assert _tree(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl", "tok"]
+
+
+@pytest.mark.parametrize("model", train_tokenizer.MODELS)
+def test_the_same_corpus_gives_the_same_tokenizer_in_every_process(tmp_path, corpus_jsonl, model):
+    """`tokenizers` breaks ties by its hash maps' per-process seeds: two processes must still
+    write the same tokenizer.json (`canonical_ids`), whatever the model."""
+    import subprocess
+    import sys
+
+    written = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        args = ["--input", str(corpus_jsonl), "--output_dir", str(out), "--model", model]
+        proc = subprocess.run(
+            [sys.executable, "-m", "beam_pipelines.train_tokenizer", *args, "--vocab_size", "600"],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        written.append((out / "tokenizer.json").read_bytes())
+    assert written[0] == written[1]
+    _check_loads_everywhere(str(tmp_path / "a"), model)
+
+
+def test_canonical_ids_keep_the_specials_and_the_segmentation(tmp_path, corpus_texts):
+    for model in ("unigram", "wordpiece"):
+        tokenizer, trainer = train_tokenizer.build(model, 500)
+        trainer.show_progress = False
+        tokenizer.train_from_iterator(corpus_texts[:300], trainer=trainer)
+        canonical = train_tokenizer.canonical_ids(tokenizer, model)
+        for token in tokenizer_files.SPECIAL_TOKENS[model].values():
+            assert canonical.token_to_id(token) == tokenizer.token_to_id(token)
+        for text in corpus_texts[300:340]:
+            assert canonical.encode(text).tokens == tokenizer.encode(text).tokens
+        assert sorted(canonical.get_vocab()) == sorted(tokenizer.get_vocab())
