@@ -7,6 +7,10 @@ import pytest
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Before any test module imports TensorFlow or Keras: `trainer` imports TensorFlow with its
+# harmless start-up lines hidden (trainer/quiet.py), as the commands do; a test module's own
+# `import tensorflow` otherwise prints the cuInit line once per worker at collection.
+import trainer  # noqa: E402, F401
 
 pytest_plugins = ["tests.support.gcs", "tests.support.hub", "tests.support.kaggle"]
 
