@@ -30,24 +30,23 @@ import types
 
 import numpy as np
 
-from common import flags, fs, tokenizer_files
+from common import flags, fs
 from common.errors import UserError, run_cli
 from common.flags import flag
-from trainer import families, keras_backend, model_source, run_dir
+from trainer import keras_backend, model_source, run_dir
 from trainer import plan as plans
 from trainer.device_flags import DeviceFlags
 from trainer.finetuning import (
     card_scores,
     datasets,
     glue,
+    jobs,
     metrics,
-    packing,
     pretraining,
     protocol,
     results,
 )
 
-DEFAULT_MAX_LENGTH = 128  # cramming's GLUE length
 ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
 # cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files.
 DEFAULT_RECIPE = glue.Recipe(learning_rate=4e-5, epochs=5, batch_size=16, seeds=(1, 2, 3))
@@ -260,165 +259,6 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
         )
 
 
-@dataclasses.dataclass
-class Job:
-    """One task to fine-tune: its splits read, labels, recipe, seeds and where results go."""
-
-    name: str
-    task_type: str
-    splits: dict
-    names: tuple | None
-    recipe: protocol.Recipe
-    seeds: list
-    output_dir: str
-    recipe_source: str = results.RECIPE_SOURCE
-    extra: dict = dataclasses.field(default_factory=dict)  # added to the document's "task"
-    dataset: dict | None = None  # a dataset loaded by name: id, config, revision, splits
-
-
-def _targets(job_splits: dict, spec, names) -> dict:
-    return {name: datasets.encode_labels(split, spec, names) for name, split in job_splits.items()}
-
-
-def read_hub_splits(config: FinetuneFlags, spec) -> tuple[dict, dict]:
-    """({split: Split}, provenance) of --hf_dataset: the splits asked for or the defaults, said
-    in one printed line; a default test split without labels is left out, and said."""
-    from trainer.finetuning import hub
-
-    loaded = hub.load(
-        config.hf_dataset,
-        config.hf_config,
-        config.hf_revision,
-        hint="--hf_dataset DIR",
-    )
-    asked = {"train": config.train_split, "dev": config.dev_split, "test": config.test_split}
-    used = hub.choose_splits(loaded, asked)
-    splits, notes = {}, []
-    for ours, theirs in list(used.items()):
-        columns, rows, classes = datasets.dataset_rows(loaded.splits[theirs])
-        if ours == "test" and not config.test_split and hub.unlabelled(rows, spec.label_column):
-            del used[ours]  # GLUE's test splits: -1 everywhere
-            notes.append(f"its {theirs} split has no labels (not scored)")
-            continue
-        label = loaded.label(theirs)
-        classes = classes.get(spec.label_column)
-        splits[ours] = datasets.split_from_rows(label, columns, rows, spec, classes)
-    print(loaded.said(used, {n: len(split) for n, split in splits.items()}, notes), flush=True)
-    return splits, loaded.provenance(used)
-
-
-def read_task(config: FinetuneFlags) -> tuple[dict, tuple | None, dict, dict | None]:
-    """({split: Split}, label names or None, {split: targets}, the provenance of a dataset
-    loaded by name), before any model is loaded, so that bad data fails fast."""
-    spec = config.spec()
-    source = None
-    if config.hf_dataset:
-        splits, source = read_hub_splits(config, spec)
-    else:
-        paths = {"train": config.train, "dev": config.dev, "test": config.test}
-        splits = {
-            name: datasets.read_split(path, spec, config.input_format)
-            for name, path in paths.items()
-            if path
-        }
-    names = None if config.task_type == "regression" else datasets.label_names(splits["train"])
-    if names is not None and config.metric == "f1" and len(names) != 2:
-        raise UserError(
-            f"--metric f1 is the binary F1, but {splits['train'].path} has {len(names)} "
-            "labels; use macro_f1"
-        )
-    return splits, names, _targets(splits, spec, names), source
-
-
-def own_job(config: FinetuneFlags) -> Job:
-    splits, names, _, source = read_task(config)
-    return Job(
-        "task",
-        config.task_type,
-        splits,
-        names,
-        config.recipe(config.metric),
-        config.seed_list(),
-        config.output_dir,
-        dataset=source,
-    )
-
-
-def glue_jobs(config: FinetuneFlags) -> list[Job]:
-    """Every GLUE task asked for, read whole before any model is loaded."""
-    jobs = []
-    for task in glue.tasks_of(config.task):
-        source = None
-        if config.glue_dir:
-            splits = glue.read(config.glue_dir, task)
-        else:
-            splits, source = glue.read_hub(task, config.hf_revision)
-        _targets(splits, task.spec, task.labels or None)  # a dev label train lacks: now
-        folder = (
-            fs.join(config.output_dir, task.name) if config.task == "glue" else config.output_dir
-        )
-        extra = {"glue": task.name, "reported": list(task.reported)}
-        if task.name == "mnli":
-            extra.update(test_split="dev_mismatched (reported as accuracy_mm)", test_label="dev_mm")
-        jobs.append(
-            Job(
-                task.name,
-                task.task_type,
-                splits,
-                task.labels or None,
-                config.recipe(task.metric, task.recipe),
-                config.seed_list(task.recipe.seeds),
-                folder,
-                glue.RECIPE_SOURCE,
-                extra,
-                source,
-            )
-        )
-    return jobs
-
-
-def pack_task(config, source, job: Job):
-    """(TaskData: the splits tokenized and packed as numpy, per split its counts, the
-    tokenizer's ids)."""
-    tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
-    max_length = config.max_length or min(DEFAULT_MAX_LENGTH, source.max_sequence_length)
-    if max_length > source.max_sequence_length:
-        raise UserError(
-            f"--max_length {max_length} is more than the model's "
-            f"{source.max_sequence_length} positions"
-        )
-    spec = datasets.TaskSpec(job.task_type, "", "pair" if _is_pair(job) else None, "")
-    targets = _targets(job.splits, spec, job.names)
-    packer = packing.Packer(tokenizer, info, source.family, max_length)
-    packed = {name: packer.pack(split.texts, split.pairs) for name, split in job.splits.items()}
-    length = max(len(row) for p in packed.values() for row in p.rows)
-    segments = families.get(source.family).takes_segment_ids
-    arrays = {
-        name: (p.features(length, info.pad_id, segments), targets[name])
-        for name, p in packed.items()
-    }
-    outputs = 1 if job.names is None else len(job.names)
-    data = protocol.TaskData(
-        job.task_type, outputs, arrays["train"], arrays["dev"], arrays.get("test")
-    )
-    counts = {
-        name: {
-            "examples": len(split),
-            "skipped_empty": split.skipped_empty,
-            "skipped_malformed": split.skipped_malformed,
-            "truncated": packed[name].truncated,
-            "path": split.path,
-            "max_length": max_length,
-        }
-        for name, split in job.splits.items()
-    }
-    return data, counts, info
-
-
-def _is_pair(job: Job) -> bool:
-    return job.splits["train"].pairs is not None
-
-
 def resolve_model(path: str):
     source = model_source.resolve(path)
     if source.tokenizer_dir is None:
@@ -428,13 +268,15 @@ def resolve_model(path: str):
     return source
 
 
-def run_job(config, runtime, source, backbone, pretrained: dict, job: Job, after_seed=None) -> dict:
+def run_job(
+    config, runtime, source, backbone, pretrained: dict, job: jobs.Job, after_seed=None
+) -> dict:
     """Fine-tunes every seed of one job on `runtime`'s devices; returns its results document,
     written by the chief (process 0 of a JAX pod; the others compute the same and write
     nothing)."""
     from trainer.finetuning.classifier import jit_default
 
-    data, counts, info = pack_task(config, source, job)
+    data, counts, info = jobs.pack_task(config, source, job)
     backbone.check_tokenizer(info)
     check_hosts_agree(runtime, config, data)
     jit = jit_default(config.jit_compile, runtime.device.jit)
@@ -520,9 +362,9 @@ def finetune(config: FinetuneFlags) -> dict | None:
     from trainer.finetuning.classifier import PretrainedBackbone
 
     source = resolve_model(config.model)
-    jobs = glue_jobs(config) if config.task else [own_job(config)]
+    tasks = jobs.glue_jobs(config) if config.task else [jobs.own_job(config)]
     cards = card_scores.readmes(config.card) if config.card else []  # fail fast
-    runtime = devices(config, jobs)  # before any model: TensorFlow splits an unused CPU only
+    runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
     backbone = PretrainedBackbone(source, config.from_scratch)
     pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
     if pretrained["warning"] and not config.from_scratch:
@@ -530,12 +372,12 @@ def finetune(config: FinetuneFlags) -> dict | None:
     if runtime.chief:
         # A results.json left by an earlier run must not pass for this one's if this one dies.
         results.remove_stale(config.output_dir)
-        for job in jobs:
+        for job in tasks:
             results.remove_stale(job.output_dir)
     if config.task == "glue":
-        document = glue_run(config, runtime, source, backbone, pretrained, jobs)
+        document = glue_run(config, runtime, source, backbone, pretrained, tasks)
     else:
-        document = run_job(config, runtime, source, backbone, pretrained, jobs[0])
+        document = run_job(config, runtime, source, backbone, pretrained, tasks[0])
     if not runtime.chief:
         return None
     for path in card_scores.add(cards, card_scores.entries(document)) if cards else ():
@@ -543,7 +385,7 @@ def finetune(config: FinetuneFlags) -> dict | None:
     return document
 
 
-def glue_run(config, runtime, source, backbone, pretrained: dict, jobs: list[Job]) -> dict:
+def glue_run(config, runtime, source, backbone, pretrained: dict, tasks: list[jobs.Job]) -> dict:
     """Every GLUE task in turn (MNLI first), then the summary and the GLUE score in
     `{output_dir}/results.json`. With --mnli_start, RTE, MRPC and STS-B start from the
     backbone of MNLI's best seed at its best epoch."""
@@ -557,7 +399,7 @@ def glue_run(config, runtime, source, backbone, pretrained: dict, jobs: list[Job
             best.update(score=score, weights=model.backbone.get_weights())
 
     documents = {}
-    for job in jobs:
+    for job in tasks:
         start = backbone
         if config.mnli_start and job.name in glue.MNLI_STARTED:
             start = backbone.started_from(best["weights"])
@@ -586,7 +428,7 @@ def glue_run(config, runtime, source, backbone, pretrained: dict, jobs: list[Job
 _TRAINER_ONLY = {"jit_compile": "auto", "steps_per_execution": None}
 
 
-def devices(config: FinetuneFlags, jobs: list[Job]):
+def devices(config: FinetuneFlags, tasks: list[jobs.Job]):
     """The trainer's Runtime for --strategy / --cpu_replicas (`trainer.backends`: JAX
     DataParallel, a TensorFlow strategy); refuses a global batch the replicas cannot share."""
     from trainer import backends
@@ -595,7 +437,7 @@ def devices(config: FinetuneFlags, jobs: list[Job]):
     chosen = {f.name: getattr(config, f.name) for f in dataclasses.fields(DeviceFlags)}
     runtime = backends.setup(types.SimpleNamespace(**chosen, **_TRAINER_ONLY))
     jit_default(config.jit_compile, runtime.device.jit)  # refuses XLA where it fails, now
-    for job in jobs:
+    for job in tasks:
         batch, replicas = job.recipe.batch_size, runtime.replicas
         if batch % replicas:
             given = (
@@ -627,7 +469,7 @@ def glue_summary(documents: dict) -> dict:
     return {"glue": glue.glue_score(reported), "tasks": tasks}
 
 
-def _document(config, source, backbone, job: Job, counts: dict) -> dict:
+def _document(config, source, backbone, job: jobs.Job, counts: dict) -> dict:
     import keras
 
     return {
@@ -658,7 +500,7 @@ def _document(config, source, backbone, job: Job, counts: dict) -> dict:
             "name": job.name,
             "type": job.task_type,
             "labels": list(job.names) if job.names else None,
-            "pair": _is_pair(job),
+            "pair": jobs.is_pair(job),
             **job.extra,
         },
         "data": counts,

@@ -14,7 +14,7 @@ from common.errors import UserError
 from tests.trainer import finetune_data as fd
 from tests.trainer import hub_data
 from trainer import finetune
-from trainer.finetuning import card_scores, glue, hub
+from trainer.finetuning import card_scores, glue, hub, jobs
 
 PAIRS = ["not_equivalent", "equivalent"]  # sorted, the names would swap: class 1 must stay
 
@@ -77,7 +77,7 @@ def test_a_dataset_by_name_resolves_offline_with_its_splits_commit_and_class_ord
         text_column="sentence1",
         text_pair_column="sentence2",
     )
-    splits, names, targets, source = finetune.read_task(config)
+    splits, names, targets, source = jobs.read_task(config)
     assert set(splits) == {"train", "dev"} and len(splits["dev"]) == 12
     assert names == tuple(PAIRS)  # the ClassLabel's order, not sorted
     assert splits["train"].raw_labels[0] in PAIRS and set(targets["train"]) == {0, 1}
@@ -96,7 +96,7 @@ def test_the_local_copy_the_message_asks_for_a_save_to_disk_folder_reads_the_sam
 
     datasets.load_dataset("someone/paraphrase", "pairs").save_to_disk(copy)
     config = _config(hf_dataset=copy, text_column="sentence1", text_pair_column="sentence2")
-    splits, names, _, source = finetune.read_task(config)
+    splits, names, _, source = jobs.read_task(config)
     assert names == tuple(PAIRS) and len(splits["train"]) == 32
     assert source["revision"] is None and source["splits"]["dev"] == "validation"
 
@@ -110,7 +110,7 @@ def test_named_splits_are_used_and_a_missing_one_is_one_line(cache):
         dev_split="train",
         test_split="none",
     )
-    _, _, _, source = finetune.read_task(config)
+    _, _, _, source = jobs.read_task(config)
     assert source["splits"] == {"train": "train", "dev": "train"}
     loaded = hub.load("someone/paraphrase", "pairs", hint="x")
     picked = hub.choose_splits(loaded, {"train": None, "dev": "test", "test": None})
@@ -169,8 +169,8 @@ def test_task_without_glue_dir_loads_nyu_mll_glue_by_name(cache, capsys):
     assert set(splits) == {"train", "dev"} and len(splits["dev"]) == 12
     assert set(splits["train"].raw_labels) == {"0", "1"}  # equivalent is GLUE's 1
     assert source["id"] == "nyu-mll/glue" and source["revision"] == "f" * 40
-    jobs = finetune.glue_jobs(_config(task="mrpc"))
-    assert jobs[0].dataset["splits"] == {"train": "train", "dev": "validation"}
+    tasks = jobs.glue_jobs(_config(task="mrpc"))
+    assert tasks[0].dataset["splits"] == {"train": "train", "dev": "validation"}
 
 
 @pytest.mark.parametrize(

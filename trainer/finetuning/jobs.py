@@ -1,0 +1,173 @@
+"""The tasks of a fine-tuning command: each read whole and checked before any model loads
+(`read_task`: the user's files or a Hugging Face dataset; `glue_jobs`: GLUE's tasks), then
+tokenized and packed with the model's own tokenizer (`pack_task`)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from common import fs, tokenizer_files
+from common.errors import UserError
+from trainer import families
+from trainer.finetuning import datasets, glue, packing, protocol, results
+
+DEFAULT_MAX_LENGTH = 128  # cramming's GLUE length
+
+
+@dataclasses.dataclass
+class Job:
+    """One task to fine-tune: its splits read, labels, recipe, seeds and where results go."""
+
+    name: str
+    task_type: str
+    splits: dict
+    names: tuple | None
+    recipe: protocol.Recipe
+    seeds: list
+    output_dir: str
+    recipe_source: str = results.RECIPE_SOURCE
+    extra: dict = dataclasses.field(default_factory=dict)  # added to the document's "task"
+    dataset: dict | None = None  # a dataset loaded by name: id, config, revision, splits
+
+
+def _targets(job_splits: dict, spec, names) -> dict:
+    return {name: datasets.encode_labels(split, spec, names) for name, split in job_splits.items()}
+
+
+def read_hub_splits(config, spec) -> tuple[dict, dict]:
+    """({split: Split}, provenance) of --hf_dataset: the splits asked for or the defaults, said
+    in one printed line; a default test split without labels is left out, and said."""
+    from trainer.finetuning import hub
+
+    loaded = hub.load(
+        config.hf_dataset,
+        config.hf_config,
+        config.hf_revision,
+        hint="--hf_dataset DIR",
+    )
+    asked = {"train": config.train_split, "dev": config.dev_split, "test": config.test_split}
+    used = hub.choose_splits(loaded, asked)
+    splits, notes = {}, []
+    for ours, theirs in list(used.items()):
+        columns, rows, classes = datasets.dataset_rows(loaded.splits[theirs])
+        if ours == "test" and not config.test_split and hub.unlabelled(rows, spec.label_column):
+            del used[ours]  # GLUE's test splits: -1 everywhere
+            notes.append(f"its {theirs} split has no labels (not scored)")
+            continue
+        label = loaded.label(theirs)
+        classes = classes.get(spec.label_column)
+        splits[ours] = datasets.split_from_rows(label, columns, rows, spec, classes)
+    print(loaded.said(used, {n: len(split) for n, split in splits.items()}, notes), flush=True)
+    return splits, loaded.provenance(used)
+
+
+def read_task(config) -> tuple[dict, tuple | None, dict, dict | None]:
+    """({split: Split}, label names or None, {split: targets}, the provenance of a dataset
+    loaded by name), before any model is loaded, so that bad data fails fast."""
+    spec = config.spec()
+    source = None
+    if config.hf_dataset:
+        splits, source = read_hub_splits(config, spec)
+    else:
+        paths = {"train": config.train, "dev": config.dev, "test": config.test}
+        splits = {
+            name: datasets.read_split(path, spec, config.input_format)
+            for name, path in paths.items()
+            if path
+        }
+    names = None if config.task_type == "regression" else datasets.label_names(splits["train"])
+    if names is not None and config.metric == "f1" and len(names) != 2:
+        raise UserError(
+            f"--metric f1 is the binary F1, but {splits['train'].path} has {len(names)} "
+            "labels; use macro_f1"
+        )
+    return splits, names, _targets(splits, spec, names), source
+
+
+def own_job(config) -> Job:
+    splits, names, _, source = read_task(config)
+    return Job(
+        "task",
+        config.task_type,
+        splits,
+        names,
+        config.recipe(config.metric),
+        config.seed_list(),
+        config.output_dir,
+        dataset=source,
+    )
+
+
+def glue_jobs(config) -> list[Job]:
+    """Every GLUE task asked for, read whole before any model is loaded."""
+    jobs = []
+    for task in glue.tasks_of(config.task):
+        source = None
+        if config.glue_dir:
+            splits = glue.read(config.glue_dir, task)
+        else:
+            splits, source = glue.read_hub(task, config.hf_revision)
+        _targets(splits, task.spec, task.labels or None)  # a dev label train lacks: now
+        folder = (
+            fs.join(config.output_dir, task.name) if config.task == "glue" else config.output_dir
+        )
+        extra = {"glue": task.name, "reported": list(task.reported)}
+        if task.name == "mnli":
+            extra.update(test_split="dev_mismatched (reported as accuracy_mm)", test_label="dev_mm")
+        jobs.append(
+            Job(
+                task.name,
+                task.task_type,
+                splits,
+                task.labels or None,
+                config.recipe(task.metric, task.recipe),
+                config.seed_list(task.recipe.seeds),
+                folder,
+                glue.RECIPE_SOURCE,
+                extra,
+                source,
+            )
+        )
+    return jobs
+
+
+def pack_task(config, source, job: Job):
+    """(TaskData: the splits tokenized and packed as numpy, per split its counts, the
+    tokenizer's ids)."""
+    tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
+    max_length = config.max_length or min(DEFAULT_MAX_LENGTH, source.max_sequence_length)
+    if max_length > source.max_sequence_length:
+        raise UserError(
+            f"--max_length {max_length} is more than the model's "
+            f"{source.max_sequence_length} positions"
+        )
+    spec = datasets.TaskSpec(job.task_type, "", "pair" if is_pair(job) else None, "")
+    targets = _targets(job.splits, spec, job.names)
+    packer = packing.Packer(tokenizer, info, source.family, max_length)
+    packed = {name: packer.pack(split.texts, split.pairs) for name, split in job.splits.items()}
+    length = max(len(row) for p in packed.values() for row in p.rows)
+    segments = families.get(source.family).takes_segment_ids
+    arrays = {
+        name: (p.features(length, info.pad_id, segments), targets[name])
+        for name, p in packed.items()
+    }
+    outputs = 1 if job.names is None else len(job.names)
+    data = protocol.TaskData(
+        job.task_type, outputs, arrays["train"], arrays["dev"], arrays.get("test")
+    )
+    counts = {
+        name: {
+            "examples": len(split),
+            "skipped_empty": split.skipped_empty,
+            "skipped_malformed": split.skipped_malformed,
+            "truncated": packed[name].truncated,
+            "path": split.path,
+            "max_length": max_length,
+        }
+        for name, split in job.splits.items()
+    }
+    return data, counts, info
+
+
+def is_pair(job: Job) -> bool:
+    return job.splits["train"].pairs is not None
