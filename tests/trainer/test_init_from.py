@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -623,19 +625,29 @@ def test_a_preset_without_a_masked_lm_head_is_refused(tmp_path):
 # --- several devices -------------------------------------------------------------------------
 
 
+def _train(args, replicas: str) -> None:
+    """In this process, but TensorFlow's two replicas in a fresh one: collectives of earlier
+    MirroredStrategy runs in this worker clash with a new one's (test_finetune_replicas.py)."""
+    from trainer import task
+
+    if replicas == "1" or os.environ.get("KERAS_BACKEND") == "jax":
+        assert task.main(args) == 0
+        return
+    run = subprocess.run(
+        [sys.executable, "-m", "trainer.task", *args], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(
-    os.environ.get("KERAS_BACKEND") != "jax",
-    reason="JAX DataParallel over the 2 CPU devices of conftest; TensorFlow's two-replica "
-    "runs need a fresh process each (test_finetune_replicas.py): not worth their time here",
-)
-def test_init_from_under_data_parallel_starts_at_the_checkpoint_loss(corpus, tmp_path):
-    """Each replica holds the checkpoint's weights: the first evaluation of a continued run
-    on two devices is the one-device run's (same eval masks), and the weights it saved after
-    one step at learning rate 1e-9 are the checkpoint's."""
+def test_init_from_on_two_replicas_starts_at_the_checkpoint_loss(corpus, tmp_path):
+    """Each replica holds the checkpoint's weights (JAX DataParallel over conftest's 2 CPU
+    devices; TensorFlow MirroredStrategy over 2 logical CPUs): the weights a two-replica run
+    saved after one step at learning rate 1e-9 are the checkpoint's, and on JAX its first
+    evaluation is the one-device run's (same eval masks)."""
     import keras
 
-    from trainer import model_source, task
+    from trainer import model_source
 
     hf_checkpoint(tmp_path / "ckpt", "roberta", pad_id=0, tokenizer=True)
     steps = ["--train_steps", "1", "--learning_rate", "1e-9", "--max_eval_batches", "4"]
@@ -646,16 +658,21 @@ def test_init_from_under_data_parallel_starts_at_the_checkpoint_loss(corpus, tmp
             args = _args(corpus, out, tmp_path / "ckpt", *steps, "--cpu_replicas", replicas)
             if replicas == "2":
                 args[args.index("--per_replica_batch_size") + 1] = "8"  # global batch 16
-            assert task.main(args) == 0
+            _train(args, replicas)
             assert json.loads((out / "run_config.json").read_text())["replicas"] == int(replicas)
             first[replicas] = json.loads((out / "history.json").read_text())[0]["eval_loss"]
     finally:
-        keras.distribution.set_distribution(None)  # Keras' process-wide state
-    print(f"first eval loss: 1 device {first['1']:.5f}, 2 devices {first['2']:.5f}")
-    assert first["2"] == pytest.approx(first["1"], abs=1e-4)
+        if keras.backend.backend() == "jax":
+            keras.distribution.set_distribution(None)  # Keras' process-wide state
+    print(f"first eval loss: 1 device {first['1']:.5f}, 2 replicas {first['2']:.5f}")
     saved = model_source.load_masked_lm(str(tmp_path / "out2"))[0]
     _, checkpoint = loaded(tmp_path / "ckpt")
     worst = max(
         float(np.max(np.abs(a - b))) for a, b in zip(saved.get_weights(), checkpoint.get_weights())
     )
     assert worst < 1e-5, worst
+    if keras.backend.backend() == "jax":  # one global batch: the same loss
+        assert first["2"] == pytest.approx(first["1"], abs=1e-4)
+    # TensorFlow averages the replicas' own token-weighted means: on this tiny evaluation
+    # (4 batches) 3.78-4.20 against 4.73 on one device, with the same weights and the same
+    # eval accuracy: an open defect of TensorFlow multi-replica evaluation, not asserted here.
