@@ -65,7 +65,7 @@ def test_near_dedup_memory_is_flat_in_corpus_size_on_the_local_runner(tmp_path, 
     """Band records and signatures through sorted runs on disk, a third read of the input
     (beam_pipelines/local/near_dedup.py); before, the texts and signatures sat in Beam's
     grouping: ~35 bytes per byte of text."""
-    slope = _slope(tmp_path, bpe_tokenizer_dir, (2, 8), "--dedup", "near")
+    slope = _slope(tmp_path, bpe_tokenizer_dir, (4, 16), "--dedup", "near")
     assert slope < MAX_BYTES_PER_TEXT_BYTE
 
 
