@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.families import activation
+import trainer.families.activation as activation
 from trainer.families.encoder_weights import (
     common_backbone_config,
     copy,
