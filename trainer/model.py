@@ -138,6 +138,7 @@ def fuse_attention(masked_lm) -> int:
     for layer in masked_lm._flatten_layers(include_self=False, recursive=True):
         if isinstance(layer, keras.layers.MultiHeadAttention):
             layer._dropout = 0.0  # read at each call (keras MultiHeadAttention._compute_attention)
+            layer._compute_attention = _with_full_mask(layer._compute_attention)
             changed += 1
     if not changed:  # a keras-hub whose encoder no longer uses Keras' attention layer
         raise ValueError(
@@ -145,6 +146,29 @@ def fuse_attention(masked_lm) -> int:
             "pass --fused_attention false"
         )
     return changed
+
+
+def _with_full_mask(compute_attention):
+    """Wraps a MultiHeadAttention's `_compute_attention` so a padding mask reaches the
+    attention op as (batch, query length, key length), not (batch, 1, key length).
+
+    keras-hub's encoders hand Keras the padding mask as (batch, 1, key length), which Keras
+    expands to (batch, 1, 1, key length); cuDNN's fused kernel takes a mask only as a bias of
+    the full (query, key) extent, so `jax.nn.dot_product_attention` refuses it ("Bias must
+    have same seq length as QKV") and Keras runs XLA's attention without a word. Measured
+    on an H100 (benchmarks/attention_kernels.py, docs/benchmarks.md): forward + backward of
+    base-shaped attention at batch 32 x 512, 1.81 ms with XLA, 0.59 ms with cuDNN and a
+    full mask. The broadcast is a boolean (batch, length, length) tensor: 8 MB there."""
+    from keras import ops
+
+    def call(query, key, value, attention_mask=None, *args, **kwargs):
+        if attention_mask is not None and attention_mask.shape[-2] == 1:
+            batch = ops.shape(attention_mask)[0]
+            full = (batch, ops.shape(query)[1], ops.shape(key)[1])
+            attention_mask = ops.broadcast_to(attention_mask, full)
+        return compute_attention(query, key, value, attention_mask, *args, **kwargs)
+
+    return call
 
 
 def bf16_lm_head(masked_lm) -> int:

@@ -68,6 +68,30 @@ def test_keras_hub_attention_reaches_dot_product_attention_only_without_its_drop
     assert len(calls) == (TINY["num_layers"] if fused else 0)
 
 
+def test_fused_attention_hands_the_attention_op_a_full_padding_mask(monkeypatch):
+    """cuDNN's fused kernel refuses a (batch, 1, 1, key) mask; the outputs stay the same."""
+    from keras.src import ops as keras_ops
+
+    masks = []
+    original = keras_ops.dot_product_attention
+    monkeypatch.setattr(
+        keras_ops,
+        "dot_product_attention",
+        lambda *a, **k: masks.append(tuple(k["mask"].shape)) or original(*a, **k),
+    )
+    config = model.backbone_config("roberta", "tiny", VOCAB, LENGTH, TINY)
+    backbone = model.build_masked_lm("roberta", config).backbone
+    ids = _batch()[schema.INPUT_IDS]
+    padding = (np.arange(LENGTH)[None, :] < np.array([[LENGTH], [20], [7], [1]])).astype("int32")
+    inputs = {"token_ids": ids, "padding_mask": padding}
+    before = keras.ops.convert_to_numpy(backbone(inputs))
+    assert model.fuse_attention(backbone) == TINY["num_layers"] and not masks
+    after = keras.ops.convert_to_numpy(backbone(inputs))
+    assert masks == [(BATCH, 1, LENGTH, LENGTH)] * TINY["num_layers"]
+    valid = padding.astype(bool)
+    np.testing.assert_allclose(after[valid], before[valid], atol=2e-5)
+
+
 def _lowered_train_step(trainer) -> str:
     """The StableHLO of Keras' own jitted train step (the function `fit` calls)."""
     trainer.compile(optimizer=build_optimizer(1e-3, 100, 10), jit_compile=True)
