@@ -25,6 +25,14 @@ def _table(rows) -> str:
     return "\n".join(lines)
 
 
+def _max_length(run_config: dict):
+    """The model's position table's length, or where it has none, the trained length."""
+    from trainer import families
+
+    record = families.get(run_config["family"])
+    return record.max_positions(run_config["backbone_config"]) or run_config.get("max_length")
+
+
 def model_section(facts) -> str:
     config, backbone = facts.run_config, facts.run_config["backbone_config"]
     rows = [
@@ -35,7 +43,7 @@ def model_section(facts) -> str:
         ("hidden size", backbone.get("hidden_dim")),
         ("attention heads", backbone.get("num_heads")),
         ("feed-forward size", backbone.get("intermediate_dim")),
-        ("max sequence length", backbone.get("max_sequence_length")),
+        ("max sequence length", _max_length(config)),
         ("dropout", backbone.get("dropout")),
     ]
     if backbone.get("activation"):  # not keras-hub's own (trainer/families/activation.py)

@@ -29,11 +29,9 @@ MAX_SEED = 2**31 - 1
 # The legacy HF example's `--pretrained_model_config` names a Hugging Face config; we train
 # from scratch, so map the ones it documents to (family, size).
 _LEGACY_MODEL_CONFIGS = {
-    "roberta-base": ("roberta", "base"),
-    "roberta-large": ("roberta", "large"),
-    "bert-base-uncased": ("bert", "base"),
-    "bert-base-cased": ("bert", "base"),
-    "bert-large-uncased": ("bert", "large"),
+    name: (family.name, size)
+    for family in families.ALL
+    for name, size in family.legacy_configs.items()
 }
 
 
@@ -63,7 +61,7 @@ class TrainConfig(PushFlags, DeviceFlags):
     )
     # Model.
     model: str = flag("Named size.", "base", choices=sizes.NAMES)
-    family: str = flag("Model family.", "roberta", choices=families.NAMES)
+    family: str = flag("Model family.", families.DEFAULT, choices=families.NAMES)
     config: dict = flag(
         "JSON overrides of the backbone config, e.g. "
         '\'{"num_layers": 1, "hidden_dim": 32}\': arguments the family\'s '

@@ -61,13 +61,7 @@ def weight_table(family: str, num_layers: int) -> list[tuple]:
         >>> weight_table("bert", 2)[5]
         ('pooled_dense/kernel', None, None)
     """
-    record = families.get(family)
-    layers = [
-        (k.format(i=i), h.format(i=i, m=record.hf_prefix), t)
-        for i in range(num_layers)
-        for k, h, t in encoder_weights.ENCODER_LAYER
-    ]
-    return list(record.weight_rows) + layers
+    return families.get(family).weight_table(num_layers)
 
 
 def hf_state_dict(masked_lm, family: str, pad_id: int) -> dict[str, np.ndarray]:

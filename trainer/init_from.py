@@ -40,21 +40,6 @@ from trainer.families import activation, encoder_weights
 from trainer.run_dir import RUN_CONFIG
 
 HF_CONFIG, HF_WEIGHTS = "config.json", "model.safetensors"
-# transformers duplicates the tied LM decoder in some checkpoints: (copy, the tensor it equals).
-_TIED = {
-    "roberta": {
-        "lm_head.decoder.weight": "roberta.embeddings.word_embeddings.weight",
-        "lm_head.decoder.bias": "lm_head.bias",
-    },
-    "bert": {
-        "cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
-        "cls.predictions.decoder.bias": "cls.predictions.bias",
-    },
-}
-# Tensors of heads that transformers' own *ForMaskedLM drops on loading ("Some weights of the
-# model checkpoint were not used"): roberta-base and bert-base ship a pooler, BERT its
-# next-sentence head. Neither takes part in the masked-LM loss; they are skipped with a note.
-_NOT_MLM = {"roberta": ("roberta.pooler.",), "bert": ("bert.pooler.", "cls.seq_relationship.")}
 # Config fields that change what the model computes: each must be what our export would write
 # for the same backbone (the family's `hf_config`), else the logits would differ.
 _COMPUTED = (
@@ -81,8 +66,6 @@ _DEFAULTS = {
 }
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
-# The transformers checkpoints keras-hub converted its RoBERTa/BERT presets from.
-_HUB_CHECKPOINT = {"roberta": "FacebookAI/roberta-base", "bert": "google-bert/bert-base-uncased"}
 
 
 class InitFromError(UserError):
@@ -228,7 +211,7 @@ def _check_masked_lm_preset(path: str) -> None:
             f"{path} holds a {family.backbone_class} without a masked-LM head (task "
             f"{task.get('class_name')}; keras-hub's own presets are backbones only): start "
             "from the transformers checkpoint it was converted from instead, e.g. "
-            f"--init_from {_HUB_CHECKPOINT[family.name]}."
+            f"--init_from {family.hub_checkpoint}."
         )
 
 
@@ -307,7 +290,8 @@ def _check_config(path: str, family, config: dict, backbone: dict) -> None:
                 f"{path}: {key} is {have!r}, but keras-hub's {family.backbone_class} computes "
                 f"{want!r}; this checkpoint cannot be continued without changing its outputs."
             )
-    if backbone["max_sequence_length"] < 1 or backbone["hidden_dim"] % backbone["num_heads"]:
+    positions = family.max_positions(backbone)
+    if (positions is not None and positions < 1) or backbone["hidden_dim"] % backbone["num_heads"]:
         raise InitFromError(
             f"{path}: max_position_embeddings {config['max_position_embeddings']}"
             f" or hidden_size / num_attention_heads cannot make a "
@@ -326,17 +310,16 @@ def _tensor_names(weights: str) -> dict:
 
 
 def _check_names(path: str, family: str, names: dict, num_layers: int) -> None:
-    from trainer import export  # the table the export writes with, filled in per layer
-
-    table = {h for _, h, _ in export.weight_table(family, num_layers) if h is not None}
+    record = families.get(family)  # the table the export writes with, filled in per layer
+    table = {h for _, h, _ in record.weight_table(num_layers) if h is not None}
     buffers = {n for n in names if n.endswith(".position_ids")}  # integer ranges, not weights
-    skipped = sorted(n for n in names if n.startswith(_NOT_MLM[family]))
+    skipped = sorted(n for n in names if n.startswith(record.not_mlm))
     if skipped:
         print(
             f"note: {path}: not loading {', '.join(skipped)} (not part of a masked LM; "
             f"transformers' {family} masked LM does not load them either)"
         )
-    unknown = sorted(set(names) - table - set(_TIED[family]) - buffers - set(skipped))
+    unknown = sorted(set(names) - table - set(record.tied) - buffers - set(skipped))
     missing = sorted(table - set(names))
     if unknown:
         raise InitFromError(
@@ -404,10 +387,9 @@ def load_into(masked_lm, initial: Initial) -> None:
 
 def _from_transformers(masked_lm, initial: Initial) -> dict[str, np.ndarray]:
     """keras-hub variable path -> value: the export's table read backwards."""
-    from trainer import export
-
+    record = families.get(initial.family)
     tensors = _read_tensors(fs.join(initial.path, HF_WEIGHTS))
-    for copy, original in _TIED[initial.family].items():
+    for copy, original in record.tied.items():
         if copy in tensors and not np.array_equal(tensors[copy], tensors[original]):
             raise InitFromError(
                 f"{initial.path}: {copy} differs from {original}; keras-hub "
@@ -415,8 +397,8 @@ def _from_transformers(masked_lm, initial: Initial) -> dict[str, np.ndarray]:
             )
     shapes = {v.path: tuple(v.shape) for v in masked_lm.weights}
     values = {}
-    for keras_path, hf_name, transform in export.weight_table(
-        initial.family, initial.backbone_config["num_layers"]
+    for keras_path, hf_name, transform in record.weight_table(
+        initial.backbone_config["num_layers"]
     ):
         if keras_path is None or hf_name is None:
             continue  # a tensor folded into another (RoBERTa's token type), or not exported
@@ -473,12 +455,13 @@ def _tokenizer_folder(initial: Initial) -> str:
 def check_length(initial: Initial, max_length: int) -> None:
     """Sequences longer than the checkpoint's positions are refused before anything is built
     (a RoBERTa table of N rows holds N - pad_id - 1 positions: HF numbers them after pad)."""
-    positions = initial.backbone_config["max_sequence_length"]
-    if max_length > positions:
+    record = families.get(initial.family)
+    positions = record.max_positions(initial.backbone_config)
+    if positions is not None and max_length > positions:
         note = (
-            f" (max_position_embeddings less the {initial.pad_id + 1} rows RoBERTa "
-            "reserves for pad_id + 1)"
-            if initial.family == "roberta" and initial.kind == "hf"
+            f" (max_position_embeddings less the {initial.pad_id + 1} rows "
+            f"{record.hf_masked_lm_class} reserves for pad_id + 1)"
+            if record.hf_positions_after_pad and initial.kind == "hf"
             else ""
         )
         raise InitFromError(

@@ -33,12 +33,13 @@ import sys
 
 from common import flags, fs, tokenizer_files
 from common.errors import UserError, run_cli
+from trainer import families
 
 KAGGLE = "kaggle://"
 ASSETS = "assets/tokenizer"
 KERAS_TOKENIZER = "tokenizer.json"  # keras-hub's own tokenizer config (not a `tokenizers` file)
 # keras-hub's tokenizer class -> our tokenizer model (its special tokens: tokenizer_files).
-MODELS = {"keras_hub>RobertaTokenizer": "bpe", "keras_hub>BertTokenizer": "wordpiece"}
+MODELS = dict(f.preset_tokenizer for f in families.ALL)
 
 
 class PresetError(UserError):

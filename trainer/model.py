@@ -82,14 +82,14 @@ def backbone_config(
     overrides: dict | None = None,
 ) -> dict:
     """The keyword arguments of the family's keras-hub backbone."""
-    families.get(family)  # raises for an unknown family
+    record = families.get(family)  # raises for an unknown family
     if size not in SIZES:
         raise ValueError(f"model size {size!r} is not one of {tuple(SIZES)}")
     config = dict(
         SIZES[size],
         vocabulary_size=vocabulary_size,
         dropout=0.1,
-        max_sequence_length=max_sequence_length,
+        **record.length_args(max_sequence_length),
     )
     config.update(overrides or {})
     return config

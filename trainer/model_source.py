@@ -54,7 +54,11 @@ class ModelSource:
 
     @property
     def max_sequence_length(self) -> int:
-        return int(self.run_config["backbone_config"]["max_sequence_length"])
+        """The longest sequence to feed it: its position table's length, or where it has
+        none (rotary positions), the length it was trained at."""
+        record = families.get(self.family)
+        positions = record.max_positions(self.run_config["backbone_config"])
+        return int(positions if positions is not None else self.run_config["max_length"])
 
 
 def resolve(path: str) -> ModelSource:

@@ -26,3 +26,60 @@ def test_unknown_family_is_one_line():
     with pytest.raises(ValueError, match="'gpt' is not one of"):
         families.get("gpt")
     assert families.of_registered_name("keras_hub>GPT2Backbone") is None
+
+
+@pytest.mark.parametrize("name", families.NAMES)
+def test_every_family_answers_every_field_of_its_record(name):
+    import dataclasses
+
+    record = families.get(name)
+    for field in dataclasses.fields(record):
+        value = getattr(record, field.name)
+        assert value is not None and value != "", f"{name} leaves {field.name} empty"
+    assert record.positions in ("absolute", "rotary")
+    assert 1 <= record.pair_separators <= 2
+    table = record.weight_table(2)
+    assert len(table) == len(record.weight_rows) + 2 * len(record.layer_rows)
+    hf_names = {h for _, h, _ in table if h is not None}
+    assert set(record.tied.values()) <= hf_names, "a tied copy must equal a tensor we write"
+    assert not any(h.startswith(record.not_mlm) for h in hf_names)
+    assert record.preset_tokenizer[1] in ("bpe", "wordpiece", "unigram")
+    config = backbone_config(name, "tiny", 100, 16)
+    assert record.max_positions(config) in (16, None)
+
+
+def _string_constants(path):
+    """The string literals of a module that are not docstrings."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) not in docstrings:
+                yield node.lineno, node.value
+
+
+def test_no_family_is_named_outside_its_record():
+    """Code outside trainer/families/ asks the record; adding a family is one module."""
+    import pathlib
+
+    import trainer
+
+    root = pathlib.Path(trainer.__file__).parent
+    names = set(families.NAMES)
+    found = [
+        f"{path.relative_to(root)}:{line}: {value!r}"
+        for path in sorted(root.rglob("*.py"))
+        if "families" not in path.relative_to(root).parts
+        for line, value in _string_constants(path)
+        if value in names or any(value.startswith(f"{n}.") for n in names)
+    ]
+    assert not found, "family named outside trainer/families/: " + "; ".join(found)

@@ -24,7 +24,9 @@ def _registry() -> dict[str, Family]:
     return {f.name: f for f in (roberta.FAMILY, bert.FAMILY)}
 
 
+ALL = tuple(_registry().values())
 NAMES = tuple(_registry())  # --family's choices
+DEFAULT = "roberta"  # --family's default
 
 
 def get(name: str) -> Family:

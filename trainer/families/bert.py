@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import trainer.families.activation as activation
 from trainer.families.encoder_weights import (
+    ENCODER_LAYER,
     common_backbone_config,
     copy,
     hf_common_config,
@@ -69,5 +70,22 @@ FAMILY = Family(
     hf_prefix="bert",
     backbone_config_of=backbone_config,
     classifier_class="BertTextClassifier",
+    layer_rows=ENCODER_LAYER,
+    hf_masked_lm_class="BertForMaskedLM",
+    tied={
+        "cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
+        "cls.predictions.decoder.bias": "cls.predictions.bias",
+    },
+    not_mlm=("bert.pooler.", "cls.seq_relationship."),
+    hub_checkpoint="google-bert/bert-base-uncased",
+    preset_tokenizer=("keras_hub>BertTokenizer", "wordpiece"),
+    pair_separators=1,
+    positions="absolute",
+    hf_positions_after_pad=False,
+    legacy_configs={
+        "bert-base-uncased": "base",
+        "bert-base-cased": "base",
+        "bert-large-uncased": "large",
+    },
     activation=ACTIVATION,
 )

@@ -80,7 +80,7 @@ def _heads_bias_back(w, ctx):
 # `{i}` is the layer index, `{m}` the HF base model prefix. A None keras path means the HF
 # weight has no keras-hub counterpart; a None HF name means the variable is not exported.
 # The LM decoder weight and bias are tied in HF (to word embeddings and the head bias).
-ENCODER_LAYER = [
+ENCODER_LAYER = (
     (
         "transformer_layer_{i}/self_attention_layer/query/kernel",
         "{m}.encoder.layer.{i}.attention.self.query.weight",
@@ -161,7 +161,7 @@ ENCODER_LAYER = [
         "{m}.encoder.layer.{i}.output.LayerNorm.bias",
         copy,
     ),
-]
+)
 
 
 def hf_common_config(backbone_config: dict, special_token_ids: dict) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import keras_hub
 
@@ -20,10 +20,53 @@ class Family:
     weight_rows: tuple  # (keras-hub path, transformers name, transform): embeddings and head
     hf_prefix: str  # the transformers base-model attribute ("roberta", "bert")
     backbone_config_of: Callable  # the inverse of hf_config: (config.json dict) -> backbone args
-    classifier_class: str = ""  # the TextClassifier task in keras_hub.models (fine-tuning)
+    classifier_class: str  # the TextClassifier task in keras_hub.models (fine-tuning)
+    layer_rows: tuple  # the weight rows of one encoder layer ({i}: layer, {m}: hf_prefix)
+    hf_masked_lm_class: str  # transformers' masked-LM class ("" where transformers has none)
+    # transformers checkpoints that duplicate the tied LM decoder: {copy: the tensor it equals}.
+    tied: Mapping[str, str]
+    # Tensor-name prefixes of heads that are not part of a masked LM (a pooler, BERT's
+    # next-sentence head): transformers' own *ForMaskedLM drops them on loading, as we do.
+    not_mlm: tuple[str, ...]
+    # The transformers checkpoint that keras-hub converted its presets of this family from
+    # (named when a keras-hub preset holds no masked-LM head).
+    hub_checkpoint: str
+    # The keras-hub tokenizer class (a preset's tokenizer.json "registered_name") and the
+    # `tokenizers` model kind it converts to (trainer/keras_hub_presets.py).
+    preset_tokenizer: tuple[str, str]
+    # Separator tokens between the two texts of a pair: `<s> A </s></s> B </s>` (RoBERTa)
+    # or `[CLS] A [SEP] B [SEP]` (BERT).
+    pair_separators: int
+    # How positions enter the model: "absolute" (a learned table of `max_sequence_length`
+    # rows, the most a model can read) or "rotary" (no table).
+    positions: str
+    # Rows that the transformers position table holds before position 0 (`pad_id + 1` for
+    # RoBERTa, which numbers positions after the pad id); False where there are none.
+    hf_positions_after_pad: bool
+    # Names of transformers configs (the legacy `--pretrained_model_config`) -> our size.
+    legacy_configs: Mapping[str, str]
     # The feed-forward activation keras-hub hard-codes in the backbone's encoder layers
     # (trainer/families/activation.py sets another when a checkpoint needs it).
     activation: str = "gelu"
+
+    def weight_table(self, num_layers: int) -> list[tuple]:
+        """The mapping rows of one model, with layer indices and prefixes filled in."""
+        layers = [
+            (k.format(i=i), h.format(i=i, m=self.hf_prefix), t)
+            for i in range(num_layers)
+            for k, h, t in self.layer_rows
+        ]
+        return list(self.weight_rows) + layers
+
+    def length_args(self, length: int) -> dict:
+        """The backbone arguments that the data's sequence length sets."""
+        return {"max_sequence_length": length} if self.positions == "absolute" else {}
+
+    def max_positions(self, backbone_config: dict) -> int | None:
+        """The longest sequence the model can read; None where positions are unbounded."""
+        if self.positions == "absolute":
+            return int(backbone_config["max_sequence_length"])
+        return None
 
     def backbone_cls(self):
         return getattr(keras_hub.models, self.backbone_class)

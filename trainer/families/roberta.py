@@ -6,6 +6,7 @@ import numpy as np
 
 import trainer.families.activation as activation
 from trainer.families.encoder_weights import (
+    ENCODER_LAYER,
     common_backbone_config,
     copy,
     hf_common_config,
@@ -92,4 +93,17 @@ FAMILY = Family(
     hf_prefix="roberta",
     backbone_config_of=backbone_config,
     classifier_class="RobertaTextClassifier",
+    layer_rows=ENCODER_LAYER,
+    hf_masked_lm_class="RobertaForMaskedLM",
+    tied={
+        "lm_head.decoder.weight": "roberta.embeddings.word_embeddings.weight",
+        "lm_head.decoder.bias": "lm_head.bias",
+    },
+    not_mlm=("roberta.pooler.",),
+    hub_checkpoint="FacebookAI/roberta-base",
+    preset_tokenizer=("keras_hub>RobertaTokenizer", "bpe"),
+    pair_separators=2,
+    positions="absolute",
+    hf_positions_after_pad=True,
+    legacy_configs={"roberta-base": "base", "roberta-large": "large"},
 )

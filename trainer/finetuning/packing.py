@@ -29,6 +29,8 @@ import dataclasses
 
 import numpy as np
 
+from trainer import families
+
 
 @dataclasses.dataclass
 class Packed:
@@ -79,10 +81,11 @@ class Packer:
         self.sep_id = info.special_token_ids["sep_token"]
 
     def specials(self, is_pair: bool) -> int:
-        """Special tokens per example: RoBERTa puts two separators between the texts."""
+        """Special tokens per example: a start and an end, and the family's separators
+        between the texts of a pair (two in RoBERTa, one in BERT)."""
         if not is_pair:
             return 2
-        return 4 if self.family == "roberta" else 3
+        return 2 + families.get(self.family).pair_separators
 
     def _encode(self, texts) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
@@ -107,6 +110,6 @@ class Packer:
         row = [self.cls_id, *first, self.sep_id]
         if second is None:
             return row, [0] * len(row)
-        middle = [self.sep_id] if self.family == "roberta" else []
+        middle = [self.sep_id] * (families.get(self.family).pair_separators - 1)
         tail = [*middle, *second, self.sep_id]
         return row + tail, [0] * len(row) + [1] * len(tail)
