@@ -45,6 +45,7 @@ from trainer.finetuning import (
     pretraining,
     protocol,
     results,
+    unscored,
 )
 
 ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
@@ -65,7 +66,10 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
         "save_to_disk folder of one split (required without --task)."
     )
     dev: str = flag("Development examples (selection of the best epoch; required without --task).")
-    test: str = flag("Test examples, scored once with the selected epoch's weights.")
+    test: str = flag(
+        "Test examples, scored once with the selected epoch's weights (without labels: "
+        "predicted into OUTPUT_DIR/predictions/, not scored)."
+    )
     hf_dataset: str = flag(
         "A Hugging Face dataset by name (e.g. stanfordnlp/imdb), read through "
         "datasets.load_dataset: from the Hub, or offline from the local datasets cache "
@@ -286,6 +290,11 @@ def run_job(
     metric = job.recipe.metric
     for seed in job.seeds:
         record = protocol.run_seed(models, seed, scalars)
+        if "test_predictions" in record:  # an unlabelled test split: written, not scored
+            predicted = record.pop("test_predictions")
+            record["test_predictions"] = unscored.write(
+                job.output_dir, seed, job.splits["test"], job.names, predicted, runtime.chief
+            )
         _say(
             runtime,
             f"{job.name} seed {seed}: best epoch {record['best_epoch']}, dev {metric} "
@@ -341,7 +350,8 @@ def check_hosts_agree(runtime, config: FinetuneFlags, data: protocol.TaskData) -
         return
     fingerprint = hashlib.sha256()
     for split in (data.train, data.dev, data.test):
-        features, targets = split if split is not None else ({}, np.zeros(0))
+        features, targets = split if split is not None else ({}, None)
+        targets = np.zeros(0) if targets is None else targets  # absent, or unlabelled
         for name in sorted(features):
             fingerprint.update(name.encode() + np.ascontiguousarray(features[name]).tobytes())
         fingerprint.update(np.ascontiguousarray(targets).tobytes())

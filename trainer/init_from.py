@@ -2,7 +2,8 @@
 
 MODEL is any of:
 
-- a Hugging Face transformers folder (`config.json` + `model.safetensors`, e.g. our own `hf`
+- a Hugging Face transformers folder (`config.json` + `model.safetensors`, or the shards its
+  `model.safetensors.index.json` names; e.g. our own `hf`
   export or `save_pretrained` of a RobertaForMaskedLM / BertForMaskedLM), or a Hub id such as
   `FacebookAI/roberta-base` when the network allows (downloaded with huggingface_hub);
 - a keras-hub preset we exported (`export/keras-hub`; an `--format all` export folder is read
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import operator
 import os
 import re
@@ -35,11 +35,11 @@ import numpy as np
 
 from common import fs, tokenizer_files
 from common.errors import UserError
-from trainer import families, keras_hub_presets, model_source
+from trainer import families, keras_hub_presets, model_source, safetensors_files
 from trainer.families import activation, encoder_weights
 from trainer.run_dir import RUN_CONFIG
 
-HF_CONFIG, HF_WEIGHTS = "config.json", "model.safetensors"
+HF_CONFIG, HF_WEIGHTS = "config.json", safetensors_files.SINGLE
 # Config fields that change what the model computes: each must be what our export would write
 # for the same backbone (the family's `hf_config`), else the logits would differ.
 _COMPUTED = (
@@ -141,6 +141,8 @@ def _download(repo_id: str) -> str:
             allow_patterns=[
                 HF_CONFIG,
                 HF_WEIGHTS,
+                safetensors_files.INDEX,
+                safetensors_files.SHARD_PATTERN,
                 tokenizer_files.TOKENIZER_JSON,
                 tokenizer_files.TOKENIZER_CONFIG,
                 tokenizer_files.SPECIAL_TOKENS_MAP,
@@ -236,13 +238,13 @@ def _transformers(path: str, config: dict) -> Initial:
             raise InitFromError(f"{fs.join(path, HF_CONFIG)} has no integer {key}.")
     backbone = family.backbone_config_of(config)
     _check_config(path, family, config, backbone)
-    weights = fs.join(path, HF_WEIGHTS)
-    if not fs.exists(weights):
+    weights = safetensors_files.checkpoint_files(path)
+    if weights is None:
         raise InitFromError(
-            f"{path} has no {HF_WEIGHTS} (only safetensors weights are read: "
-            "a pickle file can run code)."
+            f"{path} has no {HF_WEIGHTS} nor {safetensors_files.INDEX} (only safetensors "
+            "weights are read: a pickle file can run code)."
         )
-    _check_names(path, model_type, _tensor_names(weights), backbone["num_layers"])
+    _check_names(path, model_type, safetensors_files.dtypes(weights), backbone["num_layers"])
     return Initial(
         "hf",
         path,
@@ -250,7 +252,7 @@ def _transformers(path: str, config: dict) -> Initial:
         backbone,
         _shipped_tokenizer(path),
         config["pad_token_id"],
-        _digest([fs.join(path, HF_CONFIG), weights]),
+        _digest([fs.join(path, HF_CONFIG), *weights]),
     )
 
 
@@ -299,16 +301,6 @@ def _check_config(path: str, family, config: dict, backbone: dict) -> None:
         )
 
 
-def _tensor_names(weights: str) -> dict:
-    """name -> dtype string, from the safetensors header (no tensor is read)."""
-    import struct
-
-    with fs.open_read(weights) as f:
-        size = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(size))
-    return {name: entry["dtype"] for name, entry in header.items() if name != "__metadata__"}
-
-
 def _check_names(path: str, family: str, names: dict, num_layers: int) -> None:
     record = families.get(family)  # the table the export writes with, filled in per layer
     table = {h for _, h, _ in record.weight_table(num_layers) if h is not None}
@@ -338,29 +330,6 @@ def _check_names(path: str, family: str, names: dict, num_layers: int) -> None:
         raise InitFromError(f"{path}: {odd[0]} is {names[odd[0]]}, not a float tensor.")
 
 
-def _read_tensors(weights: str) -> dict[str, np.ndarray]:
-    """Every float tensor of a safetensors file as float32 (bfloat16 too, which NumPy and
-    `safetensors.numpy` cannot hold); the format is an 8-byte header size, a JSON header of
-    offsets, then the raw little-endian bytes."""
-    import struct
-
-    data = fs.read_bytes(weights)
-    size = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8 : 8 + size])
-    tensors = {}
-    for name, entry in header.items():
-        if name == "__metadata__" or entry["dtype"] not in ("F32", "F16", "BF16"):
-            continue
-        start, end = (8 + size + o for o in entry["data_offsets"])
-        raw = data[start:end]
-        if entry["dtype"] == "BF16":  # the upper half of a float32
-            array = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            array = np.frombuffer(raw, "<f4" if entry["dtype"] == "F32" else "<f2")
-        tensors[name] = array.astype(np.float32).reshape(entry["shape"])
-    return tensors
-
-
 def load_into(masked_lm, initial: Initial) -> None:
     """Sets every weight of `masked_lm` (built from `initial.backbone_config`) from the
     checkpoint; a variable that the checkpoint does not set keeps its value (BERT's pooler,
@@ -388,7 +357,7 @@ def load_into(masked_lm, initial: Initial) -> None:
 def _from_transformers(masked_lm, initial: Initial) -> dict[str, np.ndarray]:
     """keras-hub variable path -> value: the export's table read backwards."""
     record = families.get(initial.family)
-    tensors = _read_tensors(fs.join(initial.path, HF_WEIGHTS))
+    tensors = safetensors_files.read_floats(safetensors_files.checkpoint_files(initial.path))
     for copy, original in record.tied.items():
         if copy in tensors and not np.array_equal(tensors[copy], tensors[original]):
             raise InitFromError(

@@ -45,11 +45,12 @@ def test_rows_with_an_empty_text_are_skipped_and_counted(tmp_path):
     rows = [
         {"sentence": "w1", "label": "a"},
         {"sentence": "  ", "label": "b"},
-        {"label": "b"},
+        {"label": "b"},  # no text at all: lacking a field, counted apart
         {"sentence": "w2", "label": "b"},
     ]
     split = datasets.read_split(fd.write(tmp_path / "t.jsonl", rows), SINGLE)
-    assert split.texts == ["w1", "w2"] and split.skipped_empty == 2
+    assert split.texts == ["w1", "w2"] and split.skipped_empty == 1
+    assert split.skipped_malformed == 1
     assert split.row_numbers == [1, 4]
 
 

@@ -214,9 +214,10 @@ def tasks_of(name: str) -> list[GlueTask]:
 
 def _tsv_rows(path: str, task: GlueTask) -> list[dict]:
     """Rows of a GLUE TSV as {text, pair, label} (None where a field is missing)."""
-    text = fs.read_bytes(path).decode("utf-8-sig")  # MRPC's header starts with a BOM
+    text = datasets.decoded(path, fs.read_bytes(path))  # MRPC's header starts with a BOM
     reader = csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE)
-    header = list(task.no_header) or next(reader, [])
+    lines = datasets.delimited_rows(path, reader)
+    header = list(task.no_header) or (lines.pop(0) if lines else [])
     wanted = {"text": task.text, "pair": task.pair, "label": task.label}
     missing = [c for c in wanted.values() if c and c not in header]
     if missing:
@@ -227,7 +228,7 @@ def _tsv_rows(path: str, task: GlueTask) -> list[dict]:
     where = {key: header.index(column) for key, column in wanted.items() if column}
     return [
         {"pair": None, **{key: fields[i] if i < len(fields) else None for key, i in where.items()}}
-        for fields in reader
+        for fields in lines
         if fields
     ]
 

@@ -114,6 +114,12 @@ def load(name: str, config: str | None = None, revision: str | None = None, *, h
     from datasets.exceptions import DatasetNotFoundError
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
+    if os.path.isfile(os.path.join(name, datasets.config.DATASET_STATE_JSON_FILENAME)):
+        raise UserError(  # Dataset.save_to_disk: one split, no name to choose train or dev by
+            f"{name} holds one split (a datasets.Dataset), not a DatasetDict: pass it as "
+            "--train or --dev (a save_to_disk folder of one split), or save the DatasetDict "
+            "whose splits --train_split and --dev_split name"
+        )
     if os.path.isfile(os.path.join(name, "dataset_dict.json")):  # DatasetDict.save_to_disk
         return HubDataset(name, config, None, dict(datasets.load_from_disk(name)), local=True)
     what = f"the Hugging Face dataset {name!r}" + (f" (config {config!r})" if config else "")

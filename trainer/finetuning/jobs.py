@@ -5,6 +5,7 @@ tokenized and packed with the model's own tokenizer (`pack_task`)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from common import fs, tokenizer_files
 from common.errors import UserError
@@ -56,9 +57,31 @@ def read_hub_splits(config, spec) -> tuple[dict, dict]:
             continue
         label = loaded.label(theirs)
         classes = classes.get(spec.label_column)
-        splits[ours] = datasets.split_from_rows(label, columns, rows, spec, classes)
+        splits[ours] = datasets.split_from_rows(
+            label, columns, rows, spec, classes, labels_optional=ours == "test"
+        )
     print(loaded.said(used, {n: len(split) for n, split in splits.items()}, notes), flush=True)
+    for ours in ("dev", "test"):
+        if used.get(ours) == used["train"]:
+            _warn_trained_on(ours, f"split {used[ours]}")
     return splits, loaded.provenance(used)
+
+
+def _warn_trained_on(split: str, named: str) -> None:
+    """Selecting epochs on (or scoring) the training data is allowed, for a quick check that
+    a model can fit, but its scores say nothing of unseen text: said, not refused."""
+    role = "selects the epoch" if split == "dev" else "is scored"
+    print(
+        f"warning: {split} ({named}) is the training data: it {role} on examples the "
+        "model trains on, so its scores measure fitting, not generalisation",
+        flush=True,
+    )
+
+
+def _same_file(a: str, b: str) -> bool:
+    if fs.is_remote(a) or fs.is_remote(b):
+        return a.rstrip("/") == b.rstrip("/")
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def read_task(config) -> tuple[dict, tuple | None, dict, dict | None]:
@@ -71,11 +94,23 @@ def read_task(config) -> tuple[dict, tuple | None, dict, dict | None]:
     else:
         paths = {"train": config.train, "dev": config.dev, "test": config.test}
         splits = {
-            name: datasets.read_split(path, spec, config.input_format)
+            name: datasets.read_split(path, spec, config.input_format, name == "test")
             for name, path in paths.items()
             if path
         }
+        for name in ("dev", "test"):
+            if paths[name] and _same_file(paths[name], config.train):
+                _warn_trained_on(name, paths[name])
     names = None if config.task_type == "regression" else datasets.label_names(splits["train"])
+    if "test" in splits and datasets.mark_unlabelled(splits["test"], names):
+        print(
+            f"note: test ({splits['test'].path}) has no labels: each seed's predictions are "
+            "written, no test score",
+            flush=True,
+        )
+    for name in ("dev", "test"):
+        if name in splits and names is not None:
+            datasets.check_trained_labels(splits["train"], splits[name])
     if names is not None and config.metric == "f1" and len(names) != 2:
         raise UserError(
             f"--metric f1 is the binary F1, but {splits['train'].path} has {len(names)} "
@@ -161,6 +196,7 @@ def pack_task(config, source, job: Job):
             "skipped_empty": split.skipped_empty,
             "skipped_malformed": split.skipped_malformed,
             "truncated": packed[name].truncated,
+            "unlabelled": split.unlabelled,
             "path": split.path,
             "max_length": max_length,
         }

@@ -267,7 +267,10 @@ def run_seed(models: SeedModels, seed: int, on_epoch=None) -> dict:
         predicted = predictions(
             model, data.test[0], data.task_type, recipe.batch_size, models.devices
         )
-        record["test"] = scores(data.task_type, data.num_outputs, data.test[1], predicted)
+        if data.test[1] is None:  # unlabelled: the caller writes them (`unscored`)
+            record["test_predictions"] = predicted
+        else:
+            record["test"] = scores(data.task_type, data.num_outputs, data.test[1], predicted)
     record["seconds"] = round(time.perf_counter() - started, 2)
     return record
 

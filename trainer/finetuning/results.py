@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from common import fs
 from trainer import summaries
+from trainer.finetuning import unscored
 
 RESULTS = "results.json"
 LOGS = "logs"
@@ -120,6 +121,8 @@ def _footer(document: dict) -> list[str]:
     if document["pretraining"]["warning"]:
         lines.append("warning: " + document["pretraining"]["warning"])
     data = document["data"]
+    if data.get("test", {}).get("unlabelled"):
+        lines.append(unscored.note(data["test"]))
     for split, counts in data.items():
         malformed = counts.get("skipped_malformed", 0)
         if counts["skipped_empty"] or counts["truncated"] or malformed:
