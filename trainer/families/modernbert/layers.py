@@ -222,5 +222,9 @@ class ModernBertEncoderLayer(keras.layers.Layer):
         h = keras.activations.gelu(gelu_input, approximate=False) * gate
         return x + self.wo(self.mlp_dropout(h, training=training))
 
+    def compute_output_spec(self, x, segment_ids, positions, training=None):
+        # Not traced on placeholder shapes: a fused attention path checks the real length.
+        return keras.KerasTensor(x.shape, self.compute_dtype)
+
     def get_config(self):
         return {**super().get_config(), **self.config_values}
