@@ -197,3 +197,28 @@ def test_trains_compiled_under_mixed_precision():
     losses = history.history["loss"]
     assert np.isfinite(losses).all() and losses[-1] < losses[0]
     assert masked_lm.backbone.encoder_layers[0].attn.rotary.compute_dtype == "float32"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not JAX, reason="the Splash kernel is JAX's")
+def test_splash_gradients_match_the_portable_path():
+    """The kernel's backward (dq, dk, dv with segment ids), in interpret mode on CPU."""
+    import jax
+
+    segments = _packed_segments()[:1]
+    q, k, v = _qkv(batch=1, heads=1)
+    weights = np.random.default_rng(3).normal(size=q.shape).astype("float32")
+
+    def loss(path):
+        def f(q, k, v):
+            if path == "splash":
+                out = attention.splash_attention(q, k, v, segments, 128, interpret=True)
+            else:
+                mask = attention.attention_mask(segments, 128)
+                out = attention.portable_attention(q, k, v, mask)
+            return (out * weights).sum()
+
+        return jax.grad(f, argnums=(0, 1, 2))(q, k, v)
+
+    for got, expected in zip(loss("splash"), loss("portable")):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-4)
