@@ -181,3 +181,21 @@ def test_sizes_have_transformers_parameter_counts():
             hf = transformers.ModernBertForMaskedLM(convert.hf_config(ours.backbone.get_config()))
         theirs = sum(p.numel() for n, p in hf.named_parameters() if n != "decoder.weight")
         assert ours.count_params() == theirs
+
+
+def test_a_packed_document_gives_transformers_logits_for_it_alone(hf_model):
+    """Three documents packed in one 256-token row (with `separator_id`): each one's logits
+    are what transformers gives for that document alone in its own row."""
+    from tests.trainer.families.modernbert_data import CLS, documents
+
+    ours = convert.from_transformers(hf_model, separator_id=CLS)
+    lengths = (100, 90, 50)
+    row = documents(*lengths, length=LENGTH)
+    packed = _our_logits(ours, (row[None], (row != 0).astype("int32")[None]))[0]
+    start = 0
+    for n in lengths:
+        alone = np.zeros(LENGTH, "int32")
+        alone[:n] = row[start : start + n]
+        theirs = _hf_logits(hf_model, (alone[None], (alone != 0).astype("int32")[None]))[0, :n]
+        assert np.abs(packed[start : start + n] - theirs).max() <= TOLERANCE
+        start += n
