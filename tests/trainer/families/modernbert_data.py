@@ -1,0 +1,35 @@
+"""Tiny ModernBERT models and batches for the tests (no downloads)."""
+
+import numpy as np
+
+CLS, SEP, PAD = 2, 3, 0
+TINY = dict(vocabulary_size=100, num_layers=3, num_heads=2, hidden_dim=64, intermediate_dim=96)
+
+
+def backbone(**overrides):
+    from trainer.families.modernbert import ModernBertBackbone
+
+    return ModernBertBackbone(**{**TINY, **overrides})
+
+
+def documents(*lengths, seed=0, length=None):
+    """One row of `[CLS] words [SEP]` documents of the given total lengths, padded to
+    `length`."""
+    rng = np.random.default_rng(seed)
+    row = []
+    for n in lengths:
+        row += [CLS, *rng.integers(5, 100, n - 2).tolist(), SEP]
+    length = length or len(row)
+    return np.array(row + [PAD] * (length - len(row)), "int32")
+
+
+def inputs(token_ids):
+    token_ids = np.atleast_2d(token_ids).astype("int32")
+    return {"token_ids": token_ids, "padding_mask": (token_ids != PAD).astype("int32")}
+
+
+def hidden(model, token_ids):
+    """The model called eagerly (no compiled predict function to build: faster here)."""
+    from keras import ops
+
+    return ops.convert_to_numpy(model(inputs(token_ids)))

@@ -1,0 +1,12 @@
+"""ModernBERT (transformers' ModernBertForMaskedLM) in Keras 3 for TensorFlow and JAX.
+
+backbone.py (the encoder), masked_lm.py (the MLM task), layers.py, attention.py (the
+masked attention paths), documents.py (packed documents), convert.py (to and from
+transformers), sizes.py (named sizes).
+"""
+
+from trainer.families.modernbert.backbone import ModernBertBackbone
+from trainer.families.modernbert.masked_lm import ModernBertMaskedLM, ModernBertMaskedLMHead
+from trainer.families.modernbert.sizes import SIZES
+
+__all__ = ["SIZES", "ModernBertBackbone", "ModernBertMaskedLM", "ModernBertMaskedLMHead"]
