@@ -392,7 +392,7 @@ def check_tokenizer(initial: Initial, info, tokenizer_dir: str) -> None:
             f"the one {initial.path} ships ({theirs.fingerprint[:12]}); prepare the data with "
             f"--tokenizer {_tokenizer_folder(initial)}."
         )
-    if info.vocab_size != vocab:
+    if not families.get(initial.family).fits_tokenizer(initial.backbone_config, info.vocab_size):
         raise InitFromError(
             f"the data's tokenizer has {info.vocab_size} tokens, {initial.path} "
             f"has {vocab} embeddings; prepare the data with its tokenizer."

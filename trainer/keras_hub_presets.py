@@ -39,7 +39,7 @@ KAGGLE = "kaggle://"
 ASSETS = "assets/tokenizer"
 KERAS_TOKENIZER = "tokenizer.json"  # keras-hub's own tokenizer config (not a `tokenizers` file)
 # keras-hub's tokenizer class -> our tokenizer model (its special tokens: tokenizer_files).
-MODELS = dict(f.preset_tokenizer for f in families.ALL)
+MODELS = dict(f.preset_tokenizer for f in families.ALL if f.preset_tokenizer)
 
 
 class PresetError(UserError):

@@ -20,6 +20,7 @@ from trainer.families.sizes import SIZES, Shape
 SET_BY_TRAINER = {
     "vocabulary_size": "the tokenizer",
     "max_sequence_length": "the data",
+    "separator_id": "the tokenizer",
     "dtype": "--precision",
 }
 _NUMBER_TYPES = {"int": (int,), "float": (int, float)}
@@ -50,7 +51,7 @@ def check_overrides(family: str, size: str, overrides) -> None:
                 f"{', '.join(k for k in takes if k not in SET_BY_TRAINER)})"
             )
     _check_shape(overrides)
-    shape = {**SIZES.get(size, {}), **overrides}
+    shape = {**(record.sizes or SIZES).get(size, {}), **overrides}
     if shape.get("hidden_dim", 0) % shape.get("num_heads", 1):
         raise ValueError(
             f"--config: hidden_dim {shape['hidden_dim']} is not a multiple of "
@@ -80,16 +81,20 @@ def backbone_config(
     vocabulary_size: int,
     max_sequence_length: int,
     overrides: dict | None = None,
+    special_token_ids: dict | None = None,
 ) -> dict:
-    """The keyword arguments of the family's keras-hub backbone."""
+    """The keyword arguments of the family's backbone (`special_token_ids`, role -> id:
+    the tokenizer's, for a family whose backbone takes some, e.g. a document separator)."""
     record = families.get(family)  # raises for an unknown family
-    if size not in SIZES:
-        raise ValueError(f"model size {size!r} is not one of {tuple(SIZES)}")
+    sizes = record.sizes or SIZES
+    if size not in sizes:
+        raise ValueError(f"model size {size!r} is not one of {tuple(sizes)}")
     config = dict(
-        SIZES[size],
+        sizes[size],
         vocabulary_size=vocabulary_size,
-        dropout=0.1,
-        **record.length_args(max_sequence_length),
+        dropout=record.dropout,
+        max_sequence_length=max_sequence_length,
+        **(record.token_args(special_token_ids) if special_token_ids else {}),
     )
     config.update(overrides or {})
     return config
@@ -131,9 +136,12 @@ def fuse_attention(masked_lm) -> int:
     `ops.dot_product_attention`, the op that runs cuDNN's fused attention on a GPU: every
     keras-hub encoder sets its attention dropout to the backbone's `dropout`. MosaicBERT
     and ModernBERT pretrain without attention dropout for the same reason. The saved
-    backbone config is unchanged (an export fine-tunes with the usual dropout)."""
+    backbone config is unchanged (an export fine-tunes with the usual dropout). A family
+    whose backbone picks its own kernel (`Family.own_attention`) is left as it is."""
     import keras
 
+    if families.of_model(masked_lm).own_attention:
+        return masked_lm.backbone.num_layers
     changed = 0
     for layer in masked_lm._flatten_layers(include_self=False, recursive=True):
         if isinstance(layer, keras.layers.MultiHeadAttention):

@@ -127,6 +127,7 @@ def _initial_model(config: TrainConfig):
 
 def _backbone(config, inputs: Inputs, initial) -> dict:
     """The checkpoint's backbone (once the data is known to fit it), or one of the size."""
+    ids = inputs.info.special_token_ids
     if initial is None:
         return model.backbone_config(
             config.family,
@@ -134,10 +135,11 @@ def _backbone(config, inputs: Inputs, initial) -> dict:
             inputs.info.vocab_size,
             inputs.train.max_length,
             config.config,
+            ids,
         )
     init_from.check_tokenizer(initial, inputs.info, config.tokenizer)
     init_from.check_length(initial, inputs.train.max_length)
-    return dict(initial.backbone_config)
+    return {**initial.backbone_config, **families.get(initial.family).token_args(ids)}
 
 
 def _build(config, runtime, spec, backbone, plan):

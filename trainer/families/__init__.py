@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from trainer.families import bert, roberta
 from trainer.families.family import Family
+from trainer.families.modernbert import record as modernbert
 
 
 def _registry() -> dict[str, Family]:
-    return {f.name: f for f in (roberta.FAMILY, bert.FAMILY)}
+    return {f.name: f for f in (roberta.FAMILY, bert.FAMILY, modernbert.FAMILY)}
 
 
 ALL = tuple(_registry().values())

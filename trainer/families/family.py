@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 from collections.abc import Callable, Mapping
-
-import keras_hub
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,9 +19,12 @@ class Family:
     weight_rows: tuple  # (keras-hub path, transformers name, transform): embeddings and head
     hf_prefix: str  # the transformers base-model attribute ("roberta", "bert")
     backbone_config_of: Callable  # the inverse of hf_config: (config.json dict) -> backbone args
-    classifier_class: str  # the TextClassifier task in keras_hub.models (fine-tuning)
-    layer_rows: tuple  # the weight rows of one encoder layer ({i}: layer, {m}: hf_prefix)
-    hf_masked_lm_class: str  # transformers' masked-LM class ("" where transformers has none)
+    # The TextClassifier task (fine-tuning); "" where there is none yet: refused in one line.
+    classifier_class: str
+    # The weight rows of one encoder layer ({i}: the layer, {m}: hf_prefix), or a function
+    # of the layer index where layers differ (ModernBERT's first has no attention norm).
+    layer_rows: tuple | Callable[[int], tuple]
+    hf_masked_lm_class: str  # transformers' masked-LM class
     # transformers checkpoints that duplicate the tied LM decoder: {copy: the tensor it equals}.
     tied: Mapping[str, str]
     # Tensor-name prefixes of heads that are not part of a masked LM (a pooler, BERT's
@@ -32,8 +34,8 @@ class Family:
     # (named when a keras-hub preset holds no masked-LM head).
     hub_checkpoint: str
     # The keras-hub tokenizer class (a preset's tokenizer.json "registered_name") and the
-    # `tokenizers` model kind it converts to (trainer/keras_hub_presets.py).
-    preset_tokenizer: tuple[str, str]
+    # `tokenizers` model kind it converts to (trainer/keras_hub_presets.py); () for none.
+    preset_tokenizer: tuple[str, str] | tuple[()]
     # Separator tokens between the two texts of a pair: `<s> A </s></s> B </s>` (RoBERTa)
     # or `[CLS] A [SEP] B [SEP]` (BERT).
     pair_separators: int
@@ -48,19 +50,31 @@ class Family:
     # The feed-forward activation keras-hub hard-codes in the backbone's encoder layers
     # (trainer/families/activation.py sets another when a checkpoint needs it).
     activation: str = "gelu"
+    models_module: str = "keras_hub.models"  # where the backbone and task classes live
+    sizes: Mapping[str, Mapping] | None = None  # named shapes; None: trainer/families/sizes.py
+    dropout: float = 0.1  # the backbone's dropout when pretraining from scratch
+    # Backbone arguments taken from the tokenizer's special-token ids (role -> id).
+    token_args: Callable[[dict], dict] = lambda ids: {}  # noqa: E731
+    # True where the backbone picks its own attention kernel (no Keras MultiHeadAttention
+    # whose dropout `trainer.model.fuse_attention` drops to reach the fused kernel).
+    own_attention: bool = False
+    # True where the embedding may hold more rows than the tokenizer has tokens (ModernBERT
+    # pads its vocabulary to a multiple of 64; the spare rows are never an input).
+    spare_embeddings: bool = False
+
+    def fits_tokenizer(self, backbone_config: dict, tokens: int) -> bool:
+        """Whether a tokenizer of `tokens` ids can drive the model's embedding."""
+        rows = backbone_config["vocabulary_size"]
+        return tokens <= rows if self.spare_embeddings else tokens == rows
 
     def weight_table(self, num_layers: int) -> list[tuple]:
         """The mapping rows of one model, with layer indices and prefixes filled in."""
         layers = [
             (k.format(i=i), h.format(i=i, m=self.hf_prefix), t)
             for i in range(num_layers)
-            for k, h, t in self.layer_rows
+            for k, h, t in (self.layer_rows(i) if callable(self.layer_rows) else self.layer_rows)
         ]
         return list(self.weight_rows) + layers
-
-    def length_args(self, length: int) -> dict:
-        """The backbone arguments that the data's sequence length sets."""
-        return {"max_sequence_length": length} if self.positions == "absolute" else {}
 
     def max_positions(self, backbone_config: dict) -> int | None:
         """The longest sequence the model can read; None where positions are unbounded."""
@@ -68,8 +82,11 @@ class Family:
             return int(backbone_config["max_sequence_length"])
         return None
 
+    def _class(self, name: str):
+        return getattr(importlib.import_module(self.models_module), name)
+
     def backbone_cls(self):
-        return getattr(keras_hub.models, self.backbone_class)
+        return self._class(self.backbone_class)
 
     def backbone_args(self) -> tuple[str, ...]:
         """The named arguments of the backbone's constructor (its `**kwargs` are Keras layer
@@ -82,10 +99,10 @@ class Family:
         )
 
     def classifier_cls(self):
-        return getattr(keras_hub.models, self.classifier_class)
+        return self._class(self.classifier_class)
 
     def task_cls(self):
-        return getattr(keras_hub.models, self.task_class)
+        return self._class(self.task_class)
 
     def inputs(self, token_ids, padding_mask, mask_positions, zeros_like) -> dict:
         """The keras-hub MaskedLM input dict (one segment for MLM-only pretraining)."""

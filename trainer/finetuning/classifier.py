@@ -31,6 +31,12 @@ class PretrainedBackbone:
     def __init__(self, source: model_source.ModelSource, from_scratch: bool = False):
         self.source = source
         self.family = families.get(source.family)
+        if not self.family.classifier_class:
+            raise UserError(
+                f"{source.path} is a {source.family} model, which has no classifier to "
+                "fine-tune yet (keras-hub has none); export it (python -m trainer.export "
+                "--format hf) and fine-tune it with transformers."
+            )
         self.config = dict(source.run_config["backbone_config"])
         self.from_scratch = from_scratch
         # Read even from scratch: a model path that does not load is an error either way.

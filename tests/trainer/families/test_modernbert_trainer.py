@@ -1,0 +1,94 @@
+"""The modernbert family through the trainer's own paths: pretraining (`trainer.task
+--family modernbert`), the export (both formats, read by transformers and by our package),
+`--init_from` a transformers ModernBERT folder, and continued pretraining from it."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.trainer.mlm_data import task_args
+from trainer import export, init_from, model, model_source, task
+
+pytestmark = pytest.mark.slow  # a training run and an export (~15 s per backend)
+
+STEPS = ["--train_steps", "80", "--eval_every", "40", "--save_every", "40"]
+
+
+@pytest.fixture(scope="module")
+def run(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("modernbert")
+    assert task.main(task_args(corpus, out / "run", "--family", "modernbert", *STEPS)) == 0
+    args = ["--checkpoint", str(out / "run"), "--output_dir", str(out / "export")]
+    assert export.main([*args, "--format", "all"]) == 0
+    return out
+
+
+def _batch(cls_id: int, pad_id: int):
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, 95, (3, 32)).astype("int32")
+    ids[:, 0] = cls_id  # one document per row, as a transformers user feeds it
+    mask = np.ones_like(ids)
+    mask[1, 20:], mask[2, 9:] = 0, 0
+    ids[mask == 0] = pad_id
+    return ids, mask
+
+
+def _logits(masked_lm, hf, ids, mask):
+    positions = np.tile(np.arange(ids.shape[1], dtype="int32"), (len(ids), 1))
+    inputs = {"token_ids": ids, "padding_mask": mask, "mask_positions": positions}
+    ours = np.asarray(masked_lm(inputs, training=False))
+    with torch.no_grad():
+        theirs = hf(
+            input_ids=torch.tensor(ids, dtype=torch.long), attention_mask=torch.tensor(mask)
+        )
+    valid = mask.astype(bool)
+    return ours[valid], theirs.logits.numpy()[valid]
+
+
+def test_pretraining_learns_and_records_the_document_separator(run, corpus):
+    metrics = json.loads((run / "run" / "metrics.json").read_text())
+    assert metrics["steps"] == 80 and metrics["eval_loss"] < np.log(95) - 0.5
+    config = json.loads((run / "run" / "run_config.json").read_text())
+    assert config["family"] == "modernbert"
+    backbone = config["backbone_config"]
+    assert backbone["separator_id"] == corpus["info"].special_token_ids["cls_token"]
+    assert backbone["dropout"] == 0.0  # ModernBERT pretrains without dropout
+
+
+def test_export_matches_transformers_and_reloads_with_our_package(run, corpus):
+    from transformers import AutoModelForMaskedLM, pipeline
+
+    hf = AutoModelForMaskedLM.from_pretrained(str(run / "export" / "hf")).eval()
+    assert type(hf).__name__ == "ModernBertForMaskedLM"
+    written = json.loads((run / "export" / "hf" / "config.json").read_text())
+    assert {"layer_types", "rope_parameters", "local_attention"} <= set(written)
+    assert written["vocab_size"] % 64 == 0  # the vocabulary padded as ModernBERT pads it
+    ours, _, _ = model_source.load_masked_lm(str(run / "export" / "keras-hub"))
+    ids = corpus["info"].special_token_ids
+    mine, theirs = _logits(ours, hf, *_batch(ids["cls_token"], ids["pad_token"]))
+    assert np.abs(mine - theirs).max() <= 1e-4
+    fill = pipeline("fill-mask", model=str(run / "export" / "hf"))
+    assert len(fill(f"w1 {fill.tokenizer.mask_token} w2", top_k=3)) == 3
+
+
+def test_init_from_the_transformers_export_loads_with_parity_and_continues(run, corpus):
+    from transformers import AutoModelForMaskedLM
+
+    folder = run / "export" / "hf"
+    initial = init_from.resolve(str(folder))
+    assert initial.family == "modernbert"
+    masked_lm = model.build_masked_lm(initial.family, initial.backbone_config)
+    init_from.load_into(masked_lm, initial)
+    hf = AutoModelForMaskedLM.from_pretrained(str(folder)).eval()
+    ids = corpus["info"].special_token_ids
+    mine, theirs = _logits(masked_lm, hf, *_batch(ids["cls_token"], ids["pad_token"]))
+    assert np.abs(mine - theirs).max() <= 1e-4
+    args = task_args(corpus, run / "continued", "--init_from", str(folder), *STEPS[:2])
+    cut = args.index("--config")
+    assert task.main(args[:cut] + args[cut + 2 :] + ["--eval_every", "20"]) == 0
+    history = json.loads((run / "continued" / "history.json").read_text())
+    first = next(e["eval_loss"] for e in history if "eval_loss" in e)
+    source = json.loads((run / "run" / "metrics.json").read_text())["eval_loss"]
+    assert first < source + 0.3  # starts from the trained model, not from random weights
