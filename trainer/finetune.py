@@ -31,7 +31,7 @@ import types
 import numpy as np
 
 from common import flags, fs
-from common.errors import UserError, run_cli
+from common.errors import Terminated, UserError, run_cli
 from common.flags import flag
 from trainer import keras_backend, model_source, run_dir
 from trainer import plan as plans
@@ -39,13 +39,17 @@ from trainer.device_flags import DeviceFlags
 from trainer.finetuning import (
     card_scores,
     datasets,
+    divergence,
     glue,
+    interruption,
     jobs,
     metrics,
+    output_folder,
     pretraining,
     protocol,
     results,
 )
+from trainer.lock_flags import LockFlags
 
 ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
 # cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files.
@@ -53,7 +57,7 @@ DEFAULT_RECIPE = glue.Recipe(learning_rate=4e-5, epochs=5, batch_size=16, seeds=
 
 
 @dataclasses.dataclass
-class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the trainer's own flags
+class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --takeover_lock, ...
     model: str = flag(
         "The pretrained model: a training run folder (newest checkpoint), a "
         ".weights.h5 checkpoint or our keras-hub export.",
@@ -218,6 +222,7 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
             ]
             if clash:
                 raise ValueError(f"--hf_dataset names the data: drop {', '.join(clash)}")
+            self._check_saved_folder()
             return
         lonely = [
             f"--{n}"
@@ -228,6 +233,18 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
             lonely.append("--hf_revision")
         if lonely:
             raise ValueError(f"{', '.join(lonely)} need(s) --hf_dataset")
+
+    def _check_saved_folder(self) -> None:
+        """A save_to_disk folder holds one configuration at one revision, already chosen
+        when it was saved: --hf_config/--hf_revision cannot select anything there."""
+        from trainer.finetuning import hub
+
+        given = [f"--{n}" for n in ("hf_config", "hf_revision") if getattr(self, n)]
+        if given and hub.is_saved_folder(self.hf_dataset):
+            raise ValueError(
+                f"--hf_dataset {self.hf_dataset} is a save_to_disk folder: its configuration "
+                f"and revision were fixed when it was saved; drop {', '.join(given)}"
+            )
 
     def seed_list(self, default=DEFAULT_RECIPE.seeds) -> list[int]:
         if self.seeds is None:
@@ -269,11 +286,12 @@ def resolve_model(path: str):
 
 
 def run_job(
-    config, runtime, source, backbone, pretrained: dict, job: jobs.Job, after_seed=None
+    config, runtime, source, backbone, pretrained: dict, job: jobs.Job, after_seed=None, watch=None
 ) -> dict:
     """Fine-tunes every seed of one job on `runtime`'s devices; returns its results document,
     written by the chief (process 0 of a JAX pod; the others compute the same and write
-    nothing)."""
+    nothing). At a SIGTERM (`watch`) the chief writes the complete seeds' results, marked
+    interrupted, and `Terminated` ends the command."""
     from trainer.finetuning.classifier import jit_default
 
     data, counts, info = jobs.pack_task(config, source, job)
@@ -283,22 +301,39 @@ def run_job(
     models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime)
     scalars = results.Scalars(job.output_dir) if runtime.chief else None
     records = []
-    metric = job.recipe.metric
-    for seed in job.seeds:
-        record = protocol.run_seed(models, seed, scalars)
-        _say(
-            runtime,
-            f"{job.name} seed {seed}: best epoch {record['best_epoch']}, dev {metric} "
-            f"{record['dev'][metric]:.4f} ({record['seconds']:.1f} s)",
-        )
-        records.append(record)
-        if after_seed:
-            after_seed(record, models.model)
     document = _document(config, source, backbone, job, counts)
+    try:
+        for seed in job.seeds:
+            record = protocol.run_seed(models, seed, scalars, watch)
+            _say(runtime, _seed_line(job, record))
+            records.append(record)
+            if after_seed:
+                after_seed(record, models.model)
+    except interruption.Interrupted as stop:
+        path = None
+        if records:  # what is complete: written, marked interrupted
+            _add_scores(document, models, data, records, pretrained)
+            document["interrupted"] = f"{stop}; complete: seed(s) {[r['seed'] for r in records]}"
+            path = (
+                results.write(job.output_dir, document)
+                if runtime.chief
+                else "process 0's results.json"
+            )
+        raise Terminated(interruption.ended(stop, job.name, len(records), path)) from None
     _add_scores(document, models, data, records, pretrained)
     if runtime.chief:
         results.write(job.output_dir, document)
     return document
+
+
+def _seed_line(job: jobs.Job, record: dict) -> str:
+    if record.get("diverged"):
+        return divergence.line(job.name, record["seed"], record["diverged"])
+    metric = job.recipe.metric
+    return (
+        f"{job.name} seed {record['seed']}: best epoch {record['best_epoch']}, dev {metric} "
+        f"{results.number(record['dev'][metric])} ({record['seconds']:.1f} s)"
+    )
 
 
 def _add_scores(document: dict, models, data, records: list, pretrained: dict) -> None:
@@ -359,33 +394,37 @@ def finetune(config: FinetuneFlags) -> dict | None:
     """Runs the whole protocol; returns the results document (also written and printed;
     for --task glue the summary of every task and the GLUE score), or None on a process of
     a JAX pod other than process 0 (it wrote and printed nothing)."""
+    from trainer import folder_lock
     from trainer.finetuning.classifier import PretrainedBackbone
 
     source = resolve_model(config.model)
     tasks = jobs.glue_jobs(config) if config.task else [jobs.own_job(config)]
-    cards = card_scores.readmes(config.card) if config.card else []  # fail fast
+    cards = card_scores.writable(card_scores.readmes(config.card)) if config.card else []
     runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
-    backbone = PretrainedBackbone(source, config.from_scratch)
-    pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
-    if pretrained["warning"] and not config.from_scratch:
-        _say(runtime, f"warning: {pretrained['warning']}")
-    if runtime.chief:
-        # A results.json left by an earlier run must not pass for this one's if this one dies.
-        results.remove_stale(config.output_dir)
-        for job in tasks:
-            results.remove_stale(job.output_dir)
-    if config.task == "glue":
-        document = glue_run(config, runtime, source, backbone, pretrained, tasks)
-    else:
-        document = run_job(config, runtime, source, backbone, pretrained, tasks[0])
+    with folder_lock.held(config, runtime.chief), interruption.watching(runtime) as watch:
+        backbone = PretrainedBackbone(source, config.from_scratch)
+        pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
+        if pretrained["warning"] and not config.from_scratch:
+            _say(runtime, f"warning: {pretrained['warning']}")
+        if runtime.chief:
+            output_folder.clear_earlier_run(config.output_dir, [job.output_dir for job in tasks])
+        if config.task == "glue":
+            document = glue_run(config, runtime, source, backbone, pretrained, tasks, watch)
+        else:
+            document = run_job(config, runtime, source, backbone, pretrained, tasks[0], watch=watch)
     if not runtime.chief:
         return None
-    for path in card_scores.add(cards, card_scores.entries(document)) if cards else ():
+    found = card_scores.entries(document) if cards else []
+    for path in card_scores.add(cards, found) if found else ():
         print(f"model card: {path}")
+    if cards and not found:
+        print("model card: unchanged (no seed has scores)")
     return document
 
 
-def glue_run(config, runtime, source, backbone, pretrained: dict, tasks: list[jobs.Job]) -> dict:
+def glue_run(
+    config, runtime, source, backbone, pretrained: dict, tasks: list[jobs.Job], watch=None
+) -> dict:
     """Every GLUE task in turn (MNLI first), then the summary and the GLUE score in
     `{output_dir}/results.json`. With --mnli_start, RTE, MRPC and STS-B start from the
     backbone of MNLI's best seed at its best epoch."""
@@ -394,6 +433,8 @@ def glue_run(config, runtime, source, backbone, pretrained: dict, tasks: list[jo
     def keep_best(record, model):
         # run_seed leaves the best epoch's weights in the model when there is a test split:
         # MNLI's is its mismatched dev set, always read.
+        if record.get("diverged"):
+            return
         score = record["dev"]["accuracy"]
         if best["score"] is None or score > best["score"]:
             best.update(score=score, weights=model.backbone.get_weights())
@@ -402,10 +443,12 @@ def glue_run(config, runtime, source, backbone, pretrained: dict, tasks: list[jo
     for job in tasks:
         start = backbone
         if config.mnli_start and job.name in glue.MNLI_STARTED:
+            if best["weights"] is None:
+                raise UserError("--mnli_start: every MNLI seed diverged, none to start from")
             start = backbone.started_from(best["weights"])
             job.extra["start"] = "MNLI's best seed (--mnli_start)"
         keep = keep_best if config.mnli_start and job.name == "mnli" else None
-        documents[job.name] = run_job(config, runtime, source, start, pretrained, job, keep)
+        documents[job.name] = run_job(config, runtime, source, start, pretrained, job, keep, watch)
         _say(runtime, results.table(documents[job.name]))
     document = glue_summary(documents)
     document["pretraining"] = pretrained
@@ -457,12 +500,14 @@ def glue_summary(documents: dict) -> dict:
     tasks, reported = {}, {}
     for name, document in documents.items():
         scores = document["scores"]
-        reported[name] = glue.reported(glue.TASKS[name], scores["summary"])
+        if "dev" in scores["summary"]:  # else every seed diverged: no score for the task
+            reported[name] = glue.reported(glue.TASKS[name], scores["summary"])
         tasks[name] = {
-            "reported": reported[name],
+            "reported": reported.get(name),
             "metric": scores["metric"],
             "seeds": [r["seed"] for r in scores["seeds"]],
             "collapsed_seeds": scores["summary"]["collapsed_seeds"],
+            "seeds_in_mean": scores["summary"]["seeds_in_mean"],
             "results": fs.join(name, results.RESULTS),
             "dataset": document.get("dataset"),
         }
