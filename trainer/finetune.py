@@ -24,24 +24,20 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import sys
 import types
 
-import numpy as np
-
 from common import flags, fs
-from common.errors import Terminated, UserError, run_cli
+from common.errors import UserError, run_cli
 from common.flags import flag
 from trainer import keras_backend, model_source, run_dir
-from trainer import plan as plans
 from trainer.device_flags import DeviceFlags
 from trainer.finetuning import (
     card_scores,
     datasets,
-    divergence,
     glue,
     interruption,
+    job_run,
     jobs,
     metrics,
     output_folder,
@@ -285,111 +281,6 @@ def resolve_model(path: str):
     return source
 
 
-def run_job(
-    config, runtime, source, backbone, pretrained: dict, job: jobs.Job, after_seed=None, watch=None
-) -> dict:
-    """Fine-tunes every seed of one job on `runtime`'s devices; returns its results document,
-    written by the chief (process 0 of a JAX pod; the others compute the same and write
-    nothing). At a SIGTERM (`watch`) the chief writes the complete seeds' results, marked
-    interrupted, and `Terminated` ends the command."""
-    from trainer.finetuning.classifier import jit_default
-
-    data, counts, info = jobs.pack_task(config, source, job)
-    backbone.check_tokenizer(info)
-    check_hosts_agree(runtime, config, data)
-    jit = jit_default(config.jit_compile, runtime.device.jit)
-    models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime)
-    scalars = results.Scalars(job.output_dir) if runtime.chief else None
-    records = []
-    document = _document(config, source, backbone, job, counts)
-    try:
-        for seed in job.seeds:
-            record = protocol.run_seed(models, seed, scalars, watch)
-            _say(runtime, _seed_line(job, record))
-            records.append(record)
-            if after_seed:
-                after_seed(record, models.model)
-    except interruption.Interrupted as stop:
-        path = None
-        if records:  # what is complete: written, marked interrupted
-            _add_scores(document, models, data, records, pretrained)
-            document["interrupted"] = f"{stop}; complete: seed(s) {[r['seed'] for r in records]}"
-            path = (
-                results.write(job.output_dir, document)
-                if runtime.chief
-                else "process 0's results.json"
-            )
-        raise Terminated(interruption.ended(stop, job.name, len(records), path)) from None
-    _add_scores(document, models, data, records, pretrained)
-    if runtime.chief:
-        results.write(job.output_dir, document)
-    return document
-
-
-def _seed_line(job: jobs.Job, record: dict) -> str:
-    if record.get("diverged"):
-        return divergence.line(job.name, record["seed"], record["diverged"])
-    metric = job.recipe.metric
-    return (
-        f"{job.name} seed {record['seed']}: best epoch {record['best_epoch']}, dev {metric} "
-        f"{results.number(record['dev'][metric])} ({record['seconds']:.1f} s)"
-    )
-
-
-def _add_scores(document: dict, models, data, records: list, pretrained: dict) -> None:
-    from trainer import backends
-
-    metric = models.recipe.metric
-    constant = protocol.constant_scores(data)
-    # Read from the model: the devices it was really built and trained on.
-    document["protocol"]["replicas"] = backends.model_replicas(models.model)
-    document["protocol"]["processes"] = models.devices.processes
-    # What the devices decided (`trainer.plan.device_settings`), not the flags' "auto".
-    document["protocol"]["precision"] = models.precision
-    document["protocol"]["fused_attention"] = models.fused_attention
-    document["pretraining"] = pretrained
-    document["scores"] = {
-        "metric": metric,
-        "seeds": records,
-        "constant_answer_dev": constant,
-        "summary": protocol.summarise(records, metric, constant),
-    }
-
-
-def _say(runtime, text: str) -> None:
-    """Prints on the chief only: a pod's hosts would print the same lines once each."""
-    if runtime.chief:
-        print(text, flush=True)
-
-
-# Flags that name where the chief writes: the other processes of a pod never use them.
-_WRITES_ONLY = ("output_dir", "card")
-
-
-def check_hosts_agree(runtime, config: FinetuneFlags, data: protocol.TaskData) -> None:
-    """On a JAX pod every process must fine-tune the same examples with the same flags: each
-    trains on its share of the same global batches, and processes that disagree would call
-    different collectives (one waits for ever) or score other examples. Compared before the
-    first collective of the training: the packed arrays and the flags, but not where the
-    chief writes."""
-    if runtime.gather is None:
-        return
-    fingerprint = hashlib.sha256()
-    for split in (data.train, data.dev, data.test):
-        features, targets = split if split is not None else ({}, np.zeros(0))
-        for name in sorted(features):
-            fingerprint.update(name.encode() + np.ascontiguousarray(features[name]).tobytes())
-        fingerprint.update(np.ascontiguousarray(targets).tobytes())
-    chosen = {k: v for k, v in dataclasses.asdict(config).items() if k not in _WRITES_ONLY}
-    seen = [row[0] for row in runtime.gather([plans.digest([chosen, fingerprint.hexdigest()])])]
-    if len(set(seen)) > 1:
-        hosts = ", ".join(f"host {i} {value:07x}" for i, value in enumerate(seen))
-        raise UserError(
-            f"the pod's hosts fine-tune different data or flags (digests: {hosts}): every "
-            "host must read the same files and run the same command"
-        )
-
-
 def finetune(config: FinetuneFlags) -> dict | None:
     """Runs the whole protocol; returns the results document (also written and printed;
     for --task glue the summary of every task and the GLUE score), or None on a process of
@@ -405,13 +296,15 @@ def finetune(config: FinetuneFlags) -> dict | None:
         backbone = PretrainedBackbone(source, config.from_scratch)
         pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
         if pretrained["warning"] and not config.from_scratch:
-            _say(runtime, f"warning: {pretrained['warning']}")
+            job_run.say(runtime, f"warning: {pretrained['warning']}")
         if runtime.chief:
             output_folder.clear_earlier_run(config.output_dir, [job.output_dir for job in tasks])
         if config.task == "glue":
             document = glue_run(config, runtime, source, backbone, pretrained, tasks, watch)
         else:
-            document = run_job(config, runtime, source, backbone, pretrained, tasks[0], watch=watch)
+            document = job_run.run_job(
+                config, runtime, source, backbone, pretrained, tasks[0], watch=watch
+            )
     if not runtime.chief:
         return None
     found = card_scores.entries(document) if cards else []
@@ -448,8 +341,10 @@ def glue_run(
             start = backbone.started_from(best["weights"])
             job.extra["start"] = "MNLI's best seed (--mnli_start)"
         keep = keep_best if config.mnli_start and job.name == "mnli" else None
-        documents[job.name] = run_job(config, runtime, source, start, pretrained, job, keep, watch)
-        _say(runtime, results.table(documents[job.name]))
+        documents[job.name] = job_run.run_job(
+            config, runtime, source, start, pretrained, job, keep, watch
+        )
+        job_run.say(runtime, results.table(documents[job.name]))
     document = glue_summary(documents)
     document["pretraining"] = pretrained
     document["model"] = next(iter(documents.values()))["model"]
@@ -512,45 +407,6 @@ def glue_summary(documents: dict) -> dict:
             "dataset": document.get("dataset"),
         }
     return {"glue": glue.glue_score(reported), "tasks": tasks}
-
-
-def _document(config, source, backbone, job: jobs.Job, counts: dict) -> dict:
-    import keras
-
-    return {
-        "protocol": {
-            **dataclasses.asdict(config),
-            "seeds": job.seeds,
-            "epochs": job.recipe.epochs,
-            "batch_size": job.recipe.batch_size,
-            "learning_rate": job.recipe.learning_rate,
-            "metric": job.recipe.metric,
-            "max_length": counts["train"]["max_length"],
-            "backend": keras.backend.backend(),
-            "recipe_source": job.recipe_source,
-            "selection": "best epoch on dev by the metric",
-            "notes": results.PROTOCOL_NOTES,
-            "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, "
-            "global norm clip 1.0, linear warmup then linear decay to 0",
-        },
-        "model": {
-            "path": config.model,
-            "kind": source.kind,
-            "checkpoint": source.path,
-            "family": source.family,
-            "from_scratch": config.from_scratch,
-            "backbone_parameters": backbone.parameters,
-        },
-        "task": {
-            "name": job.name,
-            "type": job.task_type,
-            "labels": list(job.names) if job.names else None,
-            "pair": jobs.is_pair(job),
-            **job.extra,
-        },
-        "data": counts,
-        "dataset": job.dataset,
-    }
 
 
 def main(argv=None) -> int:
