@@ -37,7 +37,7 @@ def model_section(facts) -> str:
     config, backbone = facts.run_config, facts.run_config["backbone_config"]
     rows = [
         ("family", config["family"]),
-        ("size", config["size"]),
+        ("size", _size(config)),
         ("parameters", _n(facts.parameters)),
         ("layers", backbone.get("num_layers")),
         ("hidden size", backbone.get("hidden_dim")),
@@ -263,6 +263,14 @@ def usage_section(facts, fmt: str, options) -> str:
     return f"## How to use\n\n{where}### {titles[0]}\n\n{first}\n\n### {titles[1]}\n\n{second}"
 
 
+def _size(config) -> str:
+    """The size's name, or for a run continued from a model (--init_from), that model's."""
+    initial = config.get("init_from")
+    if isinstance(initial, dict) and initial.get("path"):
+        return f"the size of `{initial['path']}`"
+    return config["size"]
+
+
 def _origin(config) -> str:
     """From scratch, or what the run continued from (--init_from, with its sha256)."""
     initial = config.get("init_from")
@@ -278,7 +286,7 @@ def _origin(config) -> str:
 def body(facts, fmt: str, options, name: str) -> str:
     config = facts.run_config
     intro = (
-        f"# {name}\n\nA {config['family']} masked language model ({config['size']}, "
+        f"# {name}\n\nA {config['family']} masked language model ({_size(config)}, "
         f"{_n(facts.parameters)} parameters) {_origin(config)} with mlm_pretrain "
         f"(Beam prepare pipeline, Keras 3 / keras-hub trainer). This folder is the "
         f"{'Hugging Face transformers' if fmt == 'hf' else 'keras-hub preset'} export."

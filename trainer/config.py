@@ -21,6 +21,7 @@ from common.publish import PushFlags
 from trainer import families, keras_backend, masking, model
 from trainer.device_flags import DeviceFlags
 from trainer.families import sizes
+from trainer.lock_flags import LockFlags
 from trainer.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES
 
 # The masking keys hold the seed in an int32 (trainer/masking.py), Keras' seeding takes < 2**32.
@@ -36,10 +37,11 @@ _LEGACY_MODEL_CONFIGS = {
 
 
 @dataclasses.dataclass
-class TrainConfig(PushFlags, DeviceFlags):
+class TrainConfig(PushFlags, DeviceFlags, LockFlags):
     # PushFlags: --push_to, --language, --license (publish the export at the end); DeviceFlags:
     # --strategy, --cpu_replicas, --tpu, --precision, --fused_attention... (trainer/device_flags.py,
-    # shared with fine-tuning).
+    # shared with fine-tuning); LockFlags: --takeover_lock, --lock_timeout_hours (the run
+    # folder's lock, trainer/folder_lock.py).
     # Data and files.
     train_data: str = flag(
         "Folder of training shards (manifest or legacy format), local or gs://.",
@@ -164,19 +166,6 @@ class TrainConfig(PushFlags, DeviceFlags):
     )
     verbose: int = flag(
         "Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1, minimum=0, maximum=2
-    )
-    # The run folder's lock (one training run per --output_dir; trainer/folder_lock.py).
-    takeover_lock: bool = flag(
-        "Take --output_dir over from a training run that holds its "
-        "lock (only when that run is dead).",
-        False,
-    )
-    lock_timeout_hours: float = flag(
-        "A run folder's lock whose heartbeat (refreshed every minute while its run lives) is "
-        "older than this is taken over without --takeover_lock (a run restarted on another "
-        "machine after a preemption waits this long at most).",
-        0.25,
-        minimum=0.01,
     )
 
     def __post_init__(self):

@@ -24,29 +24,28 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import sys
 import types
-
-import numpy as np
 
 from common import flags, fs
 from common.errors import UserError, run_cli
 from common.flags import flag
 from trainer import keras_backend, model_source, run_dir
-from trainer import plan as plans
 from trainer.device_flags import DeviceFlags
 from trainer.finetuning import (
     card_scores,
     datasets,
     glue,
+    interruption,
+    job_run,
     jobs,
     metrics,
+    output_folder,
     pretraining,
     protocol,
     results,
-    unscored,
 )
+from trainer.lock_flags import LockFlags
 
 ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
 # cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files.
@@ -54,7 +53,7 @@ DEFAULT_RECIPE = glue.Recipe(learning_rate=4e-5, epochs=5, batch_size=16, seeds=
 
 
 @dataclasses.dataclass
-class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the trainer's own flags
+class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --takeover_lock, ...
     model: str = flag(
         "The pretrained model: a training run folder (newest checkpoint), a "
         ".weights.h5 checkpoint or our keras-hub export.",
@@ -222,6 +221,7 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
             ]
             if clash:
                 raise ValueError(f"--hf_dataset names the data: drop {', '.join(clash)}")
+            self._check_saved_folder()
             return
         lonely = [
             f"--{n}"
@@ -232,6 +232,18 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
             lonely.append("--hf_revision")
         if lonely:
             raise ValueError(f"{', '.join(lonely)} need(s) --hf_dataset")
+
+    def _check_saved_folder(self) -> None:
+        """A save_to_disk folder holds one configuration at one revision, already chosen
+        when it was saved: --hf_config/--hf_revision cannot select anything there."""
+        from trainer.finetuning import hub
+
+        given = [f"--{n}" for n in ("hf_config", "hf_revision") if getattr(self, n)]
+        if given and hub.is_saved_folder(self.hf_dataset):
+            raise ValueError(
+                f"--hf_dataset {self.hf_dataset} is a save_to_disk folder: its configuration "
+                f"and revision were fixed when it was saved; drop {', '.join(given)}"
+            )
 
     def seed_list(self, default=DEFAULT_RECIPE.seeds) -> list[int]:
         if self.seeds is None:
@@ -272,130 +284,43 @@ def resolve_model(path: str):
     return source
 
 
-def run_job(
-    config, runtime, source, backbone, pretrained: dict, job: jobs.Job, after_seed=None
-) -> dict:
-    """Fine-tunes every seed of one job on `runtime`'s devices; returns its results document,
-    written by the chief (process 0 of a JAX pod; the others compute the same and write
-    nothing)."""
-    from trainer.finetuning.classifier import jit_default
-
-    data, counts, info = jobs.pack_task(config, source, job)
-    backbone.check_tokenizer(info)
-    check_hosts_agree(runtime, config, data)
-    jit = jit_default(config.jit_compile, runtime.device.jit)
-    models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime)
-    scalars = results.Scalars(job.output_dir) if runtime.chief else None
-    records = []
-    metric = job.recipe.metric
-    for seed in job.seeds:
-        record = protocol.run_seed(models, seed, scalars)
-        if "test_predictions" in record:  # an unlabelled test split: written, not scored
-            predicted = record.pop("test_predictions")
-            record["test_predictions"] = unscored.write(
-                job.output_dir, seed, job.splits["test"], job.names, predicted, runtime.chief
-            )
-        _say(
-            runtime,
-            f"{job.name} seed {seed}: best epoch {record['best_epoch']}, dev {metric} "
-            f"{record['dev'][metric]:.4f} ({record['seconds']:.1f} s)",
-        )
-        records.append(record)
-        if after_seed:
-            after_seed(record, models.model)
-    document = _document(config, source, backbone, job, counts)
-    _add_scores(document, models, data, records, pretrained)
-    if runtime.chief:
-        results.write(job.output_dir, document)
-    return document
-
-
-def _add_scores(document: dict, models, data, records: list, pretrained: dict) -> None:
-    from trainer import backends
-
-    metric = models.recipe.metric
-    constant = protocol.constant_scores(data)
-    # Read from the model: the devices it was really built and trained on.
-    document["protocol"]["replicas"] = backends.model_replicas(models.model)
-    document["protocol"]["processes"] = models.devices.processes
-    # What the devices decided (`trainer.plan.device_settings`), not the flags' "auto".
-    document["protocol"]["precision"] = models.precision
-    document["protocol"]["fused_attention"] = models.fused_attention
-    document["pretraining"] = pretrained
-    document["scores"] = {
-        "metric": metric,
-        "seeds": records,
-        "constant_answer_dev": constant,
-        "summary": protocol.summarise(records, metric, constant),
-    }
-
-
-def _say(runtime, text: str) -> None:
-    """Prints on the chief only: a pod's hosts would print the same lines once each."""
-    if runtime.chief:
-        print(text, flush=True)
-
-
-# Flags that name where the chief writes: the other processes of a pod never use them.
-_WRITES_ONLY = ("output_dir", "card")
-
-
-def check_hosts_agree(runtime, config: FinetuneFlags, data: protocol.TaskData) -> None:
-    """On a JAX pod every process must fine-tune the same examples with the same flags: each
-    trains on its share of the same global batches, and processes that disagree would call
-    different collectives (one waits for ever) or score other examples. Compared before the
-    first collective of the training: the packed arrays and the flags, but not where the
-    chief writes."""
-    if runtime.gather is None:
-        return
-    fingerprint = hashlib.sha256()
-    for split in (data.train, data.dev, data.test):
-        features, targets = split if split is not None else ({}, None)
-        targets = np.zeros(0) if targets is None else targets  # absent, or unlabelled
-        for name in sorted(features):
-            fingerprint.update(name.encode() + np.ascontiguousarray(features[name]).tobytes())
-        fingerprint.update(np.ascontiguousarray(targets).tobytes())
-    chosen = {k: v for k, v in dataclasses.asdict(config).items() if k not in _WRITES_ONLY}
-    seen = [row[0] for row in runtime.gather([plans.digest([chosen, fingerprint.hexdigest()])])]
-    if len(set(seen)) > 1:
-        hosts = ", ".join(f"host {i} {value:07x}" for i, value in enumerate(seen))
-        raise UserError(
-            f"the pod's hosts fine-tune different data or flags (digests: {hosts}): every "
-            "host must read the same files and run the same command"
-        )
-
-
 def finetune(config: FinetuneFlags) -> dict | None:
     """Runs the whole protocol; returns the results document (also written and printed;
     for --task glue the summary of every task and the GLUE score), or None on a process of
     a JAX pod other than process 0 (it wrote and printed nothing)."""
+    from trainer import folder_lock
     from trainer.finetuning.classifier import PretrainedBackbone
 
     source = resolve_model(config.model)
     tasks = jobs.glue_jobs(config) if config.task else [jobs.own_job(config)]
-    cards = card_scores.readmes(config.card) if config.card else []  # fail fast
+    cards = card_scores.writable(card_scores.readmes(config.card)) if config.card else []
     runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
-    backbone = PretrainedBackbone(source, config.from_scratch)
-    pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
-    if pretrained["warning"] and not config.from_scratch:
-        _say(runtime, f"warning: {pretrained['warning']}")
-    if runtime.chief:
-        # A results.json left by an earlier run must not pass for this one's if this one dies.
-        results.remove_stale(config.output_dir)
-        for job in tasks:
-            results.remove_stale(job.output_dir)
-    if config.task == "glue":
-        document = glue_run(config, runtime, source, backbone, pretrained, tasks)
-    else:
-        document = run_job(config, runtime, source, backbone, pretrained, tasks[0])
+    with folder_lock.held(config, runtime.chief), interruption.watching(runtime) as watch:
+        backbone = PretrainedBackbone(source, config.from_scratch)
+        pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
+        if pretrained["warning"] and not config.from_scratch:
+            job_run.say(runtime, f"warning: {pretrained['warning']}")
+        if runtime.chief:
+            output_folder.clear_earlier_run(config.output_dir, [job.output_dir for job in tasks])
+        if config.task == "glue":
+            document = glue_run(config, runtime, source, backbone, pretrained, tasks, watch)
+        else:
+            document = job_run.run_job(
+                config, runtime, source, backbone, pretrained, tasks[0], watch=watch
+            )
     if not runtime.chief:
         return None
-    for path in card_scores.add(cards, card_scores.entries(document)) if cards else ():
+    found = card_scores.entries(document) if cards else []
+    for path in card_scores.add(cards, found) if found else ():
         print(f"model card: {path}")
+    if cards and not found:
+        print("model card: unchanged (no seed has scores)")
     return document
 
 
-def glue_run(config, runtime, source, backbone, pretrained: dict, tasks: list[jobs.Job]) -> dict:
+def glue_run(
+    config, runtime, source, backbone, pretrained: dict, tasks: list[jobs.Job], watch=None
+) -> dict:
     """Every GLUE task in turn (MNLI first), then the summary and the GLUE score in
     `{output_dir}/results.json`. With --mnli_start, RTE, MRPC and STS-B start from the
     backbone of MNLI's best seed at its best epoch."""
@@ -404,6 +329,8 @@ def glue_run(config, runtime, source, backbone, pretrained: dict, tasks: list[jo
     def keep_best(record, model):
         # run_seed leaves the best epoch's weights in the model when there is a test split:
         # MNLI's is its mismatched dev set, always read.
+        if record.get("diverged"):
+            return
         score = record["dev"]["accuracy"]
         if best["score"] is None or score > best["score"]:
             best.update(score=score, weights=model.backbone.get_weights())
@@ -412,11 +339,15 @@ def glue_run(config, runtime, source, backbone, pretrained: dict, tasks: list[jo
     for job in tasks:
         start = backbone
         if config.mnli_start and job.name in glue.MNLI_STARTED:
+            if best["weights"] is None:
+                raise UserError("--mnli_start: every MNLI seed diverged, none to start from")
             start = backbone.started_from(best["weights"])
             job.extra["start"] = "MNLI's best seed (--mnli_start)"
         keep = keep_best if config.mnli_start and job.name == "mnli" else None
-        documents[job.name] = run_job(config, runtime, source, start, pretrained, job, keep)
-        _say(runtime, results.table(documents[job.name]))
+        documents[job.name] = job_run.run_job(
+            config, runtime, source, start, pretrained, job, keep, watch
+        )
+        job_run.say(runtime, results.table(documents[job.name]))
     document = glue_summary(documents)
     document["pretraining"] = pretrained
     document["model"] = next(iter(documents.values()))["model"]
@@ -467,55 +398,18 @@ def glue_summary(documents: dict) -> dict:
     tasks, reported = {}, {}
     for name, document in documents.items():
         scores = document["scores"]
-        reported[name] = glue.reported(glue.TASKS[name], scores["summary"])
+        if "dev" in scores["summary"]:  # else every seed diverged: no score for the task
+            reported[name] = glue.reported(glue.TASKS[name], scores["summary"])
         tasks[name] = {
-            "reported": reported[name],
+            "reported": reported.get(name),
             "metric": scores["metric"],
             "seeds": [r["seed"] for r in scores["seeds"]],
             "collapsed_seeds": scores["summary"]["collapsed_seeds"],
+            "seeds_in_mean": scores["summary"]["seeds_in_mean"],
             "results": fs.join(name, results.RESULTS),
             "dataset": document.get("dataset"),
         }
     return {"glue": glue.glue_score(reported), "tasks": tasks}
-
-
-def _document(config, source, backbone, job: jobs.Job, counts: dict) -> dict:
-    import keras
-
-    return {
-        "protocol": {
-            **dataclasses.asdict(config),
-            "seeds": job.seeds,
-            "epochs": job.recipe.epochs,
-            "batch_size": job.recipe.batch_size,
-            "learning_rate": job.recipe.learning_rate,
-            "metric": job.recipe.metric,
-            "max_length": counts["train"]["max_length"],
-            "backend": keras.backend.backend(),
-            "recipe_source": job.recipe_source,
-            "selection": "best epoch on dev by the metric",
-            "notes": results.PROTOCOL_NOTES,
-            "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, "
-            "global norm clip 1.0, linear warmup then linear decay to 0",
-        },
-        "model": {
-            "path": config.model,
-            "kind": source.kind,
-            "checkpoint": source.path,
-            "family": source.family,
-            "from_scratch": config.from_scratch,
-            "backbone_parameters": backbone.parameters,
-        },
-        "task": {
-            "name": job.name,
-            "type": job.task_type,
-            "labels": list(job.names) if job.names else None,
-            "pair": jobs.is_pair(job),
-            **job.extra,
-        },
-        "data": counts,
-        "dataset": job.dataset,
-    }
 
 
 def main(argv=None) -> int:

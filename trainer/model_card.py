@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
@@ -38,8 +39,30 @@ class CardOptions:
 
 
 def model_name(facts) -> str:
+    """`roberta-base-mlm`; a run continued from a model (--init_from) is named after that
+    model: `roberta-from-roberta-base-mlm`."""
     config = facts.run_config
+    initial = config.get("init_from")
+    if isinstance(initial, dict) and initial.get("path"):
+        return f"{config['family']}-from-{source_slug(initial['path'])}-mlm"
     return f"{config['family']}-{config['size']}-mlm"
+
+
+def source_slug(path: str) -> str:
+    """A model name's part for the model a run started from (a Hub id, a keras-hub preset,
+    a run folder, a checkpoint file): its own name, lowercase, in letters, digits, dots and
+    dashes. A checkpoint file inside a run's `checkpoints/` is named after its run, an
+    export's hf/ or keras-hub/ folder after the export."""
+    parts = [p for p in re.split(r"[/\\]+", path.rstrip("/")) if p and not p.endswith(":")]
+    name = parts[-1] if parts else "model"
+    if re.fullmatch(r"\d+", name) and len(parts) > 1:  # a kaggle handle's version
+        name = parts[-2]
+    if name.endswith(".h5") and len(parts) > 2 and parts[-2] == "checkpoints":
+        name = parts[-3]
+    if name in ("hf", "keras-hub") and len(parts) > 1:  # one format's folder of an export
+        name = parts[-2]
+    name = re.sub(r"(\.weights)?\.h5$", "", name)
+    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-.") or "model"
 
 
 def _eval_results(facts) -> list[EvalResult] | None:

@@ -305,7 +305,7 @@ def test_card_entries_of_one_glue_task_and_of_own_files_name_their_dataset():
     document["task"] = {"type": "classification"}
     own = card_scores.entries(document)
     assert {(r.dataset_type, r.dataset_name, r.dataset_split) for r in own} == {
-        ("custom", "dev.tsv", "dev")
+        ("custom", "pairs/dev.tsv", "dev")  # the dev file's folder and name: the task's own
     }
     assert [(r.metric_type, r.metric_config) for r in own] == [
         ("accuracy", None),

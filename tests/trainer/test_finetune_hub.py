@@ -222,3 +222,19 @@ def test_finetune_by_name_records_dataset_commit_and_class_names_in_results_and_
     assert f1.dataset_revision == hub_data.COMMIT
     assert f1.metric_args == {"labels": PAIRS, "pos_label": "equivalent"}
     assert card_scores.METRIC_TYPES["f1"] == "f1"
+
+
+@pytest.mark.parametrize("flag", ["--hf_config", "--hf_revision"])
+def test_a_save_to_disk_folder_with_a_config_or_revision_is_one_line(cache, tmp_path, capsys, flag):
+    """The folder holds one configuration at one revision: the flag would be ignored, yet
+    recorded in results.json and on the card as if it had chosen the data."""
+    import datasets
+
+    copy = str(tmp_path / "copy")
+    datasets.load_dataset("someone/paraphrase", "pairs").save_to_disk(copy)
+    capsys.readouterr()  # datasets' progress bars
+    code, err = _main(capsys, "--hf_dataset", copy, flag, "pairs", "--text_column", "sentence1")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "save_to_disk folder" in err and f"drop {flag}" in err, err
+    loaded = hub.load(copy, hint="--hf_dataset DIR")
+    assert loaded.provenance({"dev": "validation"})["local"] is True

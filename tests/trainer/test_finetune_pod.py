@@ -79,3 +79,33 @@ def test_two_processes_fine_tune_as_one_process_on_two_devices_and_only_process_
     # It learnt (chance 0.5; 0.8 and a loss of 0.69 -> 0.29 with the seeded tiny model), so the
     # comparison above means something.
     assert first["epochs"][-1]["dev"]["accuracy"] >= 0.75
+
+
+def test_sigterm_on_one_host_stops_both_at_one_batch_and_process_0_writes_the_complete_seeds(
+    tmp_path,
+):
+    """Host 1 gets SIGTERM at seed 2's first batch (and trains on for 3 s, as a preempted VM
+    does): jax.distributed's preemption notifier tells host 0, both stop at the batch JAX's
+    sync point agrees on and exit 143 in one line; process 0's results.json holds seed 1,
+    marked interrupted. Before: host 1 noted the signal and both fine-tuned to the end."""
+    export = fd.export_preset(tmp_path, "roberta")
+    train = fd.write(tmp_path / "train.csv", fd.examples(16, 0, False, False))
+    dev = fd.write(tmp_path / "dev.csv", fd.examples(8, 1, False, False))
+    common = [
+        *("--model", export, "--train", train, "--dev", dev, "--text_column", "sentence"),
+        *("--learning_rate", "1e-3", "--batch_size", "8", "--seeds", "1,2", "--epochs", "3"),
+        *("--strategy", "cpu", "--output_dir", str(tmp_path / "out")),
+    ]
+    # 2 batches an epoch: seed 1 is calls 1-6, seed 2 starts at call 7.
+    hosts = pods.run_pod(
+        [["tests.trainer.killable_finetune", kill, *common] for kill in ("none", "sigterm_at:7:3")]
+    )
+    assert [h.returncode for h in hosts] == [143, 143], [h.stderr[-3000:] for h in hosts]
+    lines = [[x for x in h.stderr.splitlines() if x.startswith("error:")] for h in hosts]
+    assert all(len(found) == 1 for found in lines), lines
+    where = [found[0].split("stopped at ")[1].split(" of ")[0] for found in lines]
+    assert where[0] == where[1] and where[0].startswith("seed 2, epoch "), where
+    assert "the 1 complete seed(s) are in" in lines[0][0] and "starts afresh" in lines[0][0]
+    found = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [r["seed"] for r in found["scores"]["seeds"]] == [1]
+    assert where[0] in found["interrupted"]

@@ -18,7 +18,7 @@ from common import flags
 from common.errors import UserError
 from tests.trainer import finetune_data as fd
 from trainer import finetune
-from trainer.finetuning import protocol
+from trainer.finetuning import job_run, protocol
 
 JAX = os.environ.get("KERAS_BACKEND") == "jax"
 EPOCHS = "4" if JAX else "1"  # TensorFlow compares the first epoch only (see below)
@@ -146,15 +146,15 @@ def test_pod_hosts_that_fine_tune_different_data_are_refused_before_training():
         host_0["digest"] = values[0]
         return [values]
 
-    finetune.check_hosts_agree(types.SimpleNamespace(gather=remember), _config("here"), data)
+    job_run.check_hosts_agree(types.SimpleNamespace(gather=remember), _config("here"), data)
     pod = types.SimpleNamespace(gather=lambda values: [[host_0["digest"]], values])
     # Another --output_dir on host 1 is no disagreement: only process 0 writes.
-    finetune.check_hosts_agree(pod, _config("there"), data)
+    job_run.check_hosts_agree(pod, _config("there"), data)
     with pytest.raises(UserError, match="hosts fine-tune different data or flags"):
-        finetune.check_hosts_agree(pod, _config("here", "--learning_rate", "1e-3"), data)
+        job_run.check_hosts_agree(pod, _config("here", "--learning_rate", "1e-3"), data)
     other = protocol.TaskData("classification", 2, data.train, (data.dev[0], np.ones(2, "int32")))
     with pytest.raises(UserError, match="hosts fine-tune different data or flags"):
-        finetune.check_hosts_agree(pod, _config("here"), other)
+        job_run.check_hosts_agree(pod, _config("here"), other)
 
 
 def _config(output_dir, *extra):

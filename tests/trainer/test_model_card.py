@@ -246,3 +246,29 @@ def test_finetune_scores_join_a_real_exports_cards_and_keep_what_they_said(expor
         old = len(before.data.eval_results)
         assert after.data.eval_results[:old] == before.data.eval_results
         assert {r.dataset_type for r in after.data.eval_results[old:]} == {"nyu-mll/glue"}
+
+
+@pytest.mark.parametrize(
+    "source, name",
+    [
+        ("FacebookAI/roberta-base", "roberta-from-roberta-base-mlm"),
+        ("kaggle://keras/roberta/keras/roberta_base_en/2", "roberta-from-roberta-base-en-mlm"),
+        ("runs/base/checkpoints/ckpt-00001000.weights.h5", "roberta-from-base-mlm"),
+        ("/data/exports/tiny/hf/", "roberta-from-tiny-mlm"),
+    ],
+)
+def test_a_run_continued_from_a_model_is_named_after_that_model_not_a_flag(source, name):
+    """task.py records an --init_from run's size as "from --init_from": no flag's text in the
+    export's name (it was `roberta-from --init_from-mlm`) nor in the card's size."""
+    from trainer import card_text
+
+    config = {
+        "family": "roberta",
+        "size": "from --init_from",
+        "init_from": {"path": source, "kind": "hf", "digest": "ab" * 32},
+        "backbone_config": {},
+        "tokenizer": {"vocab_size": 100},
+    }
+    facts = card_facts.CardFacts(config, 1, {}, 10, None, None, None, None)
+    assert model_card.model_name(facts) == name
+    assert "--init_from" not in card_text.model_section(facts)

@@ -15,7 +15,9 @@ Example:
 
 from __future__ import annotations
 
+import os
 import posixpath
+import tempfile
 
 from common import fs
 from common.errors import UserError
@@ -74,8 +76,54 @@ def _result(metric: str, value: float, name: str, labels=None, **dataset):
     )
 
 
+def writable(paths: list[str]) -> list[str]:
+    """`paths`, once each card's folder has taken a probe file (a card is rewritten as a
+    temporary file beside it, then renamed): checked before fine-tuning, so a read-only
+    export fails now, not after every seed. Mode bits say nothing for root, or on a
+    read-only mount: only a write tells."""
+    for path in paths:
+        if fs.is_remote(path):
+            continue  # an object store has no folder permissions to probe
+        folder = os.path.dirname(path) or "."
+        try:
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".card-probe-"):
+                pass
+            with open(path, "r+b"):
+                pass
+        except OSError as err:
+            raise UserError(
+                f"--card: cannot write the model card {path} ({err.strerror}); make the "
+                "export writable or leave out --card"
+            ) from None
+    return paths
+
+
+def _own_files(document: dict) -> dict:
+    """The card's dataset fields of a task of the user's own files. Its identity (the
+    dataset config, which huggingface_hub groups model-index results by) is the dev file's
+    folder and name, so two tasks keep their own entries and a rerun replaces its own."""
+    dev = document["data"]["dev"]["path"].rstrip("/")
+    name = posixpath.join(fs.basename(posixpath.dirname(dev)), fs.basename(dev)).lstrip("/")
+    return dict(dataset_type="custom", dataset_name=name, dataset_config=name, dataset_split="dev")
+
+
+def _local_dataset(source: dict, split: str) -> dict:
+    """A save_to_disk folder: local data, named by its content (datasets' fingerprint of
+    the dev split), never by its path on this machine."""
+    fingerprint = (source.get("fingerprints") or {}).get(split) or "unknown"
+    name = f"local data {fingerprint}"
+    return dict(
+        dataset_type="custom",
+        dataset_name=name,
+        dataset_config=name,
+        dataset_split=source["splits"].get(split, split),
+    )
+
+
 def _hub_dataset(source: dict, split: str) -> dict:
     """The card's dataset fields of a dataset loaded by name (results.json's `dataset`)."""
+    if source.get("local"):
+        return _local_dataset(source, split)
     config = f" ({source['config']})" if source.get("config") else ""
     return dict(
         dataset_type=source["id"],
@@ -89,8 +137,10 @@ def _hub_dataset(source: dict, split: str) -> dict:
 def _glue_entries(document: dict) -> list:
     found = []
     for task_name, task in document["tasks"].items():
+        if task["reported"] is None:  # every seed diverged
+            continue
         folder = glue.TASKS[task_name].folder
-        seeds = len(task["seeds"])
+        seeds = len(task.get("seeds_in_mean", task["seeds"]))
         revision = (task.get("dataset") or {}).get("revision")
         for metric, value in task["reported"].items():
             mismatched = metric.endswith(glue.MISMATCHED)
@@ -132,8 +182,10 @@ def entries(document: dict) -> list:
     """The EvalResults of a results document (one task's, or --task glue's summary)."""
     if "glue" in document:
         return _glue_entries(document)
-    task, summary = document["task"], document["scores"]["summary"]["dev"]
-    seeds = len(document["scores"]["seeds"])
+    task, summary = document["task"], document["scores"]["summary"].get("dev")
+    if summary is None:  # every seed diverged: no score to put on a card
+        return []
+    seeds = _seeds_said(document["scores"])
     source, labels = document.get("dataset"), None
     if task.get("glue"):
         folder = glue.TASKS[task["glue"]].folder
@@ -150,18 +202,26 @@ def entries(document: dict) -> list:
         dataset = dict(task_name=_TASK_NAMES[task["type"]], **_hub_dataset(source, "dev"))
         names, labels = list(summary), task.get("labels")
     else:
-        dev = document["data"]["dev"]["path"]
-        dataset = dict(
-            task_name=_TASK_NAMES[task["type"]],
-            dataset_type="custom",
-            dataset_name=fs.basename(dev.rstrip("/")),
-            dataset_split="dev",
-        )
+        dataset = dict(task_name=_TASK_NAMES[task["type"]], **_own_files(document))
         names, labels = list(summary), task.get("labels")
     return [
-        _result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds} seed(s))", labels, **dataset)
+        _result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds})", labels, **dataset)
         for m in names
+        if m in summary
     ]
+
+
+def _seeds_said(scores: dict) -> str:
+    """`3 seed(s)`, or `2 seed(s); seed 3 diverged, left out`: what the mean is over."""
+    summary = scores["summary"]
+    said = f"{len(summary.get('seeds_in_mean', scores['seeds']))} seed(s)"
+    diverged = [str(d["seed"]) for d in summary.get("diverged_seeds", ())]
+    collapsed = [str(s) for s in summary.get("collapsed_seeds", ()) if str(s) not in diverged]
+    if collapsed:  # at the constant answer's level: counted, as peers average, and said
+        said += f"; seed {', '.join(collapsed)} collapsed, counted"
+    if diverged:
+        said += f"; seed {', '.join(diverged)} diverged, left out"
+    return said
 
 
 def _key(result) -> tuple:

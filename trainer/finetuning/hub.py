@@ -83,7 +83,8 @@ class HubDataset:
             "fingerprints": {
                 ours: self.splits[theirs]._fingerprint for ours, theirs in used.items()
             },
-            "loader": "datasets.load_dataset",
+            "loader": "datasets.load_from_disk" if self.local else "datasets.load_dataset",
+            "local": self.local,
         }
 
 
@@ -104,6 +105,11 @@ def _quiet():
 
 def _one_line(err: BaseException) -> str:
     return "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+
+
+def is_saved_folder(name: str) -> bool:
+    """Whether `name` is a local `DatasetDict.save_to_disk` folder (not a name on the Hub)."""
+    return os.path.isfile(os.path.join(name, "dataset_dict.json"))
 
 
 def load(name: str, config: str | None = None, revision: str | None = None, *, hint: str):

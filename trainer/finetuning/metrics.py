@@ -10,6 +10,10 @@
 - pearson, spearman: correlation of predictions and targets (Spearman: Pearson of the ranks,
   ties given their average rank); 0 when either side is constant.
 
+Predictions that are not all finite (a diverged model's NaN or infinity) score None on every
+metric: NaN would otherwise be ranked (Spearman 1.0 on a dev set sorted by target) or be
+averaged into a NaN, and neither is a number to report.
+
 Example:
     >>> accuracy(np.array([1, 0, 1]), np.array([1, 1, 1]))
     0.6666666666666666
@@ -106,7 +110,13 @@ def mse(targets, predictions) -> float:
     return float(np.mean(difference**2))
 
 
+def finite(predictions) -> bool:
+    return bool(np.all(np.isfinite(np.asarray(predictions, np.float64))))
+
+
 def classification_scores(labels, predictions, num_classes: int) -> dict:
+    if not finite(predictions):
+        return dict.fromkeys(metrics_for("classification", num_classes))
     scores = {"accuracy": accuracy(labels, predictions)}
     if num_classes == 2:
         scores["f1"] = f1(labels, predictions)
@@ -116,6 +126,8 @@ def classification_scores(labels, predictions, num_classes: int) -> dict:
 
 
 def regression_scores(targets, predictions) -> dict:
+    if not finite(predictions):
+        return dict.fromkeys(REGRESSION)
     return {
         "pearson": pearson(targets, predictions),
         "spearman": spearman(targets, predictions),

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from trainer import backends
-from trainer.finetuning import classifier, metrics
+from trainer.finetuning import classifier, divergence, metrics
 
 COLLAPSE_MARGIN = 1e-6  # "no better than constant": within float noise of it
 
@@ -110,7 +110,12 @@ def predictions(
     mine = _rows(features, devices.share(count + extra, batch_size))
     local_batch = batch_size // devices.processes
     outputs = np.asarray(model.predict(mine, batch_size=local_batch, verbose=0))[:count]
-    return outputs[:, 0] if task_type == "regression" else outputs.argmax(-1)
+    if task_type == "regression":
+        return outputs[:, 0]
+    # A row of non-finite logits has no class: NaN, which `metrics` refuses to score (argmax
+    # would call it class 0).
+    finite = np.isfinite(outputs).all(-1)
+    return outputs.argmax(-1) if finite.all() else np.where(finite, outputs.argmax(-1), np.nan)
 
 
 def training_arrays(
@@ -157,7 +162,9 @@ def constant_scores(data: TaskData) -> dict:
     return found
 
 
-def better(new: float, old: float | None, metric: str) -> bool:
+def better(new: float | None, old: float | None, metric: str) -> bool:
+    if new is None:  # no number (non-finite predictions) is never the best epoch
+        return False
     if old is None:
         return True
     return new > old if metrics.HIGHER_IS_BETTER[metric] else new < old
@@ -232,19 +239,28 @@ def shuffled(train: tuple, seed: int, epoch: int) -> tuple:
     return {name: array[order] for name, array in features.items()}, targets[order]
 
 
-def run_seed(models: SeedModels, seed: int, on_epoch=None) -> dict:
-    """One seed's fine-tuning; returns its record (per-epoch dev scores, best epoch, test)."""
+def run_seed(models: SeedModels, seed: int, on_epoch=None, watch=None) -> dict:
+    """One seed's fine-tuning; returns its record (per-epoch dev scores, best epoch, test),
+    or a diverged seed's (`divergence.record`). `watch` (`interruption.Watch`) stops the
+    training at a batch end when a SIGTERM came; the seed then raises `Interrupted`."""
     started = time.perf_counter()
     data, recipe = models.data, models.recipe
     model = models.start(seed)
     epochs, best, best_weights = [], None, None
     for epoch in range(1, recipe.epochs + 1):
+        guard = divergence.NonFiniteLoss(epoch)
         history = model.fit(
             **training_arrays(data.train, seed, epoch, recipe.batch_size, models.devices),
             epochs=1,
             shuffle=False,
             verbose=0,
+            callbacks=[guard] if watch is None else [guard, watch],
         )
+        if watch is not None:
+            watch.check(seed, epoch)  # raises Interrupted where the watch stopped the fit
+        if guard.found:
+            epochs.append({"epoch": epoch, "train_loss": None, "stopped": guard.found})
+            return divergence.record(seed, epochs, guard.found, _since(started))
         predicted = predictions(
             model, data.dev[0], data.task_type, recipe.batch_size, models.devices
         )
@@ -261,6 +277,8 @@ def run_seed(models: SeedModels, seed: int, on_epoch=None) -> dict:
         if better(dev[recipe.metric], best and best["dev"][recipe.metric], recipe.metric):
             best = entry
             best_weights = model.get_weights() if data.test is not None else None
+    if best is None:
+        return divergence.record(seed, epochs, divergence.NO_FINITE_DEV, _since(started))
     record = {"seed": seed, "best_epoch": best["epoch"], "dev": best["dev"], "epochs": epochs}
     if data.test is not None:
         model.set_weights(best_weights)
@@ -271,8 +289,12 @@ def run_seed(models: SeedModels, seed: int, on_epoch=None) -> dict:
             record["test_predictions"] = predicted
         else:
             record["test"] = scores(data.task_type, data.num_outputs, data.test[1], predicted)
-    record["seconds"] = round(time.perf_counter() - started, 2)
+    record["seconds"] = _since(started)
     return record
+
+
+def _since(started: float) -> float:
+    return round(time.perf_counter() - started, 2)
 
 
 def spread(values: list[float]) -> dict:
@@ -290,20 +312,34 @@ def spread(values: list[float]) -> dict:
 
 
 def summarise(records: list[dict], metric: str, constant: dict) -> dict:
-    """Flags collapsed seeds (in place) and summarises every score over the seeds. A seed
-    collapsed when its best epoch gave every dev example the same answer, or scored no
-    better than a constant answer."""
+    """Flags collapsed seeds (in place) and summarises every score over the seeds that have
+    scores. A seed collapsed when it diverged (no scores: left out of every mean), when its
+    best epoch gave every dev example the same answer, or when it scored no better than a
+    constant answer (both counted in the mean, as peers average, and left out of
+    `dev_excluding_collapsed`)."""
+    scored = [r for r in records if not r.get("diverged")]
     for record in records:
+        if record.get("diverged"):
+            record["collapsed"] = True
+            continue
         best = record["epochs"][record["best_epoch"] - 1] if "epochs" in record else {}
         record["collapsed"] = best.get("distinct_predictions") == 1 or is_collapsed(
             record["dev"][metric], constant[metric], metric
         )
     summary = {}
     for split in ("dev", "test"):
-        rows = [r[split] for r in records if split in r]
+        rows = [r[split] for r in scored if split in r]
         if rows:
-            summary[split] = {name: spread([row[name] for row in rows]) for name in rows[0]}
-    kept = [r["dev"][metric] for r in records if not r["collapsed"]]
+            summary[split] = {
+                name: spread([row[name] for row in rows if row[name] is not None])
+                for name in rows[0]
+                if any(row[name] is not None for row in rows)
+            }
+    kept = [r["dev"][metric] for r in scored if not r["collapsed"]]
     summary["collapsed_seeds"] = [r["seed"] for r in records if r["collapsed"]]
+    summary["diverged_seeds"] = [
+        {"seed": r["seed"], "reason": r["diverged"]} for r in records if r.get("diverged")
+    ]
+    summary["seeds_in_mean"] = [r["seed"] for r in scored]
     summary["dev_excluding_collapsed"] = {metric: spread(kept)} if kept else None
     return summary

@@ -15,6 +15,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 from common import fs
 from trainer import summaries
 from trainer.finetuning import unscored
@@ -44,40 +46,68 @@ def remove_stale(output_dir: str) -> None:
 
 
 def write(output_dir: str, document: dict) -> str:
+    """Writes results.json as strict JSON: a non-finite number (a diverged seed's training
+    loss) is null there, and `non_finite` says which and what it was."""
     path = fs.join(output_dir, RESULTS)
+    found = {}
+    document = _finite(document, "", found)
+    if found:
+        document["non_finite"] = found
     fs.write_json(path, document)
     return path
 
 
-def _cell(value) -> str:
+def _finite(value, where: str, found: dict):
+    """`value` with every non-finite float replaced by None, noting `found[where] = "nan"`
+    (JSON has no NaN: Python writes a bare NaN that strict parsers refuse)."""
+    if isinstance(value, dict):
+        return {k: _finite(v, f"{where}.{k}".lstrip("."), found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v, f"{where}[{i}]", found) for i, v in enumerate(value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        found[where] = str(value)
+        return None
+    return value
+
+
+def number(value) -> str:
+    """A score as the table shows it: 4 decimals, "-" for none."""
     return "-" if value is None else f"{value:.4f}"
+
+
+_cell = number
 
 
 def table(document: dict) -> str:
     """Per seed: best epoch, dev (and test) scores, collapse; then mean ± std and median."""
     scores = document["scores"]
-    names = list(scores["seeds"][0]["dev"])
-    splits = [s for s in ("dev", "test") if s in scores["seeds"][0]]
+    scored = [r for r in scores["seeds"] if r["dev"] is not None] or [{"dev": {}}]
+    names = list(scored[0]["dev"])
+    splits = [s for s in ("dev", "test") if s in scored[0]]
     shown = {"dev": "dev", "test": document["task"].get("test_label", "test")}
     header = ["seed", "epoch", *[f"{shown[s]} {n}" for s in splits for n in names], "note"]
     rows = [header]
     for record in scores["seeds"]:
-        note = "COLLAPSED (constant-answer level)" if record["collapsed"] else ""
         rows.append(
             [
                 str(record["seed"]),
-                str(record["best_epoch"]),
-                *[_cell(record[s][n]) for s in splits for n in names],
-                note,
+                str(record["best_epoch"] or "-"),
+                *[_cell((record.get(s) or {}).get(n)) for s in splits for n in names],
+                _note(record),
             ]
         )
     summary = scores["summary"]
+
+    def over_seeds(split: str, name: str, shown) -> str:
+        found = (summary.get(split) or {}).get(name)
+        return "-" if found is None else shown(found)
+
     rows.append(
         [
             "mean",
             "",
             *[
-                f"{summary[s][n]['mean']:.4f}±{summary[s][n]['std']:.4f}"
+                over_seeds(s, n, lambda f: f"{f['mean']:.4f}±{f['std']:.4f}")
                 for s in splits
                 for n in names
             ],
@@ -85,13 +115,24 @@ def table(document: dict) -> str:
         ]
     )
     rows.append(
-        ["median", "", *[_cell(summary[s][n]["median"]) for s in splits for n in names], ""]
+        [
+            "median",
+            "",
+            *[over_seeds(s, n, lambda f: _cell(f["median"])) for s in splits for n in names],
+            "",
+        ]
     )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows
     ]
     return "\n".join([*_heading(document), *lines, *_footer(document)])
+
+
+def _note(record: dict) -> str:
+    if record.get("diverged"):
+        return f"DIVERGED ({record['diverged']}; not in the means)"
+    return "COLLAPSED (constant-answer level)" if record["collapsed"] else ""
 
 
 def _heading(document: dict) -> list[str]:
@@ -112,12 +153,21 @@ def _heading(document: dict) -> list[str]:
 
 def _footer(document: dict) -> list[str]:
     lines = []
-    collapsed = document["scores"]["summary"]["collapsed_seeds"]
+    summary = document["scores"]["summary"]
+    diverged = [d["seed"] for d in summary.get("diverged_seeds", ())]
+    collapsed = [s for s in summary["collapsed_seeds"] if s not in diverged]
     if collapsed:
         lines.append(
             f"collapsed seeds: {', '.join(map(str, collapsed))} (no better than the "
             "constant answer; counted in the mean)"
         )
+    if diverged:
+        lines.append(
+            f"diverged seeds: {', '.join(map(str, diverged))} (non-finite loss or "
+            "predictions: no scores, left out of the means and the model card)"
+        )
+    if document.get("interrupted"):
+        lines.append(f"interrupted: {document['interrupted']}")
     if document["pretraining"]["warning"]:
         lines.append("warning: " + document["pretraining"]["warning"])
     data = document["data"]
@@ -161,6 +211,9 @@ def glue_table(document: dict) -> str:
     score = document["glue"]
     rows = [["task", "seeds", "metrics (dev, mean over seeds)", "task score", "note"]]
     for name, task in document["tasks"].items():
+        if task["reported"] is None:
+            rows.append([name, str(len(task["seeds"])), "every seed diverged", "-", ""])
+            continue
         shown = ", ".join(f"{m} {100 * v:.1f}" for m, v in task["reported"].items())
         note = (
             f"collapsed seeds: {', '.join(map(str, task['collapsed_seeds']))}"
