@@ -78,9 +78,8 @@ class Family:
 
     def max_positions(self, backbone_config: dict) -> int | None:
         """The longest sequence the model can read; None where positions are unbounded."""
-        if self.positions == "absolute":
-            return int(backbone_config["max_sequence_length"])
-        return None
+        length = backbone_config.get("max_sequence_length")
+        return int(length) if self.positions == "absolute" and length is not None else None
 
     def _class(self, name: str):
         return getattr(importlib.import_module(self.models_module), name)
