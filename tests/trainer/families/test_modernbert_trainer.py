@@ -92,3 +92,28 @@ def test_init_from_the_transformers_export_loads_with_parity_and_continues(run, 
     first = next(e["eval_loss"] for e in history if "eval_loss" in e)
     source = json.loads((run / "run" / "metrics.json").read_text())["eval_loss"]
     assert first < source + 0.3  # starts from the trained model, not from random weights
+
+
+def test_sigkill_mid_interval_then_restart_matches_the_uninterrupted_run(run, corpus, tmp_path):
+    """Exact resume after kill -9 (the trainer's backups; killable_run's kill points)."""
+    import os
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    args = task_args(corpus, tmp_path / "run", "--family", "modernbert", *STEPS)
+    for kill_at, code in (("mid_interval:60", -9), ("none", 0)):  # killed after backup 40
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.trainer.killable_run", kill_at, *args],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == code, proc.stderr[-3000:]
+    resumed = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    reference = json.loads((run / "run" / "metrics.json").read_text())
+    np.testing.assert_allclose(resumed["eval_loss"], reference["eval_loss"], rtol=2e-4)
+    final = model_source.load_masked_lm(str(tmp_path / "run"))[0].get_weights()
+    expected = model_source.load_masked_lm(str(run / "run"))[0].get_weights()
+    assert max(float(np.max(np.abs(a - b))) for a, b in zip(final, expected)) < 2e-4
