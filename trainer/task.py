@@ -30,6 +30,7 @@ from trainer import (
     folder_lock,
     init_from,
     model,
+    pretrain_recipe,
     push,
     quiet,
     run_dir,
@@ -167,6 +168,8 @@ def _build(config, runtime, spec, backbone, plan):
             config.adam_epsilon,
             config.clip_norm,
             config.grad_accum_steps,
+            plan.decay,
+            config.update_clipping == "on",
         )
         trainer_model.compile(
             optimizer=optimizer,
@@ -210,6 +213,8 @@ def _run_config(config, runtime, inputs, plan, backbone, total_steps, global_bat
         "precision": runtime.device.precision,
         "total_steps": total_steps,
         "warmup_steps": plan.warmup_steps,
+        "decay_start_step": plan.decay_start,
+        "decay_num_steps": plan.decay_steps,
         "global_batch_size": global_batch,
         "replicas": runtime.replicas,
         "grad_accum_steps": config.grad_accum_steps,
@@ -237,6 +242,8 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     # backup is planned afresh from today's flags (warmup, default learning rate).
     trained = saved if checkpoints.has_trained(run_files) else None
     config, initial = _initial_model(resolve(config, trained))
+    recipe = families.get(config.family).pretraining_recipe
+    config = pretrain_recipe.apply(config, recipe, trained)
     _check_push(config)
     inputs = _inputs(config)
     global_batch, plan = _plan(config, runtime, inputs, trained)
@@ -254,6 +261,8 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     if initial is not None and start_step == 0:  # a restart resumes the run, not the model
         init_from.load_into(masked_lm, initial)
     plans.check_start(start_step, total_steps, run_files.root)
+    if config.decay_from_step is not None:
+        plans.check_decay_start(saved, plan, start_step, run_files.root)
     if runtime.chief:  # only once every check passed: a refused command changes no file
         remove_orphans(run_files)
         run_config["attempts"] = attempts.history(saved, run_config, start_step)
@@ -309,6 +318,9 @@ def _plan(config, runtime, inputs, trained) -> tuple:
         runtime.device.steps_per_execution,
         config.warmup_ratio,
         trained,
+        plans.DecayFlags(config.decay_ratio, config.decay_from_step, config.decay_steps)
+        if config.schedule == "wsd"
+        else None,
     )
     return global_batch, plan
 

@@ -6,8 +6,8 @@ models", arXiv 2304.13013) port Adafactor's update clipping into AdamW: for each
     RMS_t = sqrt(mean(g_t^2 / max(v_hat_t, eps^2)))     v_hat_t: the bias-corrected second
     eta_t = lr_t / max(1, RMS_t)                          moment after this step's update
 
-and both the Adam step and the decoupled weight decay of that tensor use eta_t (the form of
-optimi's StableAdamW, which ModernBERT trained with). A tensor whose gradient is large against
+and both the Adam step and the decoupled weight decay of that tensor use eta_t (the algorithm
+optimi's StableAdamW documents; ModernBERT's pretraining config names a StableAdamW). A tensor whose gradient is large against
 its own history (a loss spike, a rare token's embedding row) then takes a smaller step, without
 the global gradient clip shrinking every other tensor's step too. The max with eps^2 keeps a
 tensor with a zero second moment (a row never seen before) from dividing by zero.

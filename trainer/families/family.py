@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping
 
 import keras_hub
 
+from trainer import pretrain_recipe
+
 
 @dataclasses.dataclass(frozen=True)
 class Family:
@@ -48,6 +50,13 @@ class Family:
     # The feed-forward activation keras-hub hard-codes in the backbone's encoder layers
     # (trainer/families/activation.py sets another when a checkpoint needs it).
     activation: str = "gelu"
+    # Defaults of pretraining flags this family trains best with (its published recipe), e.g.
+    # {"mlm_probability": 0.3, "schedule": "wsd"}: only flags of trainer/pretrain_recipe.py,
+    # which applies them where the command line and the resumed run leave a flag open.
+    pretraining_recipe: Mapping[str, object] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        pretrain_recipe.check(self.name, self.pretraining_recipe)
 
     def weight_table(self, num_layers: int) -> list[tuple]:
         """The mapping rows of one model, with layer indices and prefixes filled in."""
