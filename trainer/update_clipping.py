@@ -7,10 +7,11 @@ models", arXiv 2304.13013) port Adafactor's update clipping into AdamW: for each
     eta_t = lr_t / max(1, RMS_t)                          moment after this step's update
 
 and both the Adam step and the decoupled weight decay of that tensor use eta_t (the algorithm
-optimi's StableAdamW documents; ModernBERT's pretraining config names a StableAdamW). A tensor whose gradient is large against
-its own history (a loss spike, a rare token's embedding row) then takes a smaller step, without
-the global gradient clip shrinking every other tensor's step too. The max with eps^2 keeps a
-tensor with a zero second moment (a row never seen before) from dividing by zero.
+optimi's StableAdamW documents; ModernBERT's pretraining config names a StableAdamW). A tensor
+whose gradient is large against its own history (a loss spike, a rare token's embedding row)
+then takes a smaller step, without the global gradient clip shrinking every other tensor's.
+The max with eps^2 keeps a tensor with a zero second moment (a row never seen before) from
+dividing by zero.
 
 Off, the optimizer is Keras' AdamW unchanged (same operations, same results); on, it has the
 same variables, so a backup written with either loads into the other.
