@@ -220,11 +220,14 @@ def decay_phase(total_steps: int, warmup: int, decay: DecayFlags) -> tuple[int, 
     return start, length
 
 
-def check_decay_start(saved: dict | None, plan: TrainPlan, start_step: int, where: str) -> None:
-    """--decay_from_step S before the resume step R is refused, unless the saved run was
-    already decaying from S (a restart inside the decay): its steps from S to R were trained
-    at the stable rate, which no decay from S would give them."""
-    if plan.decay_start is None or plan.decay_start >= start_step:
+def check_decay_start(
+    saved: dict | None, plan: TrainPlan, start_step: int, where: str, from_step: int | None
+) -> None:
+    """--decay_from_step S (`from_step`; None: not given) before the resume step R is
+    refused, unless the saved run was already decaying from S (a restart inside the decay):
+    its steps from S to R were trained at the stable rate, which no decay from S gives them.
+    (A decay placed by --decay_ratio is re-planned with the total, as the linear decay is.)"""
+    if from_step is None or plan.decay_start >= start_step:
         return
     if (saved or {}).get("decay_start_step") == plan.decay_start:
         return

@@ -118,6 +118,14 @@ def resolve(config: TrainConfig, saved: dict | None) -> TrainConfig:
     )
 
 
+def _resolved(config: TrainConfig, trained: dict | None):
+    """(`resolve`d config with the family of --init_from and every recipe flag chosen
+    (trainer/pretrain_recipe.py), the checked `Initial` or None)."""
+    config, initial = _initial_model(resolve(config, trained))
+    recipe = families.get(config.family).pretraining_recipe
+    return pretrain_recipe.apply(config, recipe, trained), initial
+
+
 def _initial_model(config: TrainConfig):
     """With --init_from: (config with the checkpoint's family, the checked `Initial`)."""
     if not config.init_from:
@@ -241,9 +249,7 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     # The saved plan binds only a run that has trained: a start killed before its first
     # backup is planned afresh from today's flags (warmup, default learning rate).
     trained = saved if checkpoints.has_trained(run_files) else None
-    config, initial = _initial_model(resolve(config, trained))
-    recipe = families.get(config.family).pretraining_recipe
-    config = pretrain_recipe.apply(config, recipe, trained)
+    config, initial = _resolved(config, trained)
     _check_push(config)
     inputs = _inputs(config)
     global_batch, plan = _plan(config, runtime, inputs, trained)
@@ -260,9 +266,7 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
     if initial is not None and start_step == 0:  # a restart resumes the run, not the model
         init_from.load_into(masked_lm, initial)
-    plans.check_start(start_step, total_steps, run_files.root)
-    if config.decay_from_step is not None:
-        plans.check_decay_start(saved, plan, start_step, run_files.root)
+    _check_resume(saved, plan, start_step, run_files.root, config)
     if runtime.chief:  # only once every check passed: a refused command changes no file
         remove_orphans(run_files)
         run_config["attempts"] = attempts.history(saved, run_config, start_step)
@@ -299,6 +303,13 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     if runtime.chief:
         fs.write_json(run_files.metrics, metrics)
     return _published(config, run_files, runtime.chief, metrics)
+
+
+def _check_resume(saved, plan, start_step: int, where: str, config) -> None:
+    """The restored step against the plan: not past the total, not past a --decay_from_step
+    the run did not decay from."""
+    plans.check_start(start_step, plan.total_steps, where)
+    plans.check_decay_start(saved, plan, start_step, where, config.decay_from_step)
 
 
 def _plan(config, runtime, inputs, trained) -> tuple:

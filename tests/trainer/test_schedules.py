@@ -58,11 +58,12 @@ def test_the_plan_places_the_decay_by_ratio_or_by_the_flags():
 
 def test_a_decay_before_the_resume_step_is_refused_unless_the_run_already_decayed_from_it():
     plan = TrainPlan(80, 20, 1, 2, 20, decay_start=40, decay_steps=40)
-    check_decay_start({"decay_start_step": 0}, plan, start_step=40, where="run")  # S = R
-    check_decay_start({"decay_start_step": 40}, plan, start_step=60, where="run")  # resumed
+    check_decay_start({"decay_start_step": 0}, plan, 40, "run", from_step=40)  # S = R
+    check_decay_start({"decay_start_step": 40}, plan, 60, "run", from_step=40)  # resumed
+    check_decay_start(None, plan, 60, "run", from_step=None)  # placed by --decay_ratio
     for saved in ({"decay_start_step": 80}, {"decay_start_step": None}, None):
         with pytest.raises(PlanError) as refused:
-            check_decay_start(saved, plan, start_step=60, where="run")
+            check_decay_start(saved, plan, 60, "run", from_step=40)
         assert "trained 60 steps without decaying from step 40" in str(refused.value)
         assert "--decay_from_step must be at least 60" in str(refused.value)
 
