@@ -27,6 +27,7 @@ RECIPE = (
     "adam_beta2",
     "adam_epsilon",
     "clip_norm",
+    "update_clipping",
     "per_replica_batch_size",
     "replicas",
     "grad_accum_steps",
@@ -37,6 +38,9 @@ RECIPE = (
     "jit_compile",
     "total_steps",
     "warmup_steps",
+    "schedule",
+    "decay_start_step",
+    "decay_num_steps",
 )
 
 

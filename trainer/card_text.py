@@ -124,10 +124,17 @@ def _optimizer(config) -> str:
         f"AdamW (weight decay {config.get('weight_decay')}, betas "
         f"{config.get('adam_beta1')}/{config.get('adam_beta2')}, epsilon "
         f"{config.get('adam_epsilon')}), gradient clipping {config.get('clip_norm')}"
+        + (", StableAdamW update clipping" if config.get("update_clipping") == "on" else "")
     )
 
 
 def _schedule(config) -> str:
+    if config.get("schedule") == "wsd":
+        start, length = config.get("decay_start_step"), config.get("decay_num_steps")
+        held = f"linear warmup over {_n(config.get('warmup_steps'))} steps, held at the peak"
+        if not length:
+            return f"{held} to step {_n(config.get('total_steps'))} (not decayed)"
+        return f"{held}, then 1 - sqrt decay to 0 from step {_n(start)} over {_n(length)} steps"
     return (
         f"linear warmup over {_n(config.get('warmup_steps'))} steps, then linear decay to 0"
         f" at step {_n(config.get('total_steps'))}"

@@ -18,11 +18,11 @@ import dataclasses
 from common import flags
 from common.flags import flag
 from common.publish import PushFlags
-from trainer import families, keras_backend, masking, model
+from trainer import families, keras_backend, masking, model, pretrain_recipe
 from trainer.device_flags import DeviceFlags
 from trainer.families import sizes
 from trainer.lock_flags import LockFlags
-from trainer.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES
+from trainer.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES, SCHEDULES
 
 # The masking keys hold the seed in an int32 (trainer/masking.py), Keras' seeding takes < 2**32.
 MAX_SEED = 2**31 - 1
@@ -34,6 +34,13 @@ _LEGACY_MODEL_CONFIGS = {
     for family in families.ALL
     for name, size in family.legacy_configs.items()
 }
+
+
+def _recipe_default(text: str, name: str) -> str:
+    return (
+        f"{text.rstrip('.')}. Default: {pretrain_recipe.DEFAULTS[name]}, or the family's "
+        "pretraining recipe."
+    )
 
 
 @dataclasses.dataclass
@@ -119,25 +126,71 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
         + "), or the rate a resumed run used.",
         greater_than=0,
     )
-    warmup_ratio: float = flag(
-        "Fraction of steps of linear warmup (the legacy HF example uses 0.05).",
-        0.05,
+    # The flags of trainer/pretrain_recipe.py default to None: a given flag wins, then the
+    # resumed run's value, then the family's recipe, then the default named in the help.
+    warmup_ratio: float | None = flag(
+        _recipe_default(
+            "Fraction of steps of linear warmup (the legacy HF example uses 0.05).", "warmup_ratio"
+        ),
         minimum=0,
         maximum=1,
     )
-    weight_decay: float = flag(
-        "AdamW decoupled weight decay (not on biases/LayerNorm).",
-        1e-3,
+    schedule: str | None = flag(
+        _recipe_default(
+            "Learning rate after the warmup: linear = linear decay to 0 at the last step "
+            "(BERT/RoBERTa); wsd = warmup-stable-decay: the peak held, then a 1 - sqrt decay "
+            "to 0 over the last --decay_ratio of the run (or --decay_from_step/--decay_steps).",
+            "schedule",
+        ),
+        choices=SCHEDULES,
+    )
+    decay_ratio: float | None = flag(
+        _recipe_default(
+            "With --schedule wsd: the share of the run in the decay (0: held to the last step, "
+            "a stable phase to decay later).",
+            "decay_ratio",
+        ),
+        minimum=0,
+        maximum=1,
+    )
+    decay_from_step: int | None = flag(
+        "With --schedule wsd: start the decay at this step (a run held at its peak, restarted "
+        "to decay); with --decay_steps, the run ends at their sum.",
+        minimum=0,
+    )
+    decay_steps: int | None = flag(
+        "With --decay_from_step: updates of the 1 - sqrt decay to 0.", minimum=1
+    )
+    weight_decay: float | None = flag(
+        _recipe_default("AdamW decoupled weight decay (not on biases/LayerNorm).", "weight_decay"),
         aliases=["--weight_decay_rate"],
         minimum=0,
     )
     # A beta of 1 divides by zero in Adam's bias correction (1 - beta**t).
-    adam_beta1: float = flag("AdamW beta_1.", 0.9, minimum=0, less_than=1)
-    adam_beta2: float = flag("AdamW beta_2.", 0.98, minimum=0, less_than=1)
-    adam_epsilon: float = flag("AdamW epsilon.", 1e-6, greater_than=0)
-    clip_norm: float = flag("Global gradient-norm clipping (0 = off).", 1.0, minimum=0)
-    mlm_probability: float = flag(
-        "Fraction of maskable tokens selected.", 0.15, greater_than=0, maximum=1
+    adam_beta1: float | None = flag(
+        _recipe_default("AdamW beta_1.", "adam_beta1"), minimum=0, less_than=1
+    )
+    adam_beta2: float | None = flag(
+        _recipe_default("AdamW beta_2.", "adam_beta2"), minimum=0, less_than=1
+    )
+    adam_epsilon: float | None = flag(
+        _recipe_default("AdamW epsilon.", "adam_epsilon"), greater_than=0
+    )
+    clip_norm: float | None = flag(
+        _recipe_default("Global gradient-norm clipping (0 = off).", "clip_norm"), minimum=0
+    )
+    update_clipping: str | None = flag(
+        _recipe_default(
+            "StableAdamW's per-tensor update clipping: each tensor's step scaled by "
+            "1 / max(1, RMS of g / sqrt(v_hat)) (trainer/update_clipping.py).",
+            "update_clipping",
+        ),
+        choices=("on", "off"),
+    )
+    mlm_probability: float | None = flag(
+        _recipe_default("Fraction of maskable tokens selected.", "mlm_probability"),
+        greater_than=0,
+        maximum=1,
     )
     masking: str = flag(
         "What is masked together: single tokens (BERT/RoBERTa), every piece "
@@ -180,6 +233,7 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
         if self.bfloat16:
             self.precision = "bf16"
         self.check_devices()
+        self._check_decay_flags()
         if (self.train_steps is None) == (self.epochs is None):
             raise ValueError("give exactly one of --train_steps and --epochs")
         if self.backend is None:  # else the flag chose it (trainer/keras_backend.py)
@@ -192,6 +246,25 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
                 "--init_from takes the model's family and sizes from the "
                 "checkpoint: drop --config / --pretrained_model_config"
             )
+
+    def _check_decay_flags(self) -> None:
+        """--decay_from_step S with --decay_steps D: the run ends at S + D (--train_steps, if
+        given, must say so)."""
+        if (self.decay_from_step is None) != (self.decay_steps is None):
+            raise ValueError("give --decay_from_step and --decay_steps together")
+        if self.decay_steps is None:
+            return
+        end = self.decay_from_step + self.decay_steps
+        if self.epochs is not None:
+            raise ValueError(
+                f"--decay_from_step/--decay_steps end the run at step {end}: drop --epochs"
+            )
+        if self.train_steps not in (None, end):
+            raise ValueError(
+                f"--train_steps {self.train_steps}, but the decay ends at step {end} "
+                "(--decay_from_step + --decay_steps): drop --train_steps or give that"
+            )
+        self.train_steps = end
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

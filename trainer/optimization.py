@@ -1,5 +1,6 @@
-"""AdamW with linear warmup then linear decay to zero, as BERT/RoBERTa pretraining uses,
-optionally accumulating gradients over several micro-batches per update.
+"""AdamW with linear warmup then linear decay to zero, as BERT/RoBERTa pretraining uses (or
+warmup-stable-decay: trainer/schedules.py), optionally with StableAdamW's update clipping
+(trainer/update_clipping.py) and accumulating gradients over several micro-batches per update.
 
 Gradient accumulation is Keras' own (`gradient_accumulation_steps`): the optimizer sums the
 gradients of N micro-batches and applies their mean on the N-th (clipping and weight decay
@@ -18,6 +19,7 @@ from __future__ import annotations
 import keras
 
 from trainer import backends
+from trainer.schedules import WarmupStableDecay
 
 # LayerNorm scale/offset and biases are not decayed (BERT, RoBERTa, HF `create_optimizer`);
 # Keras matches these against variable names (`gamma`, `beta`, `bias`, `output_bias`...).
@@ -82,14 +84,23 @@ def build_optimizer(
     epsilon: float = 1e-6,
     clip_norm: float | None = 1.0,
     grad_accum_steps: int = 1,
+    decay: tuple[int, int] | None = None,
+    update_clipping: bool = False,
 ):
     """Keras AdamW on the schedule, no decay on biases/LayerNorm, global-norm clipping (of
     the global gradient, also over several replicas: `backends.adamw_class`), one update
-    per `grad_accum_steps` micro-batches."""
-    optimizer = backends.adamw_class()(
-        learning_rate=WarmupLinearDecay(
+    per `grad_accum_steps` micro-batches. `decay`: None for linear decay from the warmup's
+    end to `total_steps`, else (start, updates) of a warmup-stable-decay schedule's 1 - sqrt
+    decay. `update_clipping`: StableAdamW's per-tensor clip of the update."""
+    if decay is None:
+        schedule = WarmupLinearDecay(
             peak_learning_rate, total_steps, warmup_steps, grad_accum_steps
-        ),
+        )
+    else:
+        schedule = WarmupStableDecay(peak_learning_rate, warmup_steps, *decay, grad_accum_steps)
+    optimizer = backends.adamw_class()(
+        learning_rate=schedule,
+        update_clipping=update_clipping,
         weight_decay=weight_decay,
         beta_1=beta_1,
         beta_2=beta_2,

@@ -70,6 +70,10 @@ def learning_rate(
     return DEFAULT_LEARNING_RATES.get(size, DEFAULT_LEARNING_RATES["base"])
 
 
+# Learning-rate schedules after the warmup (trainer/optimization.py, trainer/schedules.py).
+SCHEDULES = ("linear", "wsd")
+
+
 class PlanError(UserError):
     """Flags that cannot continue the saved run; one line naming the flag."""
 
@@ -81,6 +85,13 @@ class TrainPlan:
     steps_per_execution: int
     warmup_steps: int
     eval_every: int = 1
+    # The 1 - sqrt decay of --schedule wsd: its first step and length; None for linear.
+    decay_start: int | None = None
+    decay_steps: int | None = None
+
+    @property
+    def decay(self) -> tuple[int, int] | None:
+        return None if self.decay_start is None else (self.decay_start, self.decay_steps)
 
     def segments(self, start_step: int) -> list[tuple[int, int, int]]:
         """`fit` calls as (first step, intervals, steps per interval): one short call to
@@ -165,16 +176,65 @@ def make_plan(
     steps_per_execution: int,
     warmup_ratio: float,
     saved: dict | None = None,
+    decay: DecayFlags | None = None,
 ) -> TrainPlan:
     """The plan of this attempt; `saved` is the run config of a run that has trained (None
-    for a new run, or one killed before its first backup: that one is planned afresh)."""
+    for a new run, or one killed before its first backup: that one is planned afresh);
+    `decay` the flags of a warmup-stable-decay schedule (None: linear decay)."""
     interval = math.gcd(save_every, eval_every, total_steps)
+    warmup = warmup_steps(total_steps, warmup_ratio, saved)
+    start, length = decay_phase(total_steps, warmup, decay) if decay else (None, None)
     return TrainPlan(
         total_steps,
         interval,
         min(steps_per_execution, interval),
-        warmup_steps(total_steps, warmup_ratio, saved),
+        warmup,
         eval_every,
+        start,
+        length,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class DecayFlags:
+    """--decay_ratio, or --decay_from_step with --decay_steps (which then win)."""
+
+    ratio: float
+    from_step: int | None = None
+    steps: int | None = None
+
+
+def decay_phase(total_steps: int, warmup: int, decay: DecayFlags) -> tuple[int, int]:
+    """(first step, length) of the 1 - sqrt decay: the flags' own, else the last
+    `ratio` of the run (rounded down, as the warmup; Hägele et al.'s `int(fract * n)`)."""
+    if decay.from_step is not None:
+        start, length = decay.from_step, decay.steps
+    else:
+        length = int(decay.ratio * total_steps)
+        start = total_steps - length
+    if start < warmup:
+        raise PlanError(
+            f"the decay would start at step {start}, inside the warmup of {warmup} steps: "
+            "lower --decay_ratio or --warmup_ratio, or give a later --decay_from_step"
+        )
+    return start, length
+
+
+def check_decay_start(
+    saved: dict | None, plan: TrainPlan, start_step: int, where: str, from_step: int | None
+) -> None:
+    """--decay_from_step S (`from_step`; None: not given) before the resume step R is
+    refused, unless the saved run was already decaying from S (a restart inside the decay):
+    its steps from S to R were trained at the stable rate, which no decay from S gives them.
+    (A decay placed by --decay_ratio is re-planned with the total, as the linear decay is.)"""
+    if from_step is None or plan.decay_start >= start_step:
+        return
+    if (saved or {}).get("decay_start_step") == plan.decay_start:
+        return
+    raise PlanError(
+        f"{where} has trained {start_step} steps without decaying from step "
+        f"{plan.decay_start}; --decay_from_step must be at least {start_step} (to decay "
+        "from an earlier step, restart a copy of the run folder holding that step's backup)"
     )
 
 

@@ -30,6 +30,7 @@ from trainer import (
     folder_lock,
     init_from,
     model,
+    pretrain_recipe,
     push,
     quiet,
     run_dir,
@@ -117,6 +118,14 @@ def resolve(config: TrainConfig, saved: dict | None) -> TrainConfig:
     )
 
 
+def _resolved(config: TrainConfig, trained: dict | None):
+    """(`resolve`d config with the family of --init_from and every recipe flag chosen
+    (trainer/pretrain_recipe.py), the checked `Initial` or None)."""
+    config, initial = _initial_model(resolve(config, trained))
+    recipe = families.get(config.family).pretraining_recipe
+    return pretrain_recipe.apply(config, recipe, trained), initial
+
+
 def _initial_model(config: TrainConfig):
     """With --init_from: (config with the checkpoint's family, the checked `Initial`)."""
     if not config.init_from:
@@ -169,6 +178,8 @@ def _build(config, runtime, spec, backbone, plan):
             config.adam_epsilon,
             config.clip_norm,
             config.grad_accum_steps,
+            plan.decay,
+            config.update_clipping == "on",
         )
         trainer_model.compile(
             optimizer=optimizer,
@@ -212,6 +223,8 @@ def _run_config(config, runtime, inputs, plan, backbone, total_steps, global_bat
         "precision": runtime.device.precision,
         "total_steps": total_steps,
         "warmup_steps": plan.warmup_steps,
+        "decay_start_step": plan.decay_start,
+        "decay_num_steps": plan.decay_steps,
         "global_batch_size": global_batch,
         "replicas": runtime.replicas,
         "grad_accum_steps": config.grad_accum_steps,
@@ -238,7 +251,7 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     # The saved plan binds only a run that has trained: a start killed before its first
     # backup is planned afresh from today's flags (warmup, default learning rate).
     trained = saved if checkpoints.has_trained(run_files) else None
-    config, initial = _initial_model(resolve(config, trained))
+    config, initial = _resolved(config, trained)
     _check_push(config)
     inputs = _inputs(config)
     global_batch, plan = _plan(config, runtime, inputs, trained)
@@ -255,7 +268,7 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
     if initial is not None and start_step == 0:  # a restart resumes the run, not the model
         init_from.load_into(masked_lm, initial)
-    plans.check_start(start_step, total_steps, run_files.root)
+    _check_resume(saved, plan, start_step, run_files.root, config)
     if runtime.chief:  # only once every check passed: a refused command changes no file
         remove_orphans(run_files)
         run_config["attempts"] = attempts.history(saved, run_config, start_step)
@@ -294,6 +307,13 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     return _published(config, run_files, runtime.chief, metrics)
 
 
+def _check_resume(saved, plan, start_step: int, where: str, config) -> None:
+    """The restored step against the plan: not past the total, not past a --decay_from_step
+    the run did not decay from."""
+    plans.check_start(start_step, plan.total_steps, where)
+    plans.check_decay_start(saved, plan, start_step, where, config.decay_from_step)
+
+
 def _plan(config, runtime, inputs, trained) -> tuple:
     """(global batch, plan): examples per optimizer update (Keras' own steps are
     micro-batches, ours are updates) and the steps of this attempt."""
@@ -311,6 +331,9 @@ def _plan(config, runtime, inputs, trained) -> tuple:
         runtime.device.steps_per_execution,
         config.warmup_ratio,
         trained,
+        plans.DecayFlags(config.decay_ratio, config.decay_from_step, config.decay_steps)
+        if config.schedule == "wsd"
+        else None,
     )
     return global_batch, plan
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from trainer.update_clipping import UpdateClipping
+
 
 def _replica_context_to_sum():
     """The replica context when this runs on one of several replicas, else None (the default
@@ -33,8 +35,9 @@ def _replica_context_to_sum():
 
 
 @keras.saving.register_keras_serializable(package="trainer")
-class AdamW(keras.optimizers.AdamW):
-    """Keras' AdamW whose clipping acts on the all-reduced (global) gradient."""
+class AdamW(UpdateClipping, keras.optimizers.AdamW):
+    """Keras' AdamW whose clipping acts on the all-reduced (global) gradient, with the
+    update-clipping option (trainer/update_clipping.py)."""
 
     def _clip_gradients(self, grads):
         context = _replica_context_to_sum()
@@ -42,10 +45,11 @@ class AdamW(keras.optimizers.AdamW):
             present = [g for g in grads if g is not None]
             summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
             grads = [None if g is None else next(summed) for g in grads]
-        if self.global_clipnorm:
+        if self.global_clipnorm or self.update_clipping:
             # Keras' global norm squares an IndexedSlices' rows one by one: a row repeated
             # (a token twice in the batch, e.g. BERT's segment ids) counted |a|^2 + |b|^2,
-            # not |a + b|^2. Dense, as JAX's gradients are; the update is dense anyway.
+            # not |a + b|^2. Dense, as JAX's gradients are; the update is dense anyway
+            # (and update clipping's mean over the tensor needs every row).
             grads = [
                 tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads
             ]

@@ -7,6 +7,8 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 
+from trainer import pretrain_recipe
+
 
 @dataclasses.dataclass(frozen=True)
 class Family:
@@ -66,6 +68,14 @@ class Family:
         """Whether a tokenizer of `tokens` ids can drive the model's embedding."""
         rows = backbone_config["vocabulary_size"]
         return tokens <= rows if self.spare_embeddings else tokens == rows
+
+    # Defaults of pretraining flags this family trains best with (its published recipe), e.g.
+    # {"mlm_probability": 0.3, "schedule": "wsd"}: only flags of trainer/pretrain_recipe.py,
+    # which applies them where the command line and the resumed run leave a flag open.
+    pretraining_recipe: Mapping[str, object] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        pretrain_recipe.check(self.name, self.pretraining_recipe)
 
     def weight_table(self, num_layers: int) -> list[tuple]:
         """The mapping rows of one model, with layer indices and prefixes filled in."""

@@ -55,6 +55,8 @@ def test_pretraining_learns_and_records_the_document_separator(run, corpus):
     backbone = config["backbone_config"]
     assert backbone["separator_id"] == corpus["info"].special_token_ids["cls_token"]
     assert backbone["dropout"] == 0.0  # ModernBERT pretrains without dropout
+    recipe = {k: config[k] for k in ("mlm_probability", "schedule", "update_clipping")}
+    assert recipe == {"mlm_probability": 0.3, "schedule": "wsd", "update_clipping": "on"}
 
 
 def test_export_matches_transformers_and_reloads_with_our_package(run, corpus):

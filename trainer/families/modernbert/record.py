@@ -74,4 +74,10 @@ FAMILY = Family(
     token_args=_separator,
     own_attention=True,
     spare_embeddings=True,
+    # ModernBERT's recipe (Warner et al. 2024, arXiv 2412.13663, "Training Settings"): 30 %
+    # masking, a trapezoidal (warmup-stable-decay) schedule and StableAdamW's per-tensor update
+    # clipping. Its other AdamW values (beta2 0.98, epsilon 1e-6) are the trainer's defaults;
+    # its weight decay is decoupled from the rate (StableAdamW's), which Keras' AdamW is not,
+    # so the trainer's default stays.
+    pretraining_recipe={"mlm_probability": 0.3, "schedule": "wsd", "update_clipping": "on"},
 )
