@@ -119,3 +119,20 @@ def test_sigkill_mid_interval_then_restart_matches_the_uninterrupted_run(run, co
     final = model_source.load_masked_lm(str(tmp_path / "run"))[0].get_weights()
     expected = model_source.load_masked_lm(str(run / "run"))[0].get_weights()
     assert max(float(np.max(np.abs(a - b))) for a, b in zip(final, expected)) < 2e-4
+
+
+def test_fine_tunes_through_trainer_finetune(run, tmp_path):
+    from tests.trainer import finetune_data as fd
+    from trainer import finetune
+
+    train = fd.write(tmp_path / "train.jsonl", fd.examples(64, 0, True, False))
+    dev = fd.write(tmp_path / "dev.jsonl", fd.examples(32, 1, True, False))
+    args = ["--model", str(run / "run"), "--train", train, "--dev", dev]
+    args += ["--text_column", "sentence", "--text_pair_column", "second", "--seeds", "1"]
+    args += ["--epochs", "6", "--learning_rate", "3e-3", "--output_dir", str(tmp_path / "out")]
+    assert finetune.main(args) == 0
+    found = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert found["model"]["family"] == "modernbert"
+    epochs = found["scores"]["seeds"][0]["epochs"]
+    assert epochs[-1]["train_loss"] < epochs[0]["train_loss"] - 0.1  # it learns the task
+    assert max(e["dev"]["accuracy"] for e in epochs) > 0.5  # above chance (two labels)
