@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # run) and recipes hand each to the shell single-quoted by `q` (a quote in it becomes '\''),
 # so a space, quote, `;`, `$(...)` or backtick is just a character of the value. ARGS is split
 # at spaces into words, each quoted the same way.
-USER_VARS := PYTHON DEMO DEMO_CORPUS_MB DEMO_STEPS DEMO_VOCAB DEMO_LENGTH DEMO_MASKING PUSH_TO \
+USER_VARS := PYTHON DEMO DEMO_FAMILY DEMO_CORPUS_MB DEMO_STEPS DEMO_VOCAB DEMO_LENGTH DEMO_MASKING PUSH_TO \
   PROJECT REGION BUCKET INPUT TOKENIZER DATA OUTPUT MAX_LENGTH MAX_WORKERS TPU MODEL BATCH STEPS \
   BACKEND ARGS TEST_WORKERS DEMO_FT_SEEDS DEMO_FT_EPOCHS DEMO_ML DEMO_ML_CHARS DEMO_ML_STEPS DEMO_ML_VOCAB DEMO_ML_MODEL \
   MASKING_STEPS MASKING_VARIANTS
@@ -29,6 +29,8 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 # --- Demo (local, CPU, no network) --------------------------------------------------------
 DEMO ?= runs/demo
+# The model family the demo pretrains (trainer/families: roberta, bert, modernbert).
+DEMO_FAMILY ?= roberta
 DEMO_CORPUS_MB ?= 12
 DEMO_STEPS ?= 4000
 DEMO_VOCAB ?= 3000
@@ -181,7 +183,7 @@ demo: $(STAMP)
 	test -s $(DT)/tokenizer.json || $(PY) -m beam_pipelines.train_tokenizer --input $(D)/corpus.jsonl --output_dir $(DT) --model unigram --vocab_size $(call q,$(DEMO_VOCAB))
 	$(PY) -m beam_pipelines.prepare $(LOCAL_BEAM) --input $(D)/corpus.jsonl --tokenizer $(DT) --output_dir $(D)/prepared --max_length $(call q,$(DEMO_LENGTH)) --validation_fraction 0.02
 	rm -rf $(D)/train $(D)/export
-	$(PY) -m trainer.task --train_data $(D)/prepared/train --eval_data $(D)/prepared/validation --tokenizer $(DT) --output_dir $(D)/train --model tiny --config '{"dropout": 0.0}' --strategy cpu --per_replica_batch_size 32 --train_steps $(call q,$(DEMO_STEPS)) --learning_rate 3e-3 --warmup_ratio 0.1 --masking $(call q,$(DEMO_MASKING)) --eval_every 500 --save_every 500 --max_eval_batches 20 --verbose 2
+	$(PY) -m trainer.task --train_data $(D)/prepared/train --eval_data $(D)/prepared/validation --tokenizer $(DT) --output_dir $(D)/train --family $(call q,$(DEMO_FAMILY)) --model tiny --config '{"dropout": 0.0}' --strategy cpu --per_replica_batch_size 32 --train_steps $(call q,$(DEMO_STEPS)) --learning_rate 3e-3 --warmup_ratio 0.1 --masking $(call q,$(DEMO_MASKING)) --eval_every 500 --save_every 500 --max_eval_batches 20 --verbose 2
 	$(PY) -m trainer.export --checkpoint $(D)/train --output_dir $(D)/export --format all --language en $(if $(PUSH_TO),--push_to $(call q,$(PUSH_TO)))
 	$(PY) -m trainer.plot --run_dir $(D)/train --output $(D)/train/curves.png
 	$(PY) -m trainer.fill_mask_demo --model $(D)/export/keras-hub --corpus $(D)/corpus.jsonl --validation_fraction 0.02 --num 10
