@@ -41,6 +41,11 @@ RECIPE = (
     "schedule",
     "decay_start_step",
     "decay_num_steps",
+    # A --extend_context restart: the longer data's length, where its stream began, and what
+    # changed (trainer/context_extension.py).
+    "max_length",
+    "data_start_step",
+    "context_extension",
 )
 
 

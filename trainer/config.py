@@ -153,6 +153,12 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
         minimum=0,
         maximum=1,
     )
+    extend_context: bool = flag(
+        "Restart a trained run on data prepared at a longer --max_length (a family with rotary "
+        "positions; its global rotary theta may change through --config), as ModernBERT's "
+        "second phase; nothing else may change (docs/training.md).",
+        False,
+    )
     decay_from_step: int | None = flag(
         "With --schedule wsd: start the decay at this step (a run held at its peak, restarted "
         "to decay); with --decay_steps, the run ends at their sum.",

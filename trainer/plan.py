@@ -24,8 +24,9 @@ from common.errors import UserError
 # Settings of a run that a restart must not change, and the flag a user changes for each.
 FIXED = {
     "family": "--family",
-    "backbone_config": "--model / --config",
+    # Before the backbone, whose sequence length follows the data's: new data names its flag.
     "max_length": "--max_length",
+    "backbone_config": "--model / --config",
     "tokenizer": "--tokenizer",
     "seed": "--seed",
     "global_batch_size": "--per_replica_batch_size x replicas x --grad_accum_steps",

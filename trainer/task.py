@@ -24,6 +24,7 @@ from trainer import (
     attempts,
     backends,
     checkpoints,
+    context_extension,
     data,
     export,
     families,
@@ -83,6 +84,9 @@ class Inputs:
     info: tokenizer_files.TokenizerInfo
     train: data.SplitSource
     eval: data.SplitSource
+    # The step at which the training data's stream starts (after a --extend_context restart:
+    # the step the longer data took over; trainer/context_extension.py).
+    data_start_step: int = 0
 
 
 def _inputs(config: TrainConfig) -> Inputs:
@@ -261,7 +265,11 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     if initial is not None:
         run_config.update(size="from --init_from", init_from=initial.record())
     _check_hosts_agree(runtime, run_files, saved, run_config)
-    plans.check_continuation(saved, run_config, run_files.root)
+    plans.check_continuation(
+        _extension_view(config, saved, trained, run_config, run_files.root),
+        run_config,
+        run_files.root,
+    )
     trainer_model, masked_lm = _build(
         config, runtime, _masking_spec(config, inputs), backbone, plan
     )
@@ -269,6 +277,10 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     if initial is not None and start_step == 0:  # a restart resumes the run, not the model
         init_from.load_into(masked_lm, initial)
     _check_resume(saved, plan, start_step, run_files.root, config)
+    run_config["data_start_step"] = context_extension.data_start_step(saved, run_config, start_step)
+    if config.extend_context and context_extension.changes(saved, run_config):
+        run_config["context_extension"] = context_extension.changes(saved, run_config)
+    inputs = dataclasses.replace(inputs, data_start_step=run_config["data_start_step"])
     if runtime.chief:  # only once every check passed: a refused command changes no file
         remove_orphans(run_files)
         run_config["attempts"] = attempts.history(saved, run_config, start_step)
@@ -305,6 +317,18 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     if runtime.chief:
         fs.write_json(run_files.metrics, metrics)
     return _published(config, run_files, runtime.chief, metrics)
+
+
+def _extension_view(config, saved, trained, run_config, where: str):
+    """The saved run as a restart must match it: under --extend_context, with the settings an
+    extension may change taken from this attempt (trainer/context_extension.py)."""
+    if not config.extend_context:
+        return saved
+    if trained is None:
+        raise plans.PlanError(
+            f"--extend_context: {where} holds no trained run to extend; start it without the flag"
+        )
+    return context_extension.allowed(saved, run_config, families.get(config.family), where)
 
 
 def _check_resume(saved, plan, start_step: int, where: str, config) -> None:
@@ -437,7 +461,12 @@ def _fit(
     for first_step, intervals, length in plan.segments(start_step):
         train_batches = runtime.distribute(
             data.train_dataset_fn(
-                inputs.train, batch_size, config.seed, first_step, config.shuffle_buffer_size, micro
+                inputs.train,
+                batch_size,
+                config.seed,
+                first_step - inputs.data_start_step,
+                config.shuffle_buffer_size,
+                micro,
             )
         )
         trainer_model.fit(

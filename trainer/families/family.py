@@ -63,6 +63,9 @@ class Family:
     # True where the embedding may hold more rows than the tokenizer has tokens (ModernBERT
     # pads its vocabulary to a multiple of 64; the spare rows are never an input).
     spare_embeddings: bool = False
+    # Backbone arguments a --extend_context restart may change besides the sequence length
+    # (trainer/context_extension.py); () where the family cannot be extended.
+    context_extension_args: tuple[str, ...] = ()
 
     def fits_tokenizer(self, backbone_config: dict, tokens: int) -> bool:
         """Whether a tokenizer of `tokens` ids can drive the model's embedding."""

@@ -74,6 +74,7 @@ FAMILY = Family(
     token_args=_separator,
     own_attention=True,
     spare_embeddings=True,
+    context_extension_args=("global_rope_theta",),  # ModernBERT: 10,000 -> 160,000 at 8,192
     # ModernBERT's recipe (Warner et al. 2024, arXiv 2412.13663, "Training Settings"): 30 %
     # masking, a trapezoidal (warmup-stable-decay) schedule and StableAdamW's per-tensor update
     # clipping. Its other AdamW values (beta2 0.98, epsilon 1e-6) are the trainer's defaults;

@@ -1,0 +1,111 @@
+"""`--extend_context`: a trained modernbert run goes on at a longer --max_length with a new
+global rotary theta (ModernBERT's second phase); anything else stays refused, and a resume
+inside the extension is exact."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.trainer.mlm_data import (
+    TINY,
+    Preempted,
+    preempt_at,
+    repetitive_sequences,
+    task_args,
+    write_split,
+)
+from trainer import model_source, task
+
+pytestmark = pytest.mark.slow  # four tiny trainings (~10 s each)
+
+LONG = 64  # the corpus fixture's rows hold 32 tokens
+SHORT_CONFIG = json.dumps({**json.loads(TINY), "global_rope_theta": 10_000.0})
+LONG_CONFIG = json.dumps({**json.loads(TINY), "global_rope_theta": 160_000.0})
+
+
+@pytest.fixture(scope="module")
+def long_data(corpus, tmp_path_factory):
+    root = tmp_path_factory.mktemp("long")
+    write_split(
+        str(root / "train"), *repetitive_sequences(512, seed=3, length=LONG), corpus["info"]
+    )
+    ids, mask = repetitive_sequences(64, seed=4, length=LONG)
+    write_split(str(root / "eval"), ids, mask, corpus["info"], split="validation")
+    return {**corpus, "train": str(root / "train"), "eval": str(root / "eval")}
+
+
+def _args(data, out, config, steps, *extra):
+    args = task_args(data, out, "--family", "modernbert", *extra)
+    at = args.index("--config")
+    args[at + 1] = config
+    return args + ["--train_steps", str(steps), "--eval_every", "20", "--save_every", "20"]
+
+
+@pytest.fixture(scope="module")
+def phase_one(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("phase-one") / "run"
+    assert task.main(_args(corpus, out, SHORT_CONFIG, 40)) == 0
+    return out
+
+
+def _extended(long_data, folder, *extra):
+    return _args(long_data, folder, LONG_CONFIG, 80, "--extend_context", *extra)
+
+
+def test_an_extension_restart_trains_on_at_the_longer_length(phase_one, long_data, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(phase_one, out)
+    assert task.main(_extended(long_data, out)) == 0
+    config = json.loads((out / "run_config.json").read_text())
+    assert config["max_length"] == LONG and config["data_start_step"] == 40
+    assert config["backbone_config"]["global_rope_theta"] == 160_000.0
+    assert config["context_extension"]["max_length"] == [32, LONG]
+    starts = [(a["start_step"], a["max_length"]) for a in config["attempts"]]
+    assert starts == [(0, 32), (40, LONG)]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == 80 and np.isfinite(metrics["eval_loss"])
+
+
+def test_a_resume_inside_the_extension_is_exact(phase_one, long_data, tmp_path):
+    reference, resumed = tmp_path / "reference", tmp_path / "resumed"
+    for folder in (reference, resumed):
+        shutil.copytree(phase_one, folder)
+    assert task.main(_extended(long_data, reference)) == 0
+    with pytest.raises(Preempted):
+        task.run(task.parse_args(_extended(long_data, resumed)), [preempt_at(60)])
+    assert task.main(_extended(long_data, resumed)) == 0
+    assert json.loads((resumed / "run_config.json").read_text())["data_start_step"] == 40
+    final = model_source.load_masked_lm(str(resumed))[0].get_weights()
+    expected = model_source.load_masked_lm(str(reference))[0].get_weights()
+    assert max(float(np.max(np.abs(a - b))) for a, b in zip(final, expected)) < 2e-4
+
+
+WIDER = json.dumps({**json.loads(LONG_CONFIG), "num_heads": 4})
+
+
+@pytest.mark.parametrize(
+    "config, extra, named",
+    [
+        (SHORT_CONFIG, [], "--max_length"),  # no --extend_context: new data is refused
+        (LONG_CONFIG, ["--extend_context", "--seed", "7"], "--seed"),
+        (WIDER, ["--extend_context"], "--config"),  # the shape is not the extension's
+    ],
+)
+def test_anything_else_stays_refused_in_one_line(
+    phase_one, long_data, tmp_path, capsys, config, extra, named
+):
+    out = tmp_path / "run"
+    shutil.copytree(phase_one, out)
+    assert task.main(_args(long_data, out, config, 80, *extra)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and named in err[0], err
+
+
+def test_a_family_with_a_position_table_cannot_be_extended(corpus, long_data, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert task.main(task_args(corpus, out, "--train_steps", "20", "--save_every", "20")) == 0
+    args = task_args(long_data, out, "--train_steps", "40", "--extend_context")
+    assert task.main(args) == 2
+    assert "rotary positions" in capsys.readouterr().err
