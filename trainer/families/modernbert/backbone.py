@@ -45,6 +45,41 @@ def layer_types(num_layers: int, global_attention_every: int) -> list[str]:
     return [LOCAL if i % global_attention_every else GLOBAL for i in range(num_layers)]
 
 
+def _check(hidden_dim: int, num_heads: int, attention_path: str) -> None:
+    if hidden_dim % num_heads or (hidden_dim // num_heads) % 2:
+        raise ValueError(
+            f"hidden_dim {hidden_dim} must split into {num_heads} heads of an even size "
+            "(rotary positions rotate pairs of features)"
+        )
+    if attention_path not in attention.PATHS:
+        raise ValueError(f"attention_path {attention_path!r} is not one of {attention.PATHS}")
+
+
+def _encoder_layers(args: dict) -> list:
+    """One encoder layer per layer type: a global one reads the whole row with the global
+    theta, a local one the band with the local theta."""
+    kinds = layer_types(args["num_layers"], args["global_attention_every"])
+    thetas = {GLOBAL: args["global_rope_theta"], LOCAL: args["local_rope_theta"]}
+    return [
+        ModernBertEncoderLayer(
+            args["hidden_dim"],
+            args["intermediate_dim"],
+            args["num_heads"],
+            window=None if kind == GLOBAL else args["local_window"],
+            rope_theta=thetas[kind],
+            first=i == 0,
+            # output projections start smaller, as transformers' _init_weights does
+            out_stddev=0.02 / math.sqrt(2.0 * args["num_layers"]),
+            dropout=args["dropout"],
+            attention_dropout=args["attention_dropout"],
+            attention_path=args["attention_path"],
+            dtype=args["dtype"],
+            name=f"layer_{i}",
+        )
+        for i, kind in enumerate(kinds)
+    ]
+
+
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class ModernBertBackbone(keras_hub.models.Backbone):
     """ModernBERT encoder.
@@ -89,15 +124,8 @@ class ModernBertBackbone(keras_hub.models.Backbone):
         dtype=None,
         **kwargs,
     ):
-        if hidden_dim % num_heads or (hidden_dim // num_heads) % 2:
-            raise ValueError(
-                f"hidden_dim {hidden_dim} must split into {num_heads} heads of an even size "
-                "(rotary positions rotate pairs of features)"
-            )
-        if attention_path not in attention.PATHS:
-            raise ValueError(f"attention_path {attention_path!r} is not one of {attention.PATHS}")
-        # output projections start smaller, as transformers' _init_weights does
-        out_stddev = 0.02 / math.sqrt(2.0 * num_layers)
+        args = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
+        _check(hidden_dim, num_heads, attention_path)
         token_embedding = ReversibleEmbedding(
             padded(vocabulary_size, vocabulary_multiple),
             hidden_dim,
@@ -107,24 +135,7 @@ class ModernBertBackbone(keras_hub.models.Backbone):
             name="token_embedding",
         )
         embeddings_norm = layer_norm("embeddings_norm", dtype)
-        types = layer_types(num_layers, global_attention_every)
-        encoder_layers = [
-            ModernBertEncoderLayer(
-                hidden_dim,
-                intermediate_dim,
-                num_heads,
-                window=None if kind == GLOBAL else local_window,
-                rope_theta=global_rope_theta if kind == GLOBAL else local_rope_theta,
-                first=i == 0,
-                out_stddev=out_stddev,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                attention_path=attention_path,
-                dtype=dtype,
-                name=f"layer_{i}",
-            )
-            for i, kind in enumerate(types)
-        ]
+        encoder_layers = _encoder_layers(args)
         final_norm = layer_norm("final_norm", dtype)
 
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
@@ -136,26 +147,17 @@ class ModernBertBackbone(keras_hub.models.Backbone):
         x = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")(x)
         for layer in encoder_layers:
             x = layer(x, segment_ids, positions)
-        x = final_norm(x)
         super().__init__(
             inputs={"token_ids": token_ids, "padding_mask": padding_mask},
-            outputs=x,
+            outputs=final_norm(x),
             dtype=dtype,
             **kwargs,
         )
-
-        self.vocabulary_size = vocabulary_size
-        self.num_layers, self.num_heads = num_layers, num_heads
-        self.hidden_dim, self.intermediate_dim = hidden_dim, intermediate_dim
-        self.dropout, self.attention_dropout = dropout, attention_dropout
-        self.max_sequence_length = max_sequence_length
-        self.global_attention_every, self.local_window = global_attention_every, local_window
-        self.global_rope_theta, self.local_rope_theta = global_rope_theta, local_rope_theta
-        self.separator_id, self.vocabulary_multiple = separator_id, vocabulary_multiple
-        self.attention_path = attention_path
-        self.token_embedding = token_embedding
+        for name, value in args.items():  # the constructor's arguments, for get_config
+            if name != "dtype":  # Keras' own (the dtype policy)
+                setattr(self, name, value)
+        self.token_embedding, self.encoder_layers = token_embedding, encoder_layers
         self.embeddings_norm, self.final_norm = embeddings_norm, final_norm
-        self.encoder_layers = encoder_layers
 
     @property
     def layer_types(self) -> list[str]:
