@@ -42,14 +42,17 @@ from trainer.finetuning import (
     glue,
     jobs,
     metrics,
+    pooling,
     pretraining,
     protocol,
+    recipes,
     results,
 )
 
 ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
-# cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files.
-DEFAULT_RECIPE = glue.Recipe(learning_rate=4e-5, epochs=5, batch_size=16, seeds=(1, 2, 3))
+# cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files with a
+# base or large model (tiny and small: trainer/finetuning/recipes.py).
+DEFAULT_RECIPE = recipes.GLUE_RECIPE
 
 
 @dataclasses.dataclass
@@ -126,16 +129,27 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
         "if fewer.",
         minimum=8,
     )
-    epochs: int = flag("Epochs per seed. Default: 5, a GLUE task's own.", minimum=1)
+    epochs: int = flag(
+        "Epochs per seed. Default: by the model's size (tiny, small: 10), else 5 or a GLUE "
+        "task's own.",
+        minimum=1,
+    )
     batch_size: int = flag(
         "Examples per step, the global batch: split over the replicas (--cpu_replicas, GPUs, "
         "TPU cores), so a multiple of them. Default: 16, a GLUE task's own.",
         minimum=1,
     )
-    learning_rate: float = flag(
-        "Peak learning rate (a tiny model needs more, e.g. 1e-3). "
-        "Default: 4e-5, a GLUE task's own.",
-        minimum=0.0,
+    learning_rate: str = flag(
+        "Peak learning rate, or auto: one seed at each rate of a small grid around the "
+        "default, then every seed at the best on dev. Default: by the model's size ("
+        + ", ".join(f"{n} {r:g}" for n, (r, _) in recipes.SIZE_RECIPES.items())
+        + "), else 4e-5 or a GLUE task's own."
+    )
+    pooling: str = flag(
+        "What the classifier's head reads: cls (the first token) or mean (the mean of the "
+        "non-padding tokens).",
+        "cls",
+        choices=pooling.CHOICES,
     )
     warmup_ratio: float = flag(
         "Share of the steps spent warming up linearly.", 0.1, minimum=0.0, maximum=1.0
@@ -166,6 +180,7 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
         problem = flags.out_of_bounds(FinetuneFlags, self)
         if problem:
             raise ValueError(problem)
+        self.learning_rate = recipes.parse_rate(self.learning_rate)
         self.check_devices()
         self.seed_list(DEFAULT_RECIPE.seeds)  # raises for a malformed list
         self._check_sources()
@@ -248,11 +263,13 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
         )
 
     def recipe(self, metric: str, default: glue.Recipe = DEFAULT_RECIPE) -> protocol.Recipe:
-        """The flags where given, else `default` (cramming's, or a GLUE task's own)."""
+        """The flags where given, else `default` (the model size's, cramming's, or a GLUE
+        task's own); with --learning_rate auto, the default rate is the grid's centre."""
+        given = isinstance(self.learning_rate, float)
         return protocol.Recipe(
             self.epochs or default.epochs,
             self.batch_size or default.batch_size,
-            default.learning_rate if self.learning_rate is None else self.learning_rate,
+            self.learning_rate if given else default.learning_rate,
             self.warmup_ratio,
             self.weight_decay,
             metric,
@@ -274,12 +291,16 @@ def run_job(
     """Fine-tunes every seed of one job on `runtime`'s devices; returns its results document,
     written by the chief (process 0 of a JAX pod; the others compute the same and write
     nothing)."""
+    from trainer.finetuning import auto_rate
     from trainer.finetuning.classifier import jit_default
 
     data, counts, info = jobs.pack_task(config, source, job)
     backbone.check_tokenizer(info)
     check_hosts_agree(runtime, config, data)
     jit = jit_default(config.jit_compile, runtime.device.jit)
+    sweep = None
+    if config.learning_rate == "auto":
+        job.recipe, sweep = auto_rate.choose(backbone, data, job, jit, runtime, say(runtime))
     models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime)
     scalars = results.Scalars(job.output_dir) if runtime.chief else None
     records = []
@@ -295,6 +316,7 @@ def run_job(
         if after_seed:
             after_seed(record, models.model)
     document = _document(config, source, backbone, job, counts)
+    document["learning_rate_sweep"] = sweep
     _add_scores(document, models, data, records, pretrained)
     if runtime.chief:
         results.write(job.output_dir, document)
@@ -319,6 +341,10 @@ def _add_scores(document: dict, models, data, records: list, pretrained: dict) -
         "constant_answer_dev": constant,
         "summary": protocol.summarise(records, metric, constant),
     }
+
+
+def say(runtime):
+    return lambda text: _say(runtime, text)
 
 
 def _say(runtime, text: str) -> None:
@@ -362,10 +388,13 @@ def finetune(config: FinetuneFlags) -> dict | None:
     from trainer.finetuning.classifier import PretrainedBackbone
 
     source = resolve_model(config.model)
-    tasks = jobs.glue_jobs(config) if config.task else [jobs.own_job(config)]
+    size = recipes.model_size(source.run_config)
+    tasks = jobs.glue_jobs(config, size[0]) if config.task else [jobs.own_job(config, size[0])]
+    for job in tasks:
+        job.extra_protocol["recipe_by_size"] = recipes.source_note(*size)
     cards = card_scores.readmes(config.card) if config.card else []  # fail fast
     runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
-    backbone = PretrainedBackbone(source, config.from_scratch)
+    backbone = PretrainedBackbone(source, config.from_scratch, config.pooling)
     pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
     if pretrained["warning"] and not config.from_scratch:
         _say(runtime, f"warning: {pretrained['warning']}")
@@ -483,6 +512,7 @@ def _document(config, source, backbone, job: jobs.Job, counts: dict) -> dict:
             "max_length": counts["train"]["max_length"],
             "backend": keras.backend.backend(),
             "recipe_source": job.recipe_source,
+            **job.extra_protocol,
             "selection": "best epoch on dev by the metric",
             "notes": results.PROTOCOL_NOTES,
             "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, "

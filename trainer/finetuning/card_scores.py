@@ -20,7 +20,7 @@ import posixpath
 from common import fs
 from common.errors import UserError
 from trainer import model_card
-from trainer.finetuning import glue
+from trainer.finetuning import auto_rate, glue
 
 FORMAT_FOLDERS = ("keras-hub", "hf")
 # The Hub's metric ids (evaluate's names), so the Hub's leaderboards read them.
@@ -158,10 +158,14 @@ def entries(document: dict) -> list:
             dataset_split="dev",
         )
         names, labels = list(summary), task.get("labels")
-    return [
+    found = [
         _result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds} seed(s))", labels, **dataset)
         for m in names
     ]
+    sweep = auto_rate.card_args(document)  # --learning_rate auto: how the rate was chosen
+    for result in found if sweep else ():
+        result.metric_args = {**(result.metric_args or {}), **sweep}
+    return found
 
 
 def _key(result) -> tuple:
