@@ -147,8 +147,7 @@ class FinetuneFlags(DeviceFlags):  # --strategy, --cpu_replicas, ...: the traine
     )
     pooling: str = flag(
         "What the classifier's head reads: cls (the first token) or mean (the mean of the "
-        "non-padding tokens).",
-        "cls",
+        "non-padding tokens). Default: by the model's size (tiny, small: mean), else cls.",
         choices=pooling.CHOICES,
     )
     warmup_ratio: float = flag(
@@ -392,9 +391,11 @@ def finetune(config: FinetuneFlags) -> dict | None:
     tasks = jobs.glue_jobs(config, size[0]) if config.task else [jobs.own_job(config, size[0])]
     for job in tasks:
         job.extra_protocol["recipe_by_size"] = recipes.source_note(*size)
+        job.extra_protocol["pooling"] = recipes.pooling(config.pooling, size[0])
     cards = card_scores.readmes(config.card) if config.card else []  # fail fast
     runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
-    backbone = PretrainedBackbone(source, config.from_scratch, config.pooling)
+    pooled = recipes.pooling(config.pooling, size[0])
+    backbone = PretrainedBackbone(source, config.from_scratch, pooled)
     pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
     if pretrained["warning"] and not config.from_scratch:
         _say(runtime, f"warning: {pretrained['warning']}")

@@ -35,6 +35,8 @@ def test_tiny_and_small_get_their_own_rate_and_base_keeps_the_glue_recipe():
     assert tiny.learning_rate >= 10 * base.learning_rate
     assert (base.learning_rate, base.epochs, base.batch_size) == (4e-5, 5, 16)
     assert recipes.own_recipe("large") == base
+    assert recipes.pooling(None, "tiny") == "mean" and recipes.pooling(None, "base") == "cls"
+    assert recipes.pooling("cls", "tiny") == "cls" and recipes.pooling("mean", "large") == "mean"
     mrpc = finetune.glue.TASKS["mrpc"].recipe
     assert recipes.glue_recipe(mrpc, "base") == mrpc
     small = recipes.glue_recipe(mrpc, "small")
@@ -101,14 +103,15 @@ def test_auto_picks_the_best_rate_of_the_grid_and_records_the_sweep(model, tmp_p
     found = json.loads((out / "results.json").read_text())
     sweep = found["learning_rate_sweep"]
     # The tests' model has hidden_dim 32: the tiny size, whose grid is around its rate.
-    assert [r["learning_rate"] for r in sweep["grid"]] == recipes.auto_grid(1e-3)
+    tiny_rate = recipes.SIZE_RECIPES["tiny"][0]
+    assert [r["learning_rate"] for r in sweep["grid"]] == recipes.auto_grid(tiny_rate)
     dev = [r["dev"] for r in sweep["grid"]]
     assert len(set(dev)) > 1  # the rates differ on this task: the choice is a real one
     assert sweep["chosen"] == sweep["grid"][int(np.argmax(dev))]["learning_rate"]
     assert found["protocol"]["learning_rate"] == sweep["chosen"]
     assert sweep["seed"] == 2 and sweep["runs"] == 4 and sweep["seconds"] > 0
     assert [s["seed"] for s in found["scores"]["seeds"]] == [2]
-    assert "tiny" in found["protocol"]["recipe_by_size"]
+    assert "tiny" in found["protocol"]["recipe_by_size"] and found["protocol"]["pooling"] == "mean"
     printed = capsys.readouterr().out
     assert printed.count("task lr ") == 4
     text = card.read_text()
