@@ -41,15 +41,18 @@ from trainer.finetuning import (
     jobs,
     metrics,
     output_folder,
+    pooling,
     pretraining,
     protocol,
+    recipes,
     results,
 )
 from trainer.lock_flags import LockFlags
 
 ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
-# cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files.
-DEFAULT_RECIPE = glue.Recipe(learning_rate=4e-5, epochs=5, batch_size=16, seeds=(1, 2, 3))
+# cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files with a
+# base or large model (tiny and small: trainer/finetuning/recipes.py).
+DEFAULT_RECIPE = recipes.GLUE_RECIPE
 
 
 @dataclasses.dataclass
@@ -129,16 +132,26 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
         "if fewer.",
         minimum=8,
     )
-    epochs: int = flag("Epochs per seed. Default: 5, a GLUE task's own.", minimum=1)
+    epochs: int = flag(
+        "Epochs per seed. Default: by the model's size (tiny, small: 10), else 5 or a GLUE "
+        "task's own.",
+        minimum=1,
+    )
     batch_size: int = flag(
         "Examples per step, the global batch: split over the replicas (--cpu_replicas, GPUs, "
         "TPU cores), so a multiple of them. Default: 16, a GLUE task's own.",
         minimum=1,
     )
-    learning_rate: float = flag(
-        "Peak learning rate (a tiny model needs more, e.g. 1e-3). "
-        "Default: 4e-5, a GLUE task's own.",
-        minimum=0.0,
+    learning_rate: str = flag(
+        "Peak learning rate, or auto: one seed at each rate of a small grid around the "
+        "default, then every seed at the best on dev. Default: by the model's size ("
+        + ", ".join(f"{n} {r:g}" for n, (r, _) in recipes.SIZE_RECIPES.items())
+        + "), else 4e-5 or a GLUE task's own."
+    )
+    pooling: str = flag(
+        "What the classifier's head reads: cls (the first token) or mean (the mean of the "
+        "non-padding tokens). Default: by the model's size (tiny, small: mean), else cls.",
+        choices=pooling.CHOICES,
     )
     warmup_ratio: float = flag(
         "Share of the steps spent warming up linearly.", 0.1, minimum=0.0, maximum=1.0
@@ -169,6 +182,7 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
         problem = flags.out_of_bounds(FinetuneFlags, self)
         if problem:
             raise ValueError(problem)
+        self.learning_rate = recipes.parse_rate(self.learning_rate)
         self.check_devices()
         self.seed_list(DEFAULT_RECIPE.seeds)  # raises for a malformed list
         self._check_sources()
@@ -264,11 +278,13 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
         )
 
     def recipe(self, metric: str, default: glue.Recipe = DEFAULT_RECIPE) -> protocol.Recipe:
-        """The flags where given, else `default` (cramming's, or a GLUE task's own)."""
+        """The flags where given, else `default` (the model size's, cramming's, or a GLUE
+        task's own); with --learning_rate auto, the default rate is the grid's centre."""
+        given = isinstance(self.learning_rate, float)
         return protocol.Recipe(
             self.epochs or default.epochs,
             self.batch_size or default.batch_size,
-            default.learning_rate if self.learning_rate is None else self.learning_rate,
+            self.learning_rate if given else default.learning_rate,
             self.warmup_ratio,
             self.weight_decay,
             metric,
@@ -292,11 +308,16 @@ def finetune(config: FinetuneFlags) -> dict | None:
     from trainer.finetuning.classifier import PretrainedBackbone
 
     source = resolve_model(config.model)
-    tasks = jobs.glue_jobs(config) if config.task else [jobs.own_job(config)]
+    size = recipes.model_size(source.run_config)
+    tasks = jobs.glue_jobs(config, size[0]) if config.task else [jobs.own_job(config, size[0])]
+    pooled = recipes.pooling(config.pooling, size[0])
+    for job in tasks:
+        job.extra_protocol["recipe_by_size"] = recipes.source_note(*size)
+        job.extra_protocol["pooling"] = pooled
     cards = card_scores.writable(card_scores.readmes(config.card)) if config.card else []
     runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
     with folder_lock.held(config, runtime.chief), interruption.watching(runtime) as watch:
-        backbone = PretrainedBackbone(source, config.from_scratch)
+        backbone = PretrainedBackbone(source, config.from_scratch, pooled)
         pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
         if pretrained["warning"] and not config.from_scratch:
             job_run.say(runtime, f"warning: {pretrained['warning']}")

@@ -22,7 +22,7 @@ import tempfile
 from common import fs
 from common.errors import UserError
 from trainer import model_card
-from trainer.finetuning import glue
+from trainer.finetuning import auto_rate, glue
 
 FORMAT_FOLDERS = ("keras-hub", "hf")
 # The Hub's metric ids (evaluate's names), so the Hub's leaderboards read them.
@@ -204,11 +204,15 @@ def entries(document: dict) -> list:
     else:
         dataset = dict(task_name=_TASK_NAMES[task["type"]], **_own_files(document))
         names, labels = list(summary), task.get("labels")
-    return [
+    found = [
         _result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds})", labels, **dataset)
         for m in names
         if m in summary
     ]
+    sweep = auto_rate.card_args(document)  # --learning_rate auto: how the rate was chosen
+    for result in found if sweep else ():
+        result.metric_args = {**(result.metric_args or {}), **sweep}
+    return found
 
 
 def _seeds_said(scores: dict) -> str:

@@ -4,7 +4,8 @@ The pretrained backbone is read once (any layout `trainer.model_source.resolve` 
 each seed then builds a new backbone from the same config and copies those weights in, so
 seeds do not share state. `--from_scratch` builds the same architecture and skips the copy:
 the reference that shows what pretraining bought. The head (keras-hub's: pooled first token,
-dropout, dense) starts at random either way; `preprocessor=None`, since `packing` feeds ids.
+dropout, dense; `pooling="mean"`: the same head on the mean of the tokens) starts at random
+either way; `preprocessor=None`, since `packing` feeds ids.
 
 Example:
     >>> backbone = PretrainedBackbone(model_source.resolve("runs/tiny"))
@@ -19,6 +20,7 @@ import keras
 
 from common.errors import UserError
 from trainer import families, model, model_source
+from trainer.finetuning import pooling
 from trainer.optimization import build_optimizer
 
 # Classifier dropout, as BERT and RoBERTa fine-tune (keras-hub's RoBERTa head defaults to 0).
@@ -28,8 +30,11 @@ HEAD_DROPOUT = 0.1
 class PretrainedBackbone:
     """The pretrained weights of one model, ready to start each seed's classifier."""
 
-    def __init__(self, source: model_source.ModelSource, from_scratch: bool = False):
+    def __init__(
+        self, source: model_source.ModelSource, from_scratch: bool = False, pooling: str = "cls"
+    ):
         self.source = source
+        self.pooling = pooling  # what the head reads: trainer/finetuning/pooling.py
         self.family = families.get(source.family)
         if not self.family.classifier_class:
             raise UserError(
@@ -83,6 +88,8 @@ class PretrainedBackbone:
         classifier = self.family.classifier_cls()(
             backbone=backbone, num_classes=num_outputs, preprocessor=None, dropout=HEAD_DROPOUT
         )
+        if self.pooling == "mean":
+            classifier = pooling.mean_pooled(classifier)
         float32_head(classifier)
         if fused_attention:
             model.fuse_attention(classifier)

@@ -15,7 +15,15 @@ import numpy as np
 
 from common.errors import Terminated, UserError
 from trainer import plan as plans
-from trainer.finetuning import divergence, interruption, jobs, protocol, results, unscored
+from trainer.finetuning import (
+    auto_rate,
+    divergence,
+    interruption,
+    jobs,
+    protocol,
+    results,
+    unscored,
+)
 
 
 def run_job(
@@ -31,10 +39,15 @@ def run_job(
     backbone.check_tokenizer(info)
     check_hosts_agree(runtime, config, data)
     jit = jit_default(config.jit_compile, runtime.device.jit)
+    sweep = None
+    if config.learning_rate == "auto":
+        chosen = auto_rate.choose(backbone, data, job, jit, runtime, lambda t: say(runtime, t))
+        job.recipe, sweep = chosen
     models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime)
     scalars = results.Scalars(job.output_dir) if runtime.chief else None
     records = []
     document = _document(config, source, backbone, job, counts)
+    document["learning_rate_sweep"] = sweep
     try:
         for seed in job.seeds:
             record = protocol.run_seed(models, seed, scalars, watch)
@@ -147,6 +160,7 @@ def _document(config, source, backbone, job: jobs.Job, counts: dict) -> dict:
             "max_length": counts["train"]["max_length"],
             "backend": keras.backend.backend(),
             "recipe_source": job.recipe_source,
+            **job.extra_protocol,
             "selection": "best epoch on dev by the metric",
             "notes": results.PROTOCOL_NOTES,
             "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, "

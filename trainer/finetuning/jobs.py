@@ -10,7 +10,7 @@ import os
 from common import fs, tokenizer_files
 from common.errors import UserError
 from trainer import families
-from trainer.finetuning import datasets, glue, packing, protocol, results
+from trainer.finetuning import datasets, glue, packing, protocol, recipes, results
 
 DEFAULT_MAX_LENGTH = 128  # cramming's GLUE length
 
@@ -26,9 +26,14 @@ class Job:
     recipe: protocol.Recipe
     seeds: list
     output_dir: str
-    recipe_source: str = results.RECIPE_SOURCE
+    recipe_source: str | None = None  # None: cramming's (results.RECIPE_SOURCE)
     extra: dict = dataclasses.field(default_factory=dict)  # added to the document's "task"
     dataset: dict | None = None  # a dataset loaded by name: id, config, revision, splits
+
+    def __post_init__(self):
+        self.recipe_source = self.recipe_source or results.RECIPE_SOURCE
+
+    extra_protocol: dict = dataclasses.field(default_factory=dict)  # added to "protocol"
 
 
 def _targets(job_splits: dict, spec, names) -> dict:
@@ -119,22 +124,25 @@ def read_task(config) -> tuple[dict, tuple | None, dict, dict | None]:
     return splits, names, _targets(splits, spec, names), source
 
 
-def own_job(config) -> Job:
+def own_job(config, size: str = "base") -> Job:
+    """The task of the user's own files; its recipe the flags', else the model size's."""
     splits, names, _, source = read_task(config)
     return Job(
         "task",
         config.task_type,
         splits,
         names,
-        config.recipe(config.metric),
+        config.recipe(config.metric, recipes.own_recipe(size)),
         config.seed_list(),
         config.output_dir,
+        recipe_source=recipes.SIZE_SOURCE if size in recipes.SIZE_RECIPES else None,
         dataset=source,
     )
 
 
-def glue_jobs(config) -> list[Job]:
-    """Every GLUE task asked for, read whole before any model is loaded."""
+def glue_jobs(config, size: str = "base") -> list[Job]:
+    """Every GLUE task asked for, read whole before any model is loaded; a tiny or small
+    model's rate replaces the task's (`recipes.glue_recipe`)."""
     jobs = []
     for task in glue.tasks_of(config.task):
         source = None
@@ -155,7 +163,7 @@ def glue_jobs(config) -> list[Job]:
                 task.task_type,
                 splits,
                 task.labels or None,
-                config.recipe(task.metric, task.recipe),
+                config.recipe(task.metric, recipes.glue_recipe(task.recipe, size)),
                 config.seed_list(task.recipe.seeds),
                 folder,
                 glue.RECIPE_SOURCE,

@@ -1,0 +1,64 @@
+"""What the classifier's head reads: the first token (`cls`, keras-hub's TextClassifier as it
+is) or the mean of the final hidden states of the non-padding tokens (`mean`).
+
+keras-hub's RoBERTa classifier takes `backbone(inputs)[:, start_token_index]` and runs its
+own head on it (dropout, dense + tanh, dropout, logits); BERT's takes the backbone's
+`pooled_output` (its pooler, dense + tanh on `[CLS]`) and adds dropout and logits. `mean`
+builds a model with the same layers, fed by the mean over the tokens that `padding_mask`
+marks instead (ModernBERT's `classifier_pooling="mean"`): RoBERTa's head as it is, BERT's
+pooler applied to the mean. The mean is a masked sum over a fixed-length axis, so it
+compiles with XLA on both backends like the rest of the step.
+
+Example:
+    >>> model = mean_pooled(RobertaTextClassifier(backbone, num_classes=3, preprocessor=None))
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+CHOICES = ("cls", "mean")
+
+
+class MeanPool(keras.layers.Layer):
+    """(batch, length, hidden), (batch, length) mask -> (batch, hidden): the mean of the
+    positions the mask keeps (a row with none kept gives zeros, not a division by 0)."""
+
+    def call(self, sequence, padding_mask):
+        mask = ops.expand_dims(ops.cast(padding_mask, sequence.dtype), -1)
+        total = ops.sum(sequence * mask, axis=1)
+        return total / ops.maximum(ops.sum(mask, axis=1), 1.0)
+
+
+class MeanPooledClassifier(keras.Model):
+    """A keras-hub TextClassifier's backbone and head, the head reading the mean of the
+    non-padding tokens. `backbone` is kept as an attribute, as keras-hub's tasks keep it."""
+
+    def __init__(self, backbone, head: list, **kwargs):
+        inputs = backbone.input
+        outputs = backbone(inputs)
+        if isinstance(outputs, dict):  # BERT: {"sequence_output", "pooled_output"}
+            outputs = outputs["sequence_output"]
+        x = MeanPool(dtype=backbone.dtype_policy, name="mean_pool")(outputs, inputs["padding_mask"])
+        for layer in head:
+            x = layer(x)
+        super().__init__(inputs=inputs, outputs=x, **kwargs)
+        self.backbone = backbone
+
+
+def head_layers(classifier) -> list:
+    """The layers keras-hub's classifier applies after taking the first token, in order."""
+    if hasattr(classifier, "pooled_dense"):  # RoBERTa's head: its own dense + tanh
+        return [
+            classifier.pooled_dropout,
+            classifier.pooled_dense,
+            classifier.output_dropout,
+            classifier.output_dense,
+        ]
+    # BERT: the backbone's pooler (dense + tanh) is what its classifier reads.
+    return [classifier.backbone.pooled_dense, classifier.output_dropout, classifier.output_dense]
+
+
+def mean_pooled(classifier) -> MeanPooledClassifier:
+    return MeanPooledClassifier(classifier.backbone, head_layers(classifier))

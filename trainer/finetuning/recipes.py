@@ -1,0 +1,111 @@
+"""The fine-tuning recipe a model gets when the flags do not say: by its size, as pretraining
+picks its peak rate by size (`trainer.plan.DEFAULT_LEARNING_RATES`).
+
+GLUE's recipes (cramming's one recipe for a task of your own files, MosaicBERT's per GLUE
+task) were set for base-sized models. The tiny and small models one machine pretrains need
+far larger rates: on the man-page task of docs/finetuning.md ("Recipe by size") the tiny
+model at cramming's 4e-5 stayed near the majority class, and pretrained scored no better
+than random weights, while the rate of `SIZE_RECIPES` scored above a TF-IDF baseline. So
+tiny and small get their own rate and epochs; base and large keep GLUE's recipes. A flag the
+user gives always wins (`FinetuneFlags.recipe`).
+
+The size is the name the pretraining run recorded (`run_config.json` `model`, as
+`--model tiny` wrote it), kept when the backbone's width is that size's; otherwise (an
+export from elsewhere, `--config` that changed the width) the largest named size whose
+`hidden_dim` the backbone reaches.
+
+Example:
+    >>> model_size({"model": "tiny", "backbone_config": {"hidden_dim": 128}})
+    ('tiny', "run_config.json's model")
+    >>> own_recipe("tiny").learning_rate
+    0.003
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from trainer.families import sizes
+from trainer.finetuning import glue
+
+# cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files.
+GLUE_RECIPE = glue.Recipe(learning_rate=4e-5, epochs=5, batch_size=16, seeds=(1, 2, 3))
+
+# Rate and epochs by size where GLUE's base-sized recipe does not fit (docs/finetuning.md
+# "Recipe by size"). tiny: the best of 3e-4, 1e-3 and 3e-3 on dev, pretrained, 3 seeds
+# (at 4e-5 it stayed near the majority class); small: a third of tiny's, as pretraining's
+# small rate is a fraction of tiny's, not measured with a pretrained small model.
+SIZE_RECIPES = {"tiny": (3e-3, 10), "small": (1e-3, 10)}
+
+# The head's input by size: the mean of the tokens where it measured better (tiny, on the
+# man-page task; small follows tiny, unmeasured); the first token, as keras-hub's
+# classifiers and the GLUE recipes above were published, for base and large.
+SIZE_POOLING = {"tiny": "mean", "small": "mean"}
+
+SIZE_SOURCE = (
+    "by model size (trainer/finetuning/recipes.py, docs/finetuning.md 'Recipe by size'): "
+    "cramming's recipe (AdamW, batch 16, max length 128, 10 % linear warmup then linear "
+    "decay) with the size's learning rate and epochs; best epoch on dev"
+)
+
+# `--learning_rate auto`: these multiples of the size's rate, one seed each, on dev.
+AUTO_FACTORS = (0.1, 0.3, 1.0, 3.0)
+
+
+def model_size(run_config: dict) -> tuple[str, str]:
+    """(named size, how it was found) of a model's run_config (`ModelSource.run_config`)."""
+    hidden = int(run_config.get("backbone_config", {}).get("hidden_dim", 0))
+    named = run_config.get("model")
+    if named in sizes.SIZES and sizes.SIZES[named]["hidden_dim"] == hidden:
+        return named, "run_config.json's model"
+    fits = [n for n in sizes.NAMES if sizes.SIZES[n]["hidden_dim"] <= hidden] or [sizes.NAMES[0]]
+    return fits[-1], f"hidden_dim {hidden}"
+
+
+def own_recipe(size: str) -> glue.Recipe:
+    """The recipe for a task of the user's own files at `size`."""
+    if size not in SIZE_RECIPES:
+        return GLUE_RECIPE
+    rate, epochs = SIZE_RECIPES[size]
+    return dataclasses.replace(GLUE_RECIPE, learning_rate=rate, epochs=epochs)
+
+
+def glue_recipe(task_recipe: glue.Recipe, size: str) -> glue.Recipe:
+    """A GLUE task's own recipe, its rate the size's where GLUE's does not fit (its epochs,
+    batch and seeds stay: MNLI's 393k examples need no 10 epochs)."""
+    if size not in SIZE_RECIPES:
+        return task_recipe
+    return dataclasses.replace(task_recipe, learning_rate=SIZE_RECIPES[size][0])
+
+
+def pooling(given: str | None, size: str) -> str:
+    """--pooling where given, else the size's."""
+    return given or SIZE_POOLING.get(size, "cls")
+
+
+def source_note(size: str, how: str) -> str:
+    """results.json `protocol.recipe_by_size`: which rule gave the defaults."""
+    if size in SIZE_RECIPES:
+        rate, epochs = SIZE_RECIPES[size]
+        rule = f"lr {rate:g}, {epochs} epochs, {pooling(None, size)} pooling"
+    else:
+        rule = "GLUE's base-size recipe, cls pooling"
+    return f"size {size} ({how}): {rule}"
+
+
+def auto_grid(centre: float) -> list[float]:
+    """The rates `--learning_rate auto` tries, around the default rate `centre`."""
+    return [float(f"{centre * factor:.2g}") for factor in AUTO_FACTORS]
+
+
+def parse_rate(value) -> float | str | None:
+    """--learning_rate: a positive number, or `auto` (None: not given)."""
+    if value is None or value == "auto":
+        return value
+    try:
+        rate = float(value)
+    except (TypeError, ValueError):
+        rate = None
+    if rate is None or not rate > 0 or rate == float("inf"):
+        raise ValueError(f"--learning_rate must be a positive number or auto, not {value!r}")
+    return rate
