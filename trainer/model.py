@@ -140,8 +140,9 @@ def fuse_attention(masked_lm) -> int:
     whose backbone picks its own kernel (`Family.own_attention`) is left as it is."""
     import keras
 
-    if families.of_model(masked_lm).own_attention:
-        return masked_lm.backbone.num_layers
+    backbone = getattr(masked_lm, "backbone", masked_lm)  # a task, or a backbone alone
+    if families.of_backbone(backbone).own_attention:
+        return backbone.num_layers
     changed = 0
     for layer in masked_lm._flatten_layers(include_self=False, recursive=True):
         if isinstance(layer, keras.layers.MultiHeadAttention):

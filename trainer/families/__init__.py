@@ -43,8 +43,13 @@ def of_registered_name(registered_name: str | None) -> Family | None:
 
 
 def of_model(masked_lm) -> Family:
-    """The family of a built keras-hub MaskedLM (by its backbone class)."""
-    name = type(masked_lm.backbone).__name__
+    """The family of a built MaskedLM or classifier (by its backbone class)."""
+    return of_backbone(masked_lm.backbone)
+
+
+def of_backbone(backbone) -> Family:
+    """The family of a built backbone (by its class)."""
+    name = type(backbone).__name__
     found = next((f for f in _registry().values() if f.backbone_class == name), None)
     if found is None:
         raise ValueError(f"no model family is registered for backbone {name}")
