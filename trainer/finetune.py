@@ -46,6 +46,7 @@ from trainer.finetuning import (
     protocol,
     recipes,
     results,
+    task_kinds,
 )
 from trainer.lock_flags import LockFlags
 
@@ -118,8 +119,8 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
     label_column: str = flag("The column of the label.", "label")
     task_type: str = flag(
         "classification (labels named in train) or regression (a number).",
-        "classification",
-        choices=datasets.TASK_TYPES,
+        task_kinds.CLASSIFICATION.name,
+        choices=task_kinds.NAMES,
     )
     metric: str = flag(
         "The dev score that selects the best epoch; default accuracy for "
@@ -188,8 +189,9 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
         self._check_sources()
         if self.task:
             return
-        self.metric = self.metric or ("spearman" if self.task_type == "regression" else "accuracy")
-        wanted = metrics.REGRESSION if self.task_type == "regression" else metrics.CLASSIFICATION
+        kind = task_kinds.get(self.task_type)
+        self.metric = self.metric or kind.default_metric
+        wanted = kind.metrics(2)  # any number of classes: f1 is reported for two
         if self.metric not in wanted:
             raise ValueError(
                 f"--metric {self.metric} does not score a {self.task_type} task "

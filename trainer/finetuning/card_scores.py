@@ -22,7 +22,7 @@ import tempfile
 from common import fs
 from common.errors import UserError
 from trainer import model_card
-from trainer.finetuning import auto_rate, glue
+from trainer.finetuning import auto_rate, glue, task_kinds
 
 FORMAT_FOLDERS = ("keras-hub", "hf")
 # The Hub's metric ids (evaluate's names), so the Hub's leaderboards read them.
@@ -36,7 +36,6 @@ METRIC_TYPES = {
     "mse": "mse",
 }
 TASK_TYPE = "text-classification"
-_TASK_NAMES = {"classification": "Text classification", "regression": "Text regression"}
 
 
 def readmes(export_dir: str) -> list[str]:
@@ -199,10 +198,12 @@ def entries(document: dict) -> list:
         )
         names = task["reported"]
     elif source:
-        dataset = dict(task_name=_TASK_NAMES[task["type"]], **_hub_dataset(source, "dev"))
+        dataset = dict(
+            task_name=task_kinds.get(task["type"]).card_name, **_hub_dataset(source, "dev")
+        )
         names, labels = list(summary), task.get("labels")
     else:
-        dataset = dict(task_name=_TASK_NAMES[task["type"]], **_own_files(document))
+        dataset = dict(task_name=task_kinds.get(task["type"]).card_name, **_own_files(document))
         names, labels = list(summary), task.get("labels")
     found = [
         _result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds})", labels, **dataset)

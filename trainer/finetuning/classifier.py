@@ -20,7 +20,7 @@ import keras
 
 from common.errors import UserError
 from trainer import families, model, model_source
-from trainer.finetuning import pooling
+from trainer.finetuning import pooling, task_kinds
 from trainer.optimization import build_optimizer
 
 # Classifier dropout, as BERT and RoBERTa fine-tune (keras-hub's RoBERTa head defaults to 0).
@@ -125,10 +125,7 @@ def compile_for(
     # Divided by the sum of the sample weights, not the rows: the rows that pad a batch for
     # the replicas (protocol.padded) weigh 0 and must not shrink the loss of the real ones.
     reduction = "mean_with_sample_weight"
-    if task_type == "regression":
-        loss = keras.losses.MeanSquaredError(reduction=reduction)
-    else:
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=reduction)
+    loss = task_kinds.get(task_type).loss(reduction)
     model.compile(optimizer=optimizer, loss=loss, jit_compile=jit_compile)
 
 

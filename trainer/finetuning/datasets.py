@@ -31,9 +31,9 @@ import numpy as np
 
 from common import fs
 from common.errors import UserError
+from trainer.finetuning import task_kinds
 
 FORMATS = ("jsonl", "csv", "tsv", "hf")
-TASK_TYPES = ("classification", "regression")
 _EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 # An integer label: ASCII digits, one optional sign. str.isdigit() also takes '²' and other
 # scripts' digits, some of which int() refuses: those labels are names, sorted as text.
@@ -326,7 +326,7 @@ def encode_labels(split: Split, spec: TaskSpec, names: tuple | None) -> np.ndarr
     unlabelled test split."""
     if split.unlabelled:
         return None
-    if spec.task_type == "regression":
+    if not task_kinds.get(spec.task_type).named_classes:
         return np.array(
             [
                 _number(split.path, row, value)

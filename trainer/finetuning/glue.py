@@ -31,7 +31,7 @@ import os
 
 from common import fs
 from common.errors import UserError
-from trainer.finetuning import datasets
+from trainer.finetuning import datasets, task_kinds
 
 # MNLI first: with --mnli_start, RTE, MRPC and STS-B start from its fine-tuned backbone.
 ORDER = ("mnli", "cola", "sst2", "mrpc", "qqp", "stsb", "qnli", "rte")
@@ -87,7 +87,8 @@ class GlueTask:
 
     @property
     def task_type(self) -> str:
-        return "classification" if self.labels else "regression"
+        kind = task_kinds.CLASSIFICATION if self.labels else task_kinds.REGRESSION
+        return kind.name
 
     @property
     def spec(self) -> datasets.TaskSpec:

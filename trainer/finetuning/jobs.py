@@ -10,7 +10,7 @@ import os
 from common import fs, tokenizer_files
 from common.errors import UserError
 from trainer import families
-from trainer.finetuning import datasets, glue, packing, protocol, recipes, results
+from trainer.finetuning import datasets, glue, packing, protocol, recipes, results, task_kinds
 
 DEFAULT_MAX_LENGTH = 128  # cramming's GLUE length
 
@@ -106,7 +106,8 @@ def read_task(config) -> tuple[dict, tuple | None, dict, dict | None]:
         for name in ("dev", "test"):
             if paths[name] and _same_file(paths[name], config.train):
                 _warn_trained_on(name, paths[name])
-    names = None if config.task_type == "regression" else datasets.label_names(splits["train"])
+    named = task_kinds.get(config.task_type).named_classes
+    names = datasets.label_names(splits["train"]) if named else None
     if "test" in splits and datasets.mark_unlabelled(splits["test"], names):
         print(
             f"note: test ({splits['test'].path}) has no labels: each seed's predictions are "

@@ -116,7 +116,7 @@ def finite(predictions) -> bool:
 
 def classification_scores(labels, predictions, num_classes: int) -> dict:
     if not finite(predictions):
-        return dict.fromkeys(metrics_for("classification", num_classes))
+        return dict.fromkeys(m for m in CLASSIFICATION if m != "f1" or num_classes == 2)
     scores = {"accuracy": accuracy(labels, predictions)}
     if num_classes == 2:
         scores["f1"] = f1(labels, predictions)
@@ -133,10 +133,3 @@ def regression_scores(targets, predictions) -> dict:
         "spearman": spearman(targets, predictions),
         "mse": mse(targets, predictions),
     }
-
-
-def metrics_for(task_type: str, num_classes: int) -> tuple[str, ...]:
-    """The metrics a task reports (f1 only for two classes)."""
-    if task_type == "regression":
-        return REGRESSION
-    return tuple(m for m in CLASSIFICATION if m != "f1" or num_classes == 2)

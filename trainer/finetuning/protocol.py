@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from trainer import backends
-from trainer.finetuning import classifier, divergence, metrics
+from trainer.finetuning import classifier, divergence, metrics, task_kinds
 
 COLLAPSE_MARGIN = 1e-6  # "no better than constant": within float noise of it
 
@@ -110,12 +110,7 @@ def predictions(
     mine = _rows(features, devices.share(count + extra, batch_size))
     local_batch = batch_size // devices.processes
     outputs = np.asarray(model.predict(mine, batch_size=local_batch, verbose=0))[:count]
-    if task_type == "regression":
-        return outputs[:, 0]
-    # A row of non-finite logits has no class: NaN, which `metrics` refuses to score (argmax
-    # would call it class 0).
-    finite = np.isfinite(outputs).all(-1)
-    return outputs.argmax(-1) if finite.all() else np.where(finite, outputs.argmax(-1), np.nan)
+    return task_kinds.get(task_type).predictions(outputs)
 
 
 def training_arrays(
@@ -141,9 +136,7 @@ def training_arrays(
 
 
 def scores(task_type: str, num_outputs: int, targets, predicted) -> dict:
-    if task_type == "regression":
-        return metrics.regression_scores(targets, predicted)
-    return metrics.classification_scores(targets, predicted, num_outputs)
+    return task_kinds.get(task_type).scores(targets, predicted, num_outputs)
 
 
 def constant_scores(data: TaskData) -> dict:
@@ -151,14 +144,12 @@ def constant_scores(data: TaskData) -> dict:
     training mean for regression): the level of a model that learnt nothing from the text.
     The best, not the training majority's: dev's majority class may be another one."""
     dev_targets = data.dev[1]
-    if data.task_type == "regression":
-        constant = np.full(len(dev_targets), float(np.mean(data.train[1])), np.float32)
-        return scores(data.task_type, data.num_outputs, dev_targets, constant)
     found = {}
-    for label in range(data.num_outputs):
-        constant = np.full(len(dev_targets), label, np.int32)
+    for answer in task_kinds.get(data.task_type).constant_answers(data.train[1], data.num_outputs):
+        constant = np.full(len(dev_targets), answer)
         for name, value in scores(data.task_type, data.num_outputs, dev_targets, constant).items():
-            found[name] = max(found.get(name, value), value)
+            if name not in found or better(value, found[name], name):
+                found[name] = value
     return found
 
 
