@@ -176,4 +176,5 @@ def test_every_carried_wheel_is_pinned_and_missing_from_the_gpu_image():
 def test_the_documented_device_command_is_the_one_the_script_gives():
     text = gpu_image.no_tensorflow.ROOT + "/docs/benchmarks.md"
     with open(text) as f:
-        assert accel_wheels.command() in f.read()
+        doc = f.read()
+    assert accel_wheels.command() in doc and accel_wheels.command("modernbert") in doc
