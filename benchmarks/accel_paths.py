@@ -24,6 +24,9 @@ from trainer.masking import MaskingSpec
 from trainer.optimization import build_optimizer
 from trainer.train_step import ROW, STEP, MaskedLMTrainer
 
+# The ids of benchmarks/accel/synthetic.py's WordPiece specials (a family whose backbone
+# takes one, ModernBERT's document separator, gets it from here).
+SPECIAL_IDS = {"pad_token": 0, "unk_token": 1, "cls_token": 2, "sep_token": 3, "mask_token": 4}
 VARIANTS = {
     "fp32": ("float32", False),
     "bf16": ("mixed_bfloat16", False),
@@ -39,18 +42,24 @@ def compiled_step(
     policy: str,
     fused: bool,
     overrides: dict | None = None,
+    family: str = "roberta",
+    ids=None,
+    rate: float = 0.15,
 ):
-    """(Keras' jitted train step, its state, a batch) of a fresh model."""
+    """(Keras' jitted train step, its state, a batch) of a fresh model. `ids`: the batch's
+    token ids (default random words, one document per row); `rate`: the masking rate."""
     keras.mixed_precision.set_dtype_policy(policy)
     keras.utils.set_random_seed(0)
-    masked_lm = model.build_masked_lm(
-        "roberta", model.backbone_config("roberta", size, vocab, length, overrides)
-    )
+    config = model.backbone_config(family, size, vocab, length, overrides, SPECIAL_IDS)
+    masked_lm = model.build_masked_lm(family, config)
     model.bf16_lm_head(masked_lm)
     if fused:
         model.fuse_attention(masked_lm)
-    trainer_model = MaskedLMTrainer(masked_lm, MaskingSpec(vocab, 4, (0, 1, 2, 3, 4)))
-    ids = np.random.default_rng(0).integers(5, vocab, (batch, length)).astype("int32")
+    spec = MaskingSpec(vocab, 4, tuple(SPECIAL_IDS.values()), rate=rate)
+    trainer_model = MaskedLMTrainer(masked_lm, spec)
+    if ids is None:
+        ids = np.random.default_rng(0).integers(5, vocab, (batch, length))
+    ids = np.asarray(ids, "int32")
     data = {
         schema.INPUT_IDS: ids,
         schema.ATTENTION_MASK: np.ones_like(ids),
@@ -73,17 +82,26 @@ def compiled_step(
     return step, state, data
 
 
-def attention_kernel(length: int = 128) -> str:
-    """Which attention XLA compiled into a one-layer `base`-shaped step (head size 64) in
-    bf16 with fused attention: cuDNN's fused kernel (a `__cudnn$fmha` custom call) or not.
-    Keras picks cuDNN when it can and falls back to XLA without a word otherwise."""
+def attention_kernel(length: int = 128, family: str = "roberta") -> str:
+    """Which attention XLA compiled into a `base`-shaped step (head size 64) in bf16 with
+    fused attention, one layer (ModernBERT: two, a global and a local one): cuDNN's fused
+    kernel (`__cudnn$fmha` custom calls, forward and backward) or not. Keras picks cuDNN
+    when it can and falls back to XLA without a word otherwise."""
     step, state, data = compiled_step(
-        "base", length, 2, 1000, "mixed_bfloat16", True, {"num_layers": 1}
+        "base",
+        length,
+        2,
+        1000,
+        "mixed_bfloat16",
+        True,
+        {"num_layers": 2 if family == "modernbert" else 1},
+        family,
     )
-    text = step.lower(state, data).compile().as_text()
+    text = step.lower(state, data).compile().as_text().lower()
+    calls = sum("cudnn$fmha" in line for line in text.splitlines())
     return (
-        "cuDNN fused attention"
-        if "cudnn$fmha" in text.lower()
+        f"cuDNN fused attention ({calls} fused-attention calls in the compiled step)"
+        if calls
         else "XLA attention (no cuDNN fused-attention call in the compiled step)"
     )
 
