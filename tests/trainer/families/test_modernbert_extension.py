@@ -1,6 +1,7 @@
-"""`--extend_context`: a trained modernbert run goes on at a longer --max_length with a new
-global rotary theta (ModernBERT's second phase); anything else stays refused, and a resume
-inside the extension is exact."""
+"""ModernBERT's phases on one run: held at its peak (`--decay_ratio 0`), extended with
+`--extend_context` to a longer --max_length with a new global rotary theta, then decayed from a
+stable checkpoint (`--decay_from_step`). Anything else an extension would change stays
+refused, and a resume inside the extension is exact."""
 
 import json
 import shutil
@@ -16,6 +17,7 @@ from tests.trainer.mlm_data import (
     task_args,
     write_split,
 )
+from tests.trainer.test_preemption import same_on_every_backend
 from trainer import model_source, task
 
 pytestmark = pytest.mark.slow  # four tiny trainings (~10 s each)
@@ -37,7 +39,7 @@ def long_data(corpus, tmp_path_factory):
 
 
 def _args(data, out, config, steps, *extra):
-    args = task_args(data, out, "--family", "modernbert", *extra)
+    args = task_args(data, out, "--family", "modernbert", "--decay_ratio", "0", *extra)
     at = args.index("--config")
     args[at + 1] = config
     return args + ["--train_steps", str(steps), "--eval_every", "20", "--save_every", "20"]
@@ -67,6 +69,22 @@ def test_an_extension_restart_trains_on_at_the_longer_length(phase_one, long_dat
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["steps"] == 80 and np.isfinite(metrics["eval_loss"])
 
+    # Then the decay, from the stable checkpoint of step 80 over 40 updates (1 - sqrt).
+    decay = ["--decay_from_step", "80", "--decay_steps", "40"]
+    assert task.main(_args(long_data, out, LONG_CONFIG, 120, *decay)) == 0
+    rates = {e["step"]: e["learning_rate"] for e in json.loads((out / "history.json").read_text())}
+    peak = rates[80]
+    assert rates[60] == pytest.approx(peak)  # held through the extension
+    assert rates[100] == pytest.approx(peak * (1 - np.sqrt(20 / 40)))
+    assert rates[120] == pytest.approx(0.0, abs=1e-12)
+    config = json.loads((out / "run_config.json").read_text())
+    assert (config["decay_start_step"], config["decay_num_steps"], config["data_start_step"]) == (
+        80,
+        40,
+        40,
+    )
+    assert [a["start_step"] for a in config["attempts"]] == [0, 40, 80]
+
 
 def test_a_resume_inside_the_extension_is_exact(phase_one, long_data, tmp_path):
     reference, resumed = tmp_path / "reference", tmp_path / "resumed"
@@ -85,6 +103,7 @@ def test_a_resume_inside_the_extension_is_exact(phase_one, long_data, tmp_path):
 WIDER = json.dumps({**json.loads(LONG_CONFIG), "num_heads": 4})
 
 
+@same_on_every_backend  # the plan's checks: the same code on either backend
 @pytest.mark.parametrize(
     "config, extra, named",
     [
@@ -103,6 +122,7 @@ def test_anything_else_stays_refused_in_one_line(
     assert len(err) == 1 and named in err[0], err
 
 
+@same_on_every_backend
 def test_a_family_with_a_position_table_cannot_be_extended(corpus, long_data, tmp_path, capsys):
     out = tmp_path / "run"
     assert task.main(task_args(corpus, out, "--train_steps", "20", "--save_every", "20")) == 0
