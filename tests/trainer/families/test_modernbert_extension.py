@@ -120,12 +120,3 @@ def test_anything_else_stays_refused_in_one_line(
     assert task.main(_args(long_data, out, config, 80, *extra)) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and named in err[0], err
-
-
-@same_on_every_backend
-def test_a_family_with_a_position_table_cannot_be_extended(corpus, long_data, tmp_path, capsys):
-    out = tmp_path / "run"
-    assert task.main(task_args(corpus, out, "--train_steps", "20", "--save_every", "20")) == 0
-    args = task_args(long_data, out, "--train_steps", "40", "--extend_context")
-    assert task.main(args) == 2
-    assert "rotary positions" in capsys.readouterr().err

@@ -1,0 +1,53 @@
+"""trainer/context_extension.py without a training run: what an extension may change, the
+family it needs, and where the data's stream starts."""
+
+import pytest
+
+from trainer import context_extension, families
+from trainer.plan import PlanError
+
+SAVED = {
+    "max_length": 32,
+    "train_data_digest": "a",
+    "seed": 1,
+    "backbone_config": {"max_sequence_length": 32, "global_rope_theta": 1e4, "num_heads": 2},
+}
+LONGER = {
+    **SAVED,
+    "max_length": 64,
+    "train_data_digest": "b",
+    "backbone_config": {"max_sequence_length": 64, "global_rope_theta": 1.6e5, "num_heads": 2},
+}
+
+
+def test_the_data_its_length_and_the_familys_arguments_may_change_nothing_else():
+    view = context_extension.allowed(SAVED, LONGER, families.get("modernbert"), "run")
+    assert {k: view[k] for k in LONGER} == LONGER  # check_continuation then sees no change
+    wider = {**LONGER, "backbone_config": {**LONGER["backbone_config"], "num_heads": 4}}
+    view = context_extension.allowed(SAVED, wider, families.get("modernbert"), "run")
+    assert view["backbone_config"]["num_heads"] == 2  # still the saved one: refused later
+    assert context_extension.changes(SAVED, LONGER) == {
+        "max_length": [32, 64],
+        "train_data_digest": ["a", "b"],
+        "backbone_config.global_rope_theta": [1e4, 1.6e5],
+        "backbone_config.max_sequence_length": [32, 64],
+    }
+
+
+@pytest.mark.parametrize("family", ["roberta", "bert"])
+def test_a_family_with_a_position_table_cannot_be_extended(family):
+    with pytest.raises(PlanError, match="only a family with rotary positions"):
+        context_extension.allowed(SAVED, LONGER, families.get(family), "run")
+
+
+def test_an_extension_goes_to_a_longer_length():
+    shorter = {**LONGER, "max_length": 16}
+    with pytest.raises(PlanError, match="goes to a longer --max_length"):
+        context_extension.allowed(SAVED, shorter, families.get("modernbert"), "run")
+
+
+def test_the_data_stream_starts_where_the_data_changed_and_stays_there():
+    assert context_extension.data_start_step(None, LONGER, 0) == 0
+    assert context_extension.data_start_step(SAVED, LONGER, 40) == 40  # the extension
+    resumed = {**LONGER, "data_start_step": 40}
+    assert context_extension.data_start_step(resumed, LONGER, 60) == 40  # a resume inside it
