@@ -114,7 +114,7 @@ def test_the_benchmark_counts_flops_of_the_trainers_sizes():
 
 
 def test_modernbert_flops_count_geglu_and_local_layers_within_their_band():
-    from trainer.families import modernbert
+    from trainer.families.modernbert import sizes as modernbert
     from trainer.families.modernbert.record import FAMILY
 
     assert shapes.SIZES["modernbert"] == modernbert.SIZES

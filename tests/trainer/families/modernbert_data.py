@@ -7,7 +7,7 @@ TINY = dict(vocabulary_size=100, num_layers=3, num_heads=2, hidden_dim=64, inter
 
 
 def backbone(**overrides):
-    from trainer.families.modernbert import ModernBertBackbone
+    from trainer.families.modernbert.backbone import ModernBertBackbone
 
     return ModernBertBackbone(**{**TINY, **overrides})
 

@@ -8,8 +8,9 @@ import pytest
 from keras import ops
 
 from tests.trainer.families.modernbert_data import CLS, PAD, backbone, documents, hidden, inputs
-from trainer.families.modernbert import ModernBertMaskedLM, attention
+from trainer.families.modernbert import attention
 from trainer.families.modernbert.documents import PADDING_SEGMENT, document_ids
+from trainer.families.modernbert.masked_lm import ModernBertMaskedLM
 
 JAX = keras.config.backend() == "jax"
 

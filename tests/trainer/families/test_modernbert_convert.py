@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from common.errors import UserError
-from trainer.families.modernbert import ModernBertMaskedLM, attention, convert
+from trainer.families.modernbert import attention, convert
 from trainer.families.modernbert.backbone import ModernBertBackbone
+from trainer.families.modernbert.masked_lm import ModernBertMaskedLM
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -173,7 +174,7 @@ def test_config_fields_it_cannot_hold_are_refused_by_name(field, value):
 
 
 def test_sizes_have_transformers_parameter_counts():
-    from trainer.families.modernbert import SIZES
+    from trainer.families.modernbert.sizes import SIZES
 
     for size in ("tiny", "small"):
         ours = ModernBertMaskedLM(ModernBertBackbone(vocabulary_size=1000, **SIZES[size]))

@@ -1,20 +1,8 @@
 """ModernBERT (transformers' ModernBertForMaskedLM) in Keras 3 for TensorFlow and JAX.
 
-backbone.py (the encoder), masked_lm.py (the MLM task), layers.py, attention.py (the
-masked attention paths), documents.py (packed documents), classifier.py (the fine-tuning
-head), convert.py (to and from transformers), sizes.py (named sizes), record.py (the family
-record the trainer asks).
+backbone.py (the encoder), masked_lm.py (the MLM task), classifier.py (the fine-tuning head),
+layers.py, attention.py (the masked attention paths), documents.py (packed documents),
+convert.py (to and from transformers), sizes.py (named sizes), record.py (the family record
+the trainer asks; it imports the model classes, which registers them for Keras saving).
+The package itself imports nothing, so its modules import each other without a cycle.
 """
-
-from trainer.families.modernbert.backbone import ModernBertBackbone
-from trainer.families.modernbert.classifier import ModernBertTextClassifier
-from trainer.families.modernbert.masked_lm import ModernBertMaskedLM, ModernBertMaskedLMHead
-from trainer.families.modernbert.sizes import SIZES
-
-__all__ = [
-    "SIZES",
-    "ModernBertBackbone",
-    "ModernBertMaskedLM",
-    "ModernBertMaskedLMHead",
-    "ModernBertTextClassifier",
-]

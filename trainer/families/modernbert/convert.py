@@ -212,7 +212,8 @@ def transformers_model(masked_lm, ids: dict | None = None):
 def from_transformers(hf_model, **backbone_overrides):
     """A `ModernBertMaskedLM` with the weights of a transformers ModernBertForMaskedLM
     (`backbone_overrides`: e.g. separator_id, attention_path, dtype)."""
-    from trainer.families.modernbert import ModernBertBackbone, ModernBertMaskedLM
+    from trainer.families.modernbert.backbone import ModernBertBackbone
+    from trainer.families.modernbert.masked_lm import ModernBertMaskedLM
 
     config = {**backbone_config(hf_model.config), **backbone_overrides}
     masked_lm = ModernBertMaskedLM(ModernBertBackbone(**config), compile=False)

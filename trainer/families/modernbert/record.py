@@ -14,7 +14,13 @@ from __future__ import annotations
 from trainer.families.encoder_weights import copy, transpose
 from trainer.families.family import Family
 from trainer.families.modernbert import convert
+from trainer.families.modernbert.backbone import ModernBertBackbone
+from trainer.families.modernbert.classifier import ModernBertTextClassifier
+from trainer.families.modernbert.masked_lm import ModernBertMaskedLM
 from trainer.families.modernbert.sizes import SIZES
+
+# The classes `Family` finds by name in `models_module` (this module).
+__all__ = ["FAMILY", "ModernBertBackbone", "ModernBertMaskedLM", "ModernBertTextClassifier"]
 
 ROWS = (
     ("token_embedding/embeddings", "model.embeddings.tok_embeddings.weight", copy),
@@ -68,7 +74,7 @@ FAMILY = Family(
     positions="rotary",
     hf_positions_after_pad=False,
     legacy_configs={},
-    models_module="trainer.families.modernbert",
+    models_module=__name__,
     sizes=SIZES,
     dropout=0.0,  # ModernBERT pretrains without dropout (its configs' *_dropout are 0)
     token_args=_separator,
