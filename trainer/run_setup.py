@@ -197,8 +197,9 @@ def data_start(config, saved, run_config: dict, start_step: int, inputs: Inputs)
     """Records where the training data's stream starts (and what an extension changed);
     returns the inputs that read from there."""
     run_config["data_start_step"] = context_extension.data_start_step(saved, run_config, start_step)
-    if config.extend_context and context_extension.changes(saved, run_config):
-        run_config["context_extension"] = context_extension.changes(saved, run_config)
+    changed = context_extension.changes(saved, run_config) if config.extend_context else None
+    if changed:
+        run_config["context_extension"] = changed
     return dataclasses.replace(inputs, data_start_step=run_config["data_start_step"])
 
 
