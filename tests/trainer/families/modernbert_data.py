@@ -33,3 +33,18 @@ def hidden(model, token_ids):
     from keras import ops
 
     return ops.convert_to_numpy(model(inputs(token_ids)))
+
+
+def logits_beside_transformers(masked_lm, hf, ids, mask):
+    """(ours, transformers') logits at every non-padding position of a batch."""
+    import torch
+
+    positions = np.tile(np.arange(ids.shape[1], dtype="int32"), (len(ids), 1))
+    inputs = {"token_ids": ids, "padding_mask": mask, "mask_positions": positions}
+    ours = np.asarray(masked_lm(inputs, training=False))
+    with torch.no_grad():
+        theirs = hf(
+            input_ids=torch.tensor(ids, dtype=torch.long), attention_mask=torch.tensor(mask)
+        )
+    valid = mask.astype(bool)
+    return ours[valid], theirs.logits.numpy()[valid]

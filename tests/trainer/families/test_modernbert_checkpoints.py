@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from tests.trainer.families.modernbert_data import logits_beside_transformers
 from trainer import init_from, model
 
 torch = pytest.importorskip("torch")
@@ -68,15 +69,8 @@ def _parity(folder, hf) -> float:
     mask = np.ones_like(ids)
     mask[1, 100:] = 0
     ids[mask == 0] = IDS["pad_token_id"]
-    positions = np.tile(np.arange(LENGTH, dtype="int32"), (2, 1))
-    inputs = {"token_ids": ids, "padding_mask": mask, "mask_positions": positions}
-    ours = np.asarray(masked_lm(inputs, training=False))
-    with torch.no_grad():
-        theirs = hf(
-            input_ids=torch.tensor(ids, dtype=torch.long), attention_mask=torch.tensor(mask)
-        )
-    valid = mask.astype(bool)
-    return float(np.abs(ours[valid] - theirs.logits.numpy()[valid]).max())
+    ours, theirs = logits_beside_transformers(masked_lm, hf, ids, mask)
+    return float(np.abs(ours - theirs).max())
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

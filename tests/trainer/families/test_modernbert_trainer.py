@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
+from tests.trainer.families.modernbert_data import logits_beside_transformers
 from tests.trainer.mlm_data import task_args
 from trainer import export, init_from, model, model_source, task
 
@@ -35,16 +35,7 @@ def _batch(cls_id: int, pad_id: int):
     return ids, mask
 
 
-def _logits(masked_lm, hf, ids, mask):
-    positions = np.tile(np.arange(ids.shape[1], dtype="int32"), (len(ids), 1))
-    inputs = {"token_ids": ids, "padding_mask": mask, "mask_positions": positions}
-    ours = np.asarray(masked_lm(inputs, training=False))
-    with torch.no_grad():
-        theirs = hf(
-            input_ids=torch.tensor(ids, dtype=torch.long), attention_mask=torch.tensor(mask)
-        )
-    valid = mask.astype(bool)
-    return ours[valid], theirs.logits.numpy()[valid]
+_logits = logits_beside_transformers
 
 
 def test_pretraining_learns_and_records_the_document_separator(run, corpus):
