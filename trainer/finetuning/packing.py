@@ -76,6 +76,8 @@ class Packer:
         tokenizer.no_truncation()
         tokenizer.no_padding()
         self.family = family
+        # Separators between the texts of a pair (two in RoBERTa, one in BERT): read once.
+        self.pair_separators = families.get(family).pair_separators
         self.max_length = max_length
         self.cls_id = info.special_token_ids["cls_token"]
         self.sep_id = info.special_token_ids["sep_token"]
@@ -85,7 +87,7 @@ class Packer:
         between the texts of a pair (two in RoBERTa, one in BERT)."""
         if not is_pair:
             return 2
-        return 2 + families.get(self.family).pair_separators
+        return 2 + self.pair_separators
 
     def _encode(self, texts) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
@@ -110,6 +112,6 @@ class Packer:
         row = [self.cls_id, *first, self.sep_id]
         if second is None:
             return row, [0] * len(row)
-        middle = [self.sep_id] * (families.get(self.family).pair_separators - 1)
+        middle = [self.sep_id] * (self.pair_separators - 1)
         tail = [*middle, *second, self.sep_id]
         return row + tail, [0] * len(row) + [1] * len(tail)
