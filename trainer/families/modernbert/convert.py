@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from common.errors import UserError
+from trainer.families.encoder_weights import copy, transpose
 from trainer.families.modernbert.backbone import GLOBAL, LOCAL, layer_types, padded
 from trainer.families.modernbert.layers import NORM_EPSILON
 
@@ -160,40 +161,51 @@ def backbone_config(hf) -> dict:
     )
 
 
-def weight_rows(masked_lm) -> list:
-    """(transformers name, keras variable, transposed) for every weight of the model; the
-    tied decoder weight is the token embedding (not listed)."""
-    backbone, head = masked_lm.backbone, masked_lm.masked_lm_head
-    rows = [
-        ("model.embeddings.tok_embeddings.weight", backbone.token_embedding.embeddings, False),
-        ("model.embeddings.norm.weight", backbone.embeddings_norm.gamma, False),
+# Keras variable path -> transformers name, as the export's table (trainer/families/family.py):
+# the embeddings, norms and head, then each layer's rows; kernels transposed ([in, out] in
+# Keras, [out, in] in torch); the tied decoder weight is the token embedding (not listed).
+ROWS = (
+    ("token_embedding/embeddings", "model.embeddings.tok_embeddings.weight", copy),
+    ("embeddings_norm/gamma", "model.embeddings.norm.weight", copy),
+    ("final_norm/gamma", "model.final_norm.weight", copy),
+    ("mlm_head/dense/kernel", "head.dense.weight", transpose),
+    ("mlm_head/norm/gamma", "head.norm.weight", copy),
+    ("mlm_head/decoder_bias", "decoder.bias", copy),
+)
+
+
+def layer_rows(index: int) -> tuple:
+    """One encoder layer's rows; the first layer has no attention norm (transformers'
+    ModernBERT makes it an identity, as the backbone does)."""
+    rows = (
+        ("layer_{i}/attn/wqkv/kernel", "{m}.layers.{i}.attn.Wqkv.weight", transpose),
+        ("layer_{i}/attn/wo/kernel", "{m}.layers.{i}.attn.Wo.weight", transpose),
+        ("layer_{i}/mlp_norm/gamma", "{m}.layers.{i}.mlp_norm.weight", copy),
+        ("layer_{i}/mlp_wi/kernel", "{m}.layers.{i}.mlp.Wi.weight", transpose),
+        ("layer_{i}/mlp_wo/kernel", "{m}.layers.{i}.mlp.Wo.weight", transpose),
+    )
+    if index == 0:
+        return rows
+    return (("layer_{i}/attn_norm/gamma", "{m}.layers.{i}.attn_norm.weight", copy), *rows)
+
+
+def _table(num_layers: int) -> list:
+    layers = [
+        (k.format(i=i), h.format(i=i, m="model"), t)
+        for i in range(num_layers)
+        for k, h, t in layer_rows(i)
     ]
-    for i, layer in enumerate(backbone.encoder_layers):
-        prefix = f"model.layers.{i}."
-        if layer.attn_norm is not None:
-            rows.append((prefix + "attn_norm.weight", layer.attn_norm.gamma, False))
-        rows += [
-            (prefix + "attn.Wqkv.weight", layer.attn.wqkv.kernel, True),
-            (prefix + "attn.Wo.weight", layer.attn.wo.kernel, True),
-            (prefix + "mlp_norm.weight", layer.mlp_norm.gamma, False),
-            (prefix + "mlp.Wi.weight", layer.wi.kernel, True),
-            (prefix + "mlp.Wo.weight", layer.wo.kernel, True),
-        ]
-    return rows + [
-        ("model.final_norm.weight", backbone.final_norm.gamma, False),
-        ("head.dense.weight", head.dense.kernel, True),
-        ("head.norm.weight", head.norm.gamma, False),
-        ("decoder.bias", head.bias, False),
-    ]
+    return [*ROWS, *layers]
 
 
 def to_transformers(masked_lm, ids: dict | None = None):
     """(ModernBertConfig, state dict of float32 numpy arrays) of a `ModernBertMaskedLM`."""
     config = hf_config(masked_lm.backbone.get_config(), ids)
-    state = {}
-    for name, variable, transposed in weight_rows(masked_lm):
-        value = np.asarray(variable.numpy(), np.float32)
-        state[name] = value.T if transposed else value
+    variables = {v.path: v for v in masked_lm.weights}
+    state = {
+        name: np.ascontiguousarray(transform(np.asarray(variables[path].numpy(), np.float32), None))
+        for path, name, transform in _table(masked_lm.backbone.num_layers)
+    }
     state["decoder.weight"] = state["model.embeddings.tok_embeddings.weight"]
     return config, state
 
@@ -220,6 +232,7 @@ def from_transformers(hf_model, **backbone_overrides):
     state = {k: v.detach().float().cpu().numpy() for k, v in hf_model.state_dict().items()}
     if not np.array_equal(state["decoder.weight"], state["model.embeddings.tok_embeddings.weight"]):
         raise UserError("the transformers model's decoder is not tied to its token embedding")
-    for name, variable, transposed in weight_rows(masked_lm):
-        variable.assign(state[name].T if transposed else state[name])
+    variables = {v.path: v for v in masked_lm.weights}
+    for path, name, transform in _table(masked_lm.backbone.num_layers):
+        variables[path].assign(transform.inverse(state[name], None))
     return masked_lm

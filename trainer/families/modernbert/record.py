@@ -1,8 +1,8 @@
 """The modernbert family's record: what the trainer, export and `--init_from` ask of it.
 
-The weight rows are the same mapping as `convert.weight_rows`, written as the export's table
-(Keras variable path, transformers name, transform), so that the export writes and
-`--init_from` reads ModernBERT checkpoints through the code every family shares.
+The weight rows are `convert.py`'s table (Keras variable path, transformers name, transform),
+so that the export writes and `--init_from` reads ModernBERT checkpoints through the code every
+family shares, and `convert` itself converts with the same rows.
 
 Example:
     >>> FAMILY.weight_table(2)[6]
@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-from trainer.families.encoder_weights import copy, transpose
 from trainer.families.family import Family
 from trainer.families.modernbert import convert
 from trainer.families.modernbert.backbone import ModernBertBackbone
@@ -21,30 +20,6 @@ from trainer.families.modernbert.sizes import SIZES
 
 # The classes `Family` finds by name in `models_module` (this module).
 __all__ = ["FAMILY", "ModernBertBackbone", "ModernBertMaskedLM", "ModernBertTextClassifier"]
-
-ROWS = (
-    ("token_embedding/embeddings", "model.embeddings.tok_embeddings.weight", copy),
-    ("embeddings_norm/gamma", "model.embeddings.norm.weight", copy),
-    ("final_norm/gamma", "model.final_norm.weight", copy),
-    ("mlm_head/dense/kernel", "head.dense.weight", transpose),
-    ("mlm_head/norm/gamma", "head.norm.weight", copy),
-    ("mlm_head/decoder_bias", "decoder.bias", copy),
-)
-
-
-def layer_rows(index: int) -> tuple:
-    """One encoder layer's rows; the first layer has no attention norm (transformers'
-    ModernBERT makes it an identity, as the backbone does)."""
-    rows = (
-        ("layer_{i}/attn/wqkv/kernel", "{m}.layers.{i}.attn.Wqkv.weight", transpose),
-        ("layer_{i}/attn/wo/kernel", "{m}.layers.{i}.attn.Wo.weight", transpose),
-        ("layer_{i}/mlp_norm/gamma", "{m}.layers.{i}.mlp_norm.weight", copy),
-        ("layer_{i}/mlp_wi/kernel", "{m}.layers.{i}.mlp.Wi.weight", transpose),
-        ("layer_{i}/mlp_wo/kernel", "{m}.layers.{i}.mlp.Wo.weight", transpose),
-    )
-    if index == 0:
-        return rows
-    return (("layer_{i}/attn_norm/gamma", "{m}.layers.{i}.attn_norm.weight", copy), *rows)
 
 
 def _separator(ids: dict) -> dict:
@@ -60,11 +35,11 @@ FAMILY = Family(
     registered_name="mlm_pretrain>ModernBertBackbone",
     takes_segment_ids=False,
     hf_config=convert.hf_config,
-    weight_rows=ROWS,
+    weight_rows=convert.ROWS,
     hf_prefix="model",
     backbone_config_of=convert.backbone_config,
     classifier_class="ModernBertTextClassifier",
-    layer_rows=layer_rows,
+    layer_rows=convert.layer_rows,
     hf_masked_lm_class="ModernBertForMaskedLM",
     tied={"decoder.weight": "model.embeddings.tok_embeddings.weight"},
     not_mlm=(),
