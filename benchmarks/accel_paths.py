@@ -17,12 +17,11 @@ import time
 import keras
 import numpy as np
 
-import trainer  # noqa: F401  (chooses KERAS_BACKEND before keras is imported)
 from common import schema
-from trainer import model
-from trainer.masking import MaskingSpec
-from trainer.optimization import build_optimizer
-from trainer.train_step import ROW, STEP, MaskedLMTrainer
+from trainer.data.masking import MaskingSpec
+from trainer.models import model
+from trainer.pretraining.optimization import build_optimizer
+from trainer.pretraining.train_step import ROW, STEP, MaskedLMTrainer
 
 # The ids of benchmarks/accel/synthetic.py's WordPiece specials (a family whose backbone
 # takes one, ModernBERT's document separator, gets it from here).

@@ -7,8 +7,8 @@
 
 One run, three child processes in turn (each frees its device memory for the next): the
 chip's peak, measured with a large bf16 matrix product (float32 on a CPU); our trainer
-through its real path (`trainer.task.run`: prepared shards with a manifest, the grain input,
-masking inside the compiled step, bf16, fused attention and steps per call as on any GPU);
+through its real path (`trainer.pretraining.task.run`: prepared shards with a manifest, the grain
+input, masking inside the compiled step, bf16, fused attention and steps per call as on any GPU);
 transformers' `RobertaForMaskedLM` (`--family modernbert`: `ModernBertForMaskedLM` on rows of
 packed documents, 30 % masking as its recipe) in PyTorch (bf16 autocast, SDPA attention,
 `torch.compile`, fused AdamW) at the same size, batch, length, masking rate and dropout.

@@ -83,8 +83,9 @@ def time_keras(config: BenchFlags) -> dict:
     """Examples/s of the Keras fine-tuning step, as trainer.finetune builds and compiles it."""
     import keras
 
-    from trainer import families, model_source
+    from trainer import families
     from trainer.finetuning import classifier
+    from trainer.models import model_source
 
     source = model_source.resolve(config.model)
     backbone = classifier.PretrainedBackbone(source)
@@ -127,7 +128,8 @@ def time_torch(config: BenchFlags) -> dict:
     import torch
     import transformers
 
-    from trainer import export, model_source
+    from trainer.models import model_source
+    from trainer.release import export
 
     if config.side == "torch1":
         torch.set_num_threads(1)
@@ -220,7 +222,7 @@ def main(argv=None) -> int:
             timed = time_torch(config) if config.side.startswith("torch") else time_keras(config)
             print(json.dumps(timed))
             return 0
-        from trainer import model_source
+        from trainer.models import model_source
 
         source = model_source.resolve(config.model)  # a missing model: one line, no child
         if config.seq and config.seq > source.max_sequence_length:

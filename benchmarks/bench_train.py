@@ -27,13 +27,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-import trainer  # noqa: F401  (chooses KERAS_BACKEND before numpy/TF pull keras in)
 from common import schema
-from trainer import data, model
+from trainer.data import splits as data
+from trainer.data.masking import MaskingSpec
 from trainer.families.sizes import SIZES
-from trainer.masking import MaskingSpec
-from trainer.optimization import build_optimizer
-from trainer.train_step import MaskedLMTrainer
+from trainer.models import model
+from trainer.pretraining.optimization import build_optimizer
+from trainer.pretraining.train_step import MaskedLMTrainer
 
 SPECIAL = (0, 1, 2, 3, 4)
 # Dense bf16 peak of common accelerators, for MFU.

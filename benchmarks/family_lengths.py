@@ -20,7 +20,6 @@ import statistics
 
 import numpy as np
 
-import trainer  # noqa: F401  (chooses KERAS_BACKEND before keras is imported)
 from benchmarks import accel_paths
 from benchmarks.accel import shapes, synthetic
 

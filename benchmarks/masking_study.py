@@ -36,7 +36,7 @@ from common import flags, fs
 from common.errors import UserError, run_cli
 from common.flags import flag
 
-# Owned by trainer/masking.py (MODES); repeated here so that `--help` and a bad variant answer
+# Owned by trainer/data/masking.py (MODES); repeated here so that `--help` and a bad variant answer
 # without importing Keras. tests/test_masking_study.py checks that the two agree.
 MODES = ("token", "whole_word", "span")
 

@@ -4,7 +4,8 @@
       {split}/                    one per split (train, validation, test or --splits names)
         {split}-{run_id}-{index:05d}-{count}.tfrecord
                                   shards (name: common/shards.py); shard_writer writes them,
-                                  the manifest lists them, trainer/data.py and verify read them
+                                  the manifest lists them, trainer/data/splits.py and verify read
+                                  them
         manifest.json             the commit of the split (common/manifest.py); commit.Commit
                                   writes it; the trainer (data.py, task.py, card_facts.py),
                                   common/verify.py and prepare's summary read it

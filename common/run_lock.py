@@ -3,7 +3,7 @@
 Both halves use it, locally and on gs://. A prepare run takes the lock of its output folder
 on the launcher before anything runs and the commit step releases it; a training run's chief
 takes the lock of its run folder before it reads the saved run and releases it when it
-exits (trainer/folder_lock.py). A second run on the same folder is refused with a message
+exits (trainer/run_folder/folder_lock.py). A second run on the same folder is refused with a message
 naming the first (`kind` says which half holds it).
 
 Every change of the lock is conditional on the version that was read (lock_store.py: an

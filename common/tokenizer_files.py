@@ -206,7 +206,7 @@ def unit_tables(tokenizer) -> tuple[list[int], list[bool]]:
 
 def starts_in(ids, starts, unit_ends=(), mid_character=()) -> list[bool]:
     """Where words start in a sequence of token ids, with the tables above: what whole-word
-    masking computes inside the compiled step (`trainer.masking._word_starts`, the same
+    masking computes inside the compiled step (`trainer.data.masking._word_starts`, the same
     steps), for benchmarks and tests. A token starts a word if its table says so, or if it
     follows the end of a unit and is not mid-character; continuation bytes end the unit
     whose first bytes came before them (up to 3 tokens back: a character's last bytes)."""

@@ -7,10 +7,12 @@ import pytest
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# Before any test module imports TensorFlow or Keras: `trainer` imports TensorFlow with its
-# harmless start-up lines hidden (trainer/quiet.py), as the commands do; a test module's own
-# `import tensorflow` otherwise prints the cuInit line once per worker at collection.
-import trainer  # noqa: E402, F401
+# Before any test module imports TensorFlow or Keras: what every command does first
+# (trainer/startup/launch.py: TensorFlow imported with its harmless start-up lines hidden); a
+# test module's own `import tensorflow` otherwise prints the cuInit line once per worker.
+from trainer.startup import launch  # noqa: E402
+
+launch.prepare([])
 
 pytest_plugins = ["tests.support.gcs", "tests.support.hub", "tests.support.kaggle"]
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from beam_pipelines import prepare
-from trainer import export, predict, task
+from trainer.pretraining import task
+from trainer.release import export, predict
 
 pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
 

@@ -11,7 +11,7 @@ from common.errors import UserError
 
 
 def test_variant_modes_are_the_trainers_masking_modes():
-    from trainer import masking
+    from trainer.data import masking
 
     assert masking_study.MODES == masking.MODES
 

@@ -68,7 +68,7 @@ for info in pkgutil.walk_packages(trainer.__path__, "trainer."):
         except ImportError as err:  # the TensorFlow backend's modules, on the JAX TPU stack
             if has_tensorflow or err.name != "tensorflow":
                 raise
-from trainer import model
+from trainer.models import model
 for family in ("roberta", "bert"):  # builds the keras-hub models our runs use
     lm = model.build_masked_lm(family, model.backbone_config(family, "tiny", 64, 16))
     feeds = {"token_ids": np.ones((2, 16), "int32"), "padding_mask": np.ones((2, 16), bool),

@@ -1,18 +1,21 @@
-"""Keras 3 / keras-hub masked-language-model trainer (TPU, GPU, CPU; TensorFlow or JAX)."""
+"""Keras 3 / keras-hub masked-language-model trainer (TPU, GPU, CPU; TensorFlow or JAX).
 
-import importlib.util
-import os
+Rooms, in the order a run goes through them (a room imports only rooms above it; release/,
+which runs after training, is imported by no room before it: tests/test_layers.py):
 
-from trainer import keras_backend
+    startup/      what a command does before Keras is imported: the backend, quiet TensorFlow,
+                  the device flags
+    run_folder/   the files of a run folder, its lock, its attempts
+    backends/     all that differs between TensorFlow and JAX (devices, distribution)
+    families/     one module (or folder) per model family: roberta, bert, modernbert
+    data/         pretraining input: shard lists, the data order, tf.data and grain, masking
+    models/       building a model, finding a run's weights, checkpoints of others (--init_from)
+    pretraining/  the pretraining run: flags, plan, train step, optimizer, schedule, callbacks
+    finetuning/   fine-tuning and scoring downstream (tasks, GLUE, Hub datasets)
+    release/      after training: export, model card, push, predict, fill-mask, baseline, plot
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ INFO lines: not for users
-# Keras reads its backend once, at first import: choose it before any submodule imports keras.
-# TensorFlow is imported here, its harmless start-up lines hidden: on the TensorFlow backend,
-# and on JAX where it is installed, because keras-hub imports it whenever it can
-# (keras_hub/src/utils/tensor_utils.py). Nothing of ours needs it on JAX: where it is not
-# installed, nothing imports it (tests/trainer/test_no_tensorflow.py).
-from trainer import quiet  # noqa: E402  (imports neither Keras nor TensorFlow)
-
-if keras_backend.choose() == "tensorflow" or importlib.util.find_spec("tensorflow"):
-    quiet.import_tensorflow()
-quiet.hide_grain_read_ahead_note()
+The commands are thin launchers at this level (`python -m trainer.task`, `.finetune`,
+`.export`, `.predict`, `.fill_mask_demo`, `.baseline`, `.plot`, `.keras_hub_presets`): each
+chooses the backend (trainer/startup/launch.py) and runs its room's `main`. Importing a module
+has no side effect beyond importing.
+"""

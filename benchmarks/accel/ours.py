@@ -1,5 +1,5 @@
-"""Our trainer's side, run in the JAX child: `trainer.task.run` on synthetic prepared shards,
-examples/s after its first interval (which compiles)."""
+"""Our trainer's side, run in the JAX child: `trainer.pretraining.task.run` on synthetic prepared
+shards, examples/s after its first interval (which compiles)."""
 
 from __future__ import annotations
 
@@ -37,11 +37,11 @@ def attention_recorder():
 
 
 def train_ours(args, size: str, length: int, accelerator: bool) -> dict:
-    """examples/s of `trainer.task.run` after its first interval (which compiles). The
+    """examples/s of `trainer.pretraining.task.run` after its first interval (which compiles). The
     family's pretraining recipe applies (ModernBERT: 30 % masking, warmup-stable-decay,
     update clipping); ModernBERT's rows hold packed documents."""
-    from trainer import task
-    from trainer.config import parse_args
+    from trainer.pretraining import task
+    from trainer.pretraining.config import parse_args
 
     batch, total = child.batch(args, length), args.interval * args.intervals
     packed = args.family == "modernbert"

@@ -93,18 +93,18 @@ _TYPOS = [
         "--vocab_size",
     ),
     (
-        "trainer.task",
+        "trainer.pretraining.task",
         "main",
         ["--train_data", "x", "--eval_data", "y", "--output_dir", "o", "--leraning_rate", "1"],
         "--learning_rate",
     ),
     (
-        "trainer.export",
+        "trainer.release.export",
         "main",
         ["--checkpoint", "c", "--output_dir", "o", "--fromat", "hf"],
         "--format",
     ),
-    ("trainer.predict", "main", ["--model", "m", "--top-k", "3", "a <mask>"], "--top_k"),
+    ("trainer.release.predict", "main", ["--model", "m", "--top-k", "3", "a <mask>"], "--top_k"),
 ]
 
 

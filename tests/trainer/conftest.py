@@ -51,7 +51,7 @@ def prepared_run(tmp_path_factory, corpus_jsonl, bpe_tokenizer_dir):
 @pytest.fixture(scope="session")
 def full_run(corpus, tmp_path_factory):
     """The uninterrupted reference run (STEPS, two checkpoints kept)."""
-    from trainer import task
+    from trainer.pretraining import task
 
     output_dir = tmp_path_factory.mktemp("full")
     assert task.main(task_args(corpus, output_dir, *STEPS, "--keep_checkpoints", "2")) == 0

@@ -24,7 +24,7 @@ def tiny_masked_lm(family: str):
     """Seeded: a test's results must not depend on which tests ran before it in the process."""
     import keras
 
-    from trainer.model import build_masked_lm
+    from trainer.models.model import build_masked_lm
 
     keras.utils.set_random_seed(0)
     return build_masked_lm(
@@ -56,7 +56,7 @@ def export_preset(root, family: str) -> str:
 def run_folder(root, family: str, masked_accuracy: float) -> str:
     """A training output folder: one checkpoint at step 10 whose metrics.json records
     `masked_accuracy`, with real shard folders for the unigram baseline."""
-    from trainer.checkpoints import publish
+    from trainer.pretraining.checkpoints import publish
 
     run = root / f"{family}-run"
     info = mlm_data.make_tokenizer(run / "tokenizer")

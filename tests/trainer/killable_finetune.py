@@ -12,8 +12,11 @@ import signal
 import sys
 import time
 
-from trainer import finetune  # before keras: the package pins the backend
-from trainer.finetuning import interruption
+from trainer.startup import launch
+
+launch.prepare([])  # what a command does first (the backend from KERAS_BACKEND)
+
+from trainer.finetuning import finetune, interruption  # noqa: E402
 
 
 def arm(kill_at: str) -> None:

@@ -27,12 +27,16 @@ import signal
 import sys
 import time
 
+from trainer.startup import launch
+
+launch.prepare([])  # what a command does first (the backend from KERAS_BACKEND)
+
 import keras  # noqa: E402
 
-from common import fs
-from common.errors import run_cli
-from trainer import checkpoints, task  # before keras: the package pins the backend
-from trainer.optimization import update_count
+from common import fs  # noqa: E402
+from common.errors import run_cli  # noqa: E402
+from trainer.pretraining import checkpoints, task  # noqa: E402
+from trainer.pretraining.optimization import update_count  # noqa: E402
 
 _count: dict = {}
 

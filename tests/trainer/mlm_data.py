@@ -131,7 +131,7 @@ def preempt_at(step):
     as a preemption between two intervals would stop the process."""
     import keras
 
-    from trainer.optimization import update_count
+    from trainer.pretraining.optimization import update_count
 
     class _Callback(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
@@ -149,7 +149,7 @@ def prepared_tiny_run(root, corpus_jsonl, tokenizer_dir) -> dict:
     import json
 
     from beam_pipelines import prepare
-    from trainer import task
+    from trainer.pretraining import task
 
     data, run = root / "prepared", root / "run"
     assert (

@@ -40,7 +40,9 @@ def train_args(data: dict, output_dir: str) -> list[str]:
 
 
 def main(root: str) -> dict:
-    from trainer import export, finetune, predict, task
+    from trainer.finetuning import finetune
+    from trainer.pretraining import task
+    from trainer.release import export, predict
 
     data = corpus(root)
     seconds, start = {}, time.perf_counter()

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from common import schema
-from trainer import model
-from trainer.masking import MaskingSpec
-from trainer.optimization import build_optimizer
-from trainer.train_step import ROW, STEP, MaskedLMTrainer
+from trainer.data.masking import MaskingSpec
+from trainer.models import model
+from trainer.pretraining.optimization import build_optimizer
+from trainer.pretraining.train_step import ROW, STEP, MaskedLMTrainer
 
 VOCAB, LENGTH, BATCH = 100, 32, 4
 TINY = {"num_layers": 2, "num_heads": 2, "hidden_dim": 32, "intermediate_dim": 64}

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tests.trainer.mlm_data import repetitive_sequences
-from trainer import baseline
+from trainer.release import baseline
 
 
 def _content_counts(ids, mask):
@@ -33,7 +33,7 @@ def _run_without_training(corpus, run_dir, **config):
     """A run folder holding what the baseline reads (run_config.json, tokenizer/)."""
     from common import fs, tokenizer_files
     from tests.trainer.mlm_data import SEQ_LEN
-    from trainer.run_dir import RunDir
+    from trainer.run_folder.run_dir import RunDir
 
     run = RunDir(str(run_dir))
     tokenizer_files.copy(corpus["tokenizer"], run.tokenizer_dir)
@@ -95,7 +95,7 @@ def test_baseline_scores_the_rows_the_run_evaluated_not_the_accumulated_batch(
     run_dir = _run_without_training(corpus, tmp_path / "run", **config)
     top, share = baseline.unigram_baseline(run_dir)
     # What trainer.task evaluates (its TensorFlow runtime: a batch per local replica).
-    from trainer import data
+    from trainer.data import splits as data
 
     source = data.resolve_split(corpus["eval"], corpus["info"])
     pipelines = config.get("input_pipelines", 1)

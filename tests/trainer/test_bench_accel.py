@@ -145,8 +145,8 @@ def test_packed_rows_hold_several_documents_each_opened_by_cls():
 
 
 def test_the_pytorch_modernbert_is_the_trainers_modernbert_in_transformers():
-    from trainer import model
     from trainer.families.modernbert import convert
+    from trainer.models import model
 
     for size in ("tiny", "base"):
         ours = convert.hf_config(model.backbone_config("modernbert", size, 8000, 1024))

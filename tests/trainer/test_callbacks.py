@@ -6,7 +6,7 @@ def test_private_keras_apis_the_trainer_relies_on_still_exist():
     Keras upgrade that renames them."""
     import keras
 
-    from trainer.callbacks import seed_generators
+    from trainer.pretraining.callbacks import seed_generators
 
     model = keras.Sequential(
         [

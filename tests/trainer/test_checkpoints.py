@@ -14,9 +14,10 @@ import pytest
 
 from common import fs, tokenizer_files
 from tests.support.full_disk import FullDiskFile
-from trainer import checkpoints, model_source
-from trainer.model import backbone_config, build_masked_lm
-from trainer.run_dir import RunDir
+from trainer.models import model_source
+from trainer.models.model import backbone_config, build_masked_lm
+from trainer.pretraining import checkpoints
+from trainer.run_folder.run_dir import RunDir
 
 MAX_LENGTH = 32
 TINY = dict(num_layers=2, hidden_dim=32, num_heads=2, intermediate_dim=64)
@@ -198,7 +199,7 @@ def test_torn_newest_checkpoint_is_skipped_then_one_line(runs, tmp_path, capsys)
     _truncate(run.checkpoint(900))
     with pytest.raises(model_source.ModelNotFoundError, match="2 found .* none readable"):
         model_source.resolve(output_dir)
-    from trainer import export
+    from trainer.release import export
 
     assert export.main(["--checkpoint", output_dir, "--output_dir", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -266,7 +267,7 @@ def test_a_read_only_output_stops_the_trainer_in_one_line(corpus, tmp_path, monk
     import errno
 
     from tests.trainer.mlm_data import STEPS, task_args
-    from trainer import task
+    from trainer.pretraining import task
 
     out = tmp_path / "run"
 

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from tests.trainer.mlm_data import task_args
-from trainer import keras_backend, task
+from trainer.pretraining import task
+from trainer.startup import keras_backend
 
 FAKE = {"train": "no-train", "eval": "no-eval", "tokenizer": "no-tokenizer"}
 

@@ -1,10 +1,11 @@
-"""trainer/context_extension.py without a training run: what an extension may change, the
-family it needs, and where the data's stream starts."""
+"""trainer/pretraining/context_extension.py without a training run: what an extension may change,
+the family it needs, and where the data's stream starts."""
 
 import pytest
 
-from trainer import context_extension, families
-from trainer.plan import PlanError
+from trainer import families
+from trainer.pretraining import context_extension
+from trainer.pretraining.plan import PlanError
 
 SAVED = {
     "max_length": 32,

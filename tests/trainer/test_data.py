@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from common.manifest import ManifestError
 from tests.trainer.mlm_data import make_tokenizer, repetitive_sequences, write_split
-from trainer import data
+from trainer.data import splits as data
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def _take(dataset, n):
 @pytest.mark.parametrize("seed", [0, 2**31 - 1])
 def test_seeds_that_tensorflow_truncates_to_zero_still_shuffle(split, seed):
     """keras.utils.set_random_seed(0) once made every tf.data shuffle of ours fail to trace
-    (a symbolic seed used as a bool); the order is now numpy's (trainer/data_order.py), so
+    (a symbolic seed used as a bool); the order is now numpy's (trainer/data/data_order.py), so
     seeds 0 and 2**31 - 1 shuffle like any other, with no TensorFlow seed involved."""
     import keras
 
@@ -168,7 +168,7 @@ def test_two_local_replicas_see_the_examples_one_replica_sees(split):
 
 
 def test_training_batches_carry_their_step_and_global_rows(split):
-    """The masking keys (trainer/masking.py): the same example has the same (step, row)
+    """The masking keys (trainer/data/masking.py): the same example has the same (step, row)
     whether one replica takes 16 rows, two take 8, or the second of two hosts its 8."""
     one = list(data.train_dataset(split, 16, seed=5, start_step=7).take(2))
     assert [set(b[data.STEP].numpy()) for b in one] == [{7}, {8}]
@@ -225,7 +225,7 @@ def _replace_split_at(step: int, split_dir: str, old_shards: list, info, keep_ma
     `keep_manifest`) commits other shards there, as a prepare rerun into the folder would."""
     import keras
 
-    from trainer.optimization import update_count
+    from trainer.pretraining.optimization import update_count
 
     class Replace(keras.callbacks.Callback):
         done = False
@@ -248,7 +248,7 @@ def test_a_split_replaced_under_a_running_trainer_is_named(tmp_path, keep_manife
     reads; the trainer then stops with one line saying so. Shards gone without a new
     manifest are another problem, named as such in one line too."""
     from tests.trainer.mlm_data import task_args
-    from trainer import task
+    from trainer.pretraining import task
 
     corpus = {
         "tokenizer": str(tmp_path / "tok"),

@@ -1,12 +1,13 @@
-"""trainer/data_order.py: the stream's order, decided once for both input pipelines (numpy only,
-no files: a record is named by its place in the concatenation of the files in listing order)."""
+"""trainer/data/data_order.py: the stream's order, decided once for both input pipelines (numpy
+only, no files: a record is named by its place in the concatenation of the files in listing
+order)."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from trainer import data_order
+from trainer.data import data_order
 
 COUNTS = (7, 13, 5, 11, 9)  # 45 records, uneven files
 
@@ -120,7 +121,7 @@ def test_sort_keys_are_the_same_in_tensorflow():
     tf = pytest.importorskip("tensorflow")
     positions = np.arange(5000, dtype=np.int64)
     mine = data_order.sort_keys(2**31 - 1, data_order.WINDOW_TAG, 12345, 67, positions)
-    from trainer import data_tf
+    from trainer.data import data_tf
 
     theirs = data_order.sort_keys(
         2**31 - 1,

@@ -1,5 +1,5 @@
-"""The two input pipelines (trainer/data_tf.py for TensorFlow, trainer/data_grain.py for JAX,
-TensorFlow-free) give identical batches, and the grain one keeps every guarantee: re-iterable,
+"""The two input pipelines (trainer/data/data_tf.py for TensorFlow, trainer/data/data_grain.py for
+JAX, TensorFlow-free) give identical batches, and the grain one keeps every guarantee: re-iterable,
 prefetch threads that end, checksums checked, a changed split or a lost shard named in one line,
 and no TensorFlow at all."""
 
@@ -16,7 +16,7 @@ import pytest
 from common import tfrecord
 from tests.support import no_tensorflow
 from tests.trainer.mlm_data import make_tokenizer, repetitive_sequences, write_split
-from trainer import data
+from trainer.data import splits as data
 
 TF, GRAIN = data.TF_DATA, data.GRAIN
 
@@ -166,7 +166,7 @@ import json, sys
 import numpy as np
 from common import tokenizer_files
 from common import tfrecord
-from trainer import data
+from trainer.data import splits as data
 _, info = tokenizer_files.load(sys.argv[1])
 source = data.resolve_split(sys.argv[2], info)
 share = data.PipelineShare(0, 1, 1, data.GRAIN)

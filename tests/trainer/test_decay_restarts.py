@@ -10,7 +10,8 @@ import pytest
 
 from tests.trainer.mlm_data import Preempted, preempt_at, task_args
 from tests.trainer.test_preemption import same_on_every_backend
-from trainer import families, task
+from trainer import families
+from trainer.pretraining import task
 
 # Trainings: left to make test; and plan arithmetic, the same whatever the backend, so the
 # JAX pass leaves them to the TensorFlow pass (the optimizer's JAX path: test_update_clipping).

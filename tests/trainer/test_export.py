@@ -17,7 +17,8 @@ import pytest
 from common import fs, tokenizer_files
 from common.errors import Terminated
 from tests.trainer.test_checkpoints import MAX_LENGTH, make_training_dir
-from trainer import export, model_source, predict
+from trainer.models import model_source
+from trainer.release import export, predict
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

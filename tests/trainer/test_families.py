@@ -2,8 +2,9 @@
 
 import pytest
 
-from trainer import families, model
-from trainer.model import backbone_config, build_masked_lm
+from trainer import families
+from trainer.models import model
+from trainer.models.model import backbone_config, build_masked_lm
 
 
 def test_flag_choices_are_the_registered_families():

@@ -8,7 +8,7 @@ import types
 from tokenizers import Tokenizer
 
 from common.splits import hash_split
-from trainer import fill_mask_demo
+from trainer.release import fill_mask_demo
 
 
 def test_sentences_come_from_validation_documents_only(corpus_jsonl):

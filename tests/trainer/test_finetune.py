@@ -11,7 +11,7 @@ import os
 import pytest
 
 from tests.trainer import finetune_data as fd
-from trainer import finetune
+from trainer.finetuning import finetune
 
 TENSORFLOW_ONLY = pytest.mark.skipif(
     os.environ.get("KERAS_BACKEND") == "jax", reason="the JAX pass runs the two cases above"
@@ -148,8 +148,8 @@ def test_single_classification_from_jsonl_from_scratch_scores_a_seed_as_if_alone
 def test_pretrained_and_from_scratch_start_from_different_backbone_weights(models):
     import numpy as np
 
-    from trainer import model_source
     from trainer.finetuning.classifier import PretrainedBackbone
+    from trainer.models import model_source
 
     source = model_source.resolve(models["export"])
     pretrained = PretrainedBackbone(source).classifier(2, seed=1).backbone.get_weights()
@@ -197,8 +197,8 @@ def test_an_export_without_its_run_reads_masked_accuracy_from_its_model_card(mod
 
     from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-    from trainer import model_source
     from trainer.finetuning import pretraining
+    from trainer.models import model_source
 
     export = tmp_path / "moved-export"
     shutil.copytree(models["export"], export)

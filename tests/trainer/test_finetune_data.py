@@ -9,8 +9,7 @@ import pytest
 from common.errors import UserError
 from tests.trainer import finetune_data as fd
 from tests.trainer import mlm_data
-from trainer import finetune
-from trainer.finetuning import datasets, packing
+from trainer.finetuning import datasets, finetune, packing
 
 SINGLE = datasets.TaskSpec("classification", "sentence", None, "label")
 PAIR = datasets.TaskSpec("classification", "sentence", "second", "label")

@@ -11,8 +11,7 @@ import pytest
 from common.errors import UserError
 from tests.trainer import finetune_data as fd
 from tests.trainer import glue_data
-from trainer import finetune
-from trainer.finetuning import card_scores, glue
+from trainer.finetuning import card_scores, finetune, glue
 
 
 @pytest.fixture(scope="module")

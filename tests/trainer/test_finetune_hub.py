@@ -13,8 +13,7 @@ import pytest
 from common.errors import UserError
 from tests.trainer import finetune_data as fd
 from tests.trainer import hub_data
-from trainer import finetune
-from trainer.finetuning import card_scores, glue, hub, jobs
+from trainer.finetuning import card_scores, finetune, glue, hub, jobs
 
 PAIRS = ["not_equivalent", "equivalent"]  # sorted, the names would swap: class 1 must stay
 

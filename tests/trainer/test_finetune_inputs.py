@@ -13,8 +13,7 @@ import pytest
 from common.errors import UserError
 from tests.trainer import finetune_data as fd
 from tests.trainer import mlm_data
-from trainer import finetune
-from trainer.finetuning import datasets, glue, jobs, packing
+from trainer.finetuning import datasets, finetune, glue, jobs, packing
 
 SINGLE = datasets.TaskSpec("classification", "sentence", None, "label")
 PAIR = datasets.TaskSpec("classification", "sentence", "second", "label")

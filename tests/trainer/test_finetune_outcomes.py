@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from tests.trainer import finetune_data as fd
-from trainer import finetune
-from trainer.finetuning import card_scores, metrics, protocol, results
+from trainer.finetuning import card_scores, finetune, metrics, protocol, results
 
 TENSORFLOW_ONLY = pytest.mark.skipif(
     os.environ.get("KERAS_BACKEND") == "jax", reason="fine-tunes: the TensorFlow pass runs it"

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support import pods
 from tests.trainer import finetune_data as fd
-from trainer import finetune
+from trainer.finetuning import finetune
 
 pytestmark = [
     pytest.mark.slow,  # three fine-tunes, two of them in fresh processes

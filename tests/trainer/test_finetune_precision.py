@@ -1,8 +1,8 @@
-"""Fine-tuning takes pretraining's accelerator defaults (`trainer/plan.py device_settings`, the
-flags of `trainer/device_flags.py`): bf16 mixed precision and fused attention on GPU and TPU,
-float32 and keras-hub's attention on a CPU, with the classifier's head and loss in float32
-under bf16. A GPU is pretended by handing `device_settings` `on_gpu=True`: the rest of the run
-is the CPU's, so the decision, not the hardware, is what is tested."""
+"""Fine-tuning takes pretraining's accelerator defaults (`trainer/pretraining/plan.py
+device_settings`, the flags of `trainer/startup/device_flags.py`): bf16 mixed precision and fused
+attention on GPU and TPU, float32 and keras-hub's attention on a CPU, with the classifier's head
+and loss in float32 under bf16. A GPU is pretended by handing `device_settings` `on_gpu=True`: the
+rest of the run is the CPU's, so the decision, not the hardware, is what is tested."""
 
 import inspect
 import json
@@ -13,10 +13,12 @@ import pytest
 
 from common import flags
 from tests.trainer import finetune_data as fd
-from trainer import config as train_config
-from trainer import device_flags, finetune, model_source
-from trainer import plan as plans
+from trainer.finetuning import finetune
 from trainer.finetuning.classifier import PretrainedBackbone, compile_for
+from trainer.models import model_source
+from trainer.pretraining import config as train_config
+from trainer.pretraining import plan as plans
+from trainer.startup import device_flags
 
 
 @pytest.fixture(scope="module")

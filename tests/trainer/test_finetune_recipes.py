@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from tests.trainer import finetune_data as fd
-from trainer import finetune
-from trainer.finetuning import jobs, recipes
+from trainer.finetuning import finetune, jobs, recipes
 
 JAX = os.environ.get("KERAS_BACKEND") == "jax"
 
@@ -134,8 +133,8 @@ def test_mean_pooling_compiles_with_xla_trains_and_ignores_padding(tmp_path, fam
     """The head reads the non-padding tokens only: what the padding holds changes nothing."""
     import keras
 
-    from trainer import model_source
     from trainer.finetuning.classifier import PretrainedBackbone, compile_for
+    from trainer.models import model_source
 
     backbone = PretrainedBackbone(
         model_source.resolve(fd.export_preset(tmp_path, family)), pooling="mean"

@@ -17,8 +17,7 @@ import pytest
 from common import flags
 from common.errors import UserError
 from tests.trainer import finetune_data as fd
-from trainer import finetune
-from trainer.finetuning import job_run, protocol
+from trainer.finetuning import finetune, job_run, protocol
 
 JAX = os.environ.get("KERAS_BACKEND") == "jax"
 EPOCHS = "4" if JAX else "1"  # TensorFlow compares the first epoch only (see below)

@@ -13,7 +13,8 @@ import pytest
 from common import fs, prepared_dir, run_lock
 from tests.trainer.mlm_data import task_args
 from tests.trainer.test_preemption import same_on_every_backend
-from trainer import folder_lock, task
+from trainer.pretraining import task
+from trainer.run_folder import folder_lock
 
 SHORT = ["--train_steps", "2", "--eval_every", "2", "--save_every", "2"]
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from tests.trainer.mlm_data import SEQ_LEN, TINY, Preempted, make_tokenizer, preempt_at, write_split
-from trainer import task
-from trainer.run_dir import RunDir
+from trainer.pretraining import task
+from trainer.run_folder.run_dir import RunDir
 
 pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
 
@@ -79,7 +79,7 @@ def _args(root, out, batch: int, accum: int, *extra) -> list[str]:
 
 
 def _weights(out):
-    from trainer import model_source
+    from trainer.models import model_source
 
     return model_source.load_masked_lm(str(out))[0].get_weights()
 
@@ -151,7 +151,7 @@ def test_a_kill_half_way_through_an_accumulation_resumes_exactly(accumulated, fu
 
 def test_two_replicas_accumulating_match_one_batch_too(big_batch, full_rows, tmp_path, capsys):
     """2 replicas x 2 rows x 4 micro-batches: the examples keep their rows, hence their
-    masks (trainer/data.py), so the update is again the batch of 16's (DataParallel over two
+    masks (trainer/data/splits.py), so the update is again the batch of 16's (DataParallel over two
     CPU devices on JAX). On TensorFlow, Keras' accumulation cannot run under tf.distribute:
     one line, before any file is written."""
     args = _args(full_rows, tmp_path, 2, 4, "--cpu_replicas", "2")

@@ -18,7 +18,8 @@ import pytest
 
 from common.errors import UserError
 from tests.trainer.mlm_data import SEQ_LEN, make_tokenizer, task_args
-from trainer import export, init_from, model
+from trainer.models import init_from, model
+from trainer.release import export
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -266,7 +267,7 @@ def _one_line_error(capsys, code) -> str:
 
 
 def test_refuses_data_of_another_tokenizer(corpus, tmp_path, capsys):
-    from trainer import task
+    from trainer.pretraining import task
 
     hf_checkpoint(tmp_path / "ckpt", "roberta", pad_id=0)
     other = make_tokenizer(tmp_path / "ckpt")  # same words, another file: differs by its
@@ -283,7 +284,7 @@ def test_refuses_data_of_another_tokenizer(corpus, tmp_path, capsys):
 
 
 def test_refuses_sequences_longer_than_the_checkpoint_positions(corpus, tmp_path, capsys):
-    from trainer import task
+    from trainer.pretraining import task
 
     hf_checkpoint(tmp_path / "ckpt", "roberta", pad_id=0, positions=SEQ_LEN - 8, tokenizer=True)
     capsys.readouterr()
@@ -304,7 +305,7 @@ def test_continued_run_starts_at_the_checkpoint_loss_and_restarts_as_a_run(
     """Continue a short run's HF export: the first evaluation is at the exported model's loss
     (not chance), run_config records the checkpoint, a restart resumes the run (the checkpoint
     is not loaded again) and a restart with another --init_from is refused."""
-    from trainer import task
+    from trainer.pretraining import task
 
     # 120 steps: past the plateau on every seed tried (eval loss 3.0-3.9 over seeds 1, 2, 3,
     # 42), where 40 steps end anywhere in 4.2-4.6, some at chance (log 100 = 4.61).
@@ -342,7 +343,7 @@ def test_continued_run_starts_at_the_checkpoint_loss_and_restarts_as_a_run(
 
 
 def test_model_card_says_what_the_model_was_continued_from():
-    from trainer import card_text
+    from trainer.release import card_text
 
     config = {
         "init_from": {"path": "ckpt/hf", "kind": "hf", "digest": "ab" * 32},
@@ -444,8 +445,8 @@ def test_exact_gelu_is_rebuilt_by_every_loader_and_refused_as_a_preset(tmp_path)
     the keras-hub preset, which keras-hub rebuilds with its tanh GELU, is refused."""
     from common import fs
     from tests.trainer.test_checkpoints import make_training_dir
-    from trainer import model_source
     from trainer.finetuning.classifier import PretrainedBackbone
+    from trainer.models import model_source
 
     run_dir, _ = make_training_dir(str(tmp_path), "bert")
     config = fs.read_json(f"{run_dir}/run_config.json")
@@ -494,7 +495,7 @@ def offline_hub(tmp_path, monkeypatch):
 
 
 def test_a_hub_id_is_recorded_as_the_repo_and_its_commit(offline_hub):
-    from trainer import card_text
+    from trainer.release import card_text
 
     sha = fake_hub_cache(offline_hub, "org/tiny-roberta")
     initial = init_from.resolve("org/tiny-roberta")
@@ -561,7 +562,7 @@ def test_a_keras_hub_preset_of_another_trainer_loads_with_its_tokenizer(tmp_path
     reads, giving keras-hub's ids (and the fingerprint the trainer checks the data against)."""
     from common import tokenizer_files
     from tests.trainer.test_checkpoints import assert_same_weights
-    from trainer import keras_hub_presets
+    from trainer.models import keras_hub_presets
 
     original, keras_tokenizer = keras_hub_preset(tmp_path / "preset", family)
     initial, masked_lm = loaded(tmp_path / "preset")
@@ -628,7 +629,7 @@ def test_a_preset_without_a_masked_lm_head_is_refused(tmp_path):
 def _train(args, replicas: str) -> None:
     """In this process, but TensorFlow's two replicas in a fresh one: collectives of earlier
     MirroredStrategy runs in this worker clash with a new one's (test_finetune_replicas.py)."""
-    from trainer import task
+    from trainer.pretraining import task
 
     if replicas == "1" or os.environ.get("KERAS_BACKEND") == "jax":
         assert task.main(args) == 0
@@ -647,7 +648,7 @@ def test_init_from_on_two_replicas_starts_at_the_checkpoint_loss(corpus, tmp_pat
     evaluation is the one-device run's (same eval masks)."""
     import keras
 
-    from trainer import model_source
+    from trainer.models import model_source
 
     hf_checkpoint(tmp_path / "ckpt", "roberta", pad_id=0, tokenizer=True)
     steps = ["--train_steps", "1", "--learning_rate", "1e-9", "--max_eval_batches", "4"]

@@ -6,7 +6,7 @@ import pytest
 
 from tests.trainer.mlm_data import task_args
 from trainer.backends.runtime import StrategyError
-from trainer.config import parse_args
+from trainer.pretraining.config import parse_args
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "jax", reason="JAX's devices")
 

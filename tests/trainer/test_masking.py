@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from common import tokenizer_files
-from trainer.masking import MaskingSpec, content_keys, mask_tokens, train_keys, uniforms
+from trainer.data.masking import MaskingSpec, content_keys, mask_tokens, train_keys, uniforms
 
 
 def compiled(fn):
@@ -299,7 +299,7 @@ def test_whole_words_are_never_split(spec):
 def test_a_token_after_an_unspaced_unit_starts_a_word_unless_it_continues_it():
     """A Latin run glued to Chinese (`文件foo.txt`) is a word of its own: the table of word
     starts alone cannot tell, the token before decides (`tokenizer_files.unit_tables`)."""
-    from trainer.masking import _word_starts
+    from trainer.data.masking import _word_starts
 
     ids, _ = _words_batch(256)
     got = keras.ops.convert_to_numpy(compiled(lambda i: _word_starts(i, GLUED))(ids))
@@ -320,7 +320,7 @@ def test_a_token_after_an_unspaced_unit_starts_a_word_unless_it_continues_it():
 
 
 def test_span_lengths_follow_the_truncated_geometric():
-    from trainer.masking import _unit_start_of, _unit_starts
+    from trainer.data.masking import _unit_start_of, _unit_starts
 
     length = 256
     ids = np.full((400, length), 50, np.int32)  # no specials: spans are cut only by the cap
@@ -389,8 +389,8 @@ def test_short_sequences_keep_the_rate_with_units(spec):
 
 
 def test_the_masking_flag_offers_exactly_the_modes():
-    """trainer/config.py keeps its choices literal (its --help imports no Keras)."""
-    from trainer.config import TrainConfig
-    from trainer.masking import MODES
+    """trainer/pretraining/config.py keeps its choices literal (its --help imports no Keras)."""
+    from trainer.data.masking import MODES
+    from trainer.pretraining.config import TrainConfig
 
     assert TrainConfig.__dataclass_fields__["masking"].metadata["choices"] == MODES

@@ -6,7 +6,7 @@ import json
 
 from tests.trainer.mlm_data import repetitive_sequences, task_args, write_split
 from tests.trainer.test_preemption import same_on_every_backend
-from trainer import task
+from trainer.pretraining import task
 
 RUN_NEW, RUN_OLD = "r20261126120000aaaaaa", "r20261120120000bbbbbb"
 
@@ -41,7 +41,7 @@ def test_train_and_validation_of_different_prepare_runs_are_refused(corpus, tmp_
 
 @same_on_every_backend
 def test_splits_of_one_prepare_run_pass_the_check(corpus, tmp_path):
-    from trainer import data as data_lib
+    from trainer.data import splits as data_lib
 
     data = tmp_path / "prepared"
     _prepared(data, corpus["info"], {"train": RUN_NEW, "validation": RUN_NEW})

@@ -12,7 +12,7 @@ from huggingface_hub import ModelCard
 
 from common import manifest
 from tests.trainer.mlm_data import CARD_RUN_STEPS
-from trainer import baseline, card_facts, export, model_card
+from trainer.release import baseline, card_facts, export, model_card
 
 OPTIONS = model_card.CardOptions(language="en", license="apache-2.0")
 
@@ -168,7 +168,7 @@ def test_what_is_gone_is_not_recorded(prepared_run, tmp_path):
 
 
 def test_an_accumulated_run_says_how_its_global_batch_is_made():
-    from trainer import card_facts, card_text
+    from trainer.release import card_facts, card_text
 
     config = {
         "global_batch_size": 64,
@@ -188,7 +188,8 @@ def test_a_restarted_run_states_each_attempts_recipe_with_its_steps():
     """Restarted at step 400 with another peak rate and 2 replicas x 8 instead of 1 x 16
     (allowed changes): the card gives each attempt its steps, never the last one's recipe as
     the whole run's. An attempt whose steps were all redone (resumed at 400 again) is gone."""
-    from trainer import attempts, card_facts, card_text
+    from trainer.release import card_facts, card_text
+    from trainer.run_folder import attempts
 
     first = {
         "learning_rate": 1e-3,
@@ -260,7 +261,7 @@ def test_finetune_scores_join_a_real_exports_cards_and_keep_what_they_said(expor
 def test_a_run_continued_from_a_model_is_named_after_that_model_not_a_flag(source, name):
     """task.py records an --init_from run's size as "from --init_from": no flag's text in the
     export's name (it was `roberta-from --init_from-mlm`) nor in the card's size."""
-    from trainer import card_text
+    from trainer.release import card_text
 
     config = {
         "family": "roberta",

@@ -25,16 +25,18 @@ ROOT = str(test_layers.ROOT)
 # What a JAX run or tool starts from (`python -m ...`, or the package a program imports).
 JAX_ENTRY_POINTS = (
     "trainer",
+    "trainer.startup.launch",
     "trainer.task",
-    "trainer.export",
-    "trainer.predict",
-    "trainer.finetune",
-    "trainer.fill_mask_demo",
-    "trainer.baseline",
-    "trainer.plot",
-    "trainer.push",
-    "trainer.init_from",
-    "trainer.model_card",
+    "trainer.pretraining.task",
+    "trainer.release.export",
+    "trainer.release.predict",
+    "trainer.finetuning.finetune",
+    "trainer.release.fill_mask_demo",
+    "trainer.release.baseline",
+    "trainer.release.plot",
+    "trainer.release.push",
+    "trainer.models.init_from",
+    "trainer.release.model_card",
     "trainer.backends.jax_backend",
     "common.verify",
 )
@@ -97,7 +99,7 @@ def test_no_module_a_jax_run_imports_imports_tensorflow():
     assert {
         "trainer.backends.tensorflow_strategy",
         "trainer.backends.tensorflow_backend",
-        "trainer.data_tf",
+        "trainer.data.data_tf",
     } <= tensorflow_importers
     chains = [
         " -> ".join(chain)

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from trainer.optimization import WarmupLinearDecay, build_optimizer
+from trainer.pretraining.optimization import WarmupLinearDecay, build_optimizer
 
 
 def test_schedule_warms_up_then_decays_linearly_to_zero():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainer.plan import (
+from trainer.pretraining.plan import (
     DEFAULT_LEARNING_RATES,
     DeviceSettings,
     PlanError,
@@ -125,7 +125,7 @@ def test_learning_rate_default_by_size_flag_wins_and_a_resumed_run_keeps_its_rat
 
 def test_pod_hosts_that_see_another_run_are_refused_alike_in_one_line():
     """Issue 31 item 4 (the mechanism; tests/trainer/test_pod.py runs it on two processes)."""
-    from trainer.plan import check_hosts_agree, digest
+    from trainer.pretraining.plan import check_hosts_agree, digest
 
     run = {"saved": None, "now": {"seed": 1}, "weights": ["state-00000020.weights.h5"]}
     check_hosts_agree(None, 20, run)  # one process: nothing to compare

@@ -1,6 +1,6 @@
 import json
 
-from trainer import plot
+from trainer.release import plot
 
 
 def test_plot_writes_a_png(tmp_path):

@@ -49,7 +49,7 @@ def _args(corpus, out):
 
 
 def _weights(path):
-    from trainer import model_source
+    from trainer.models import model_source
 
     return model_source.load_masked_lm(str(path))[0].get_weights()
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.trainer.test_checkpoints import MAX_LENGTH, make_training_dir
-from trainer import export, predict
+from trainer.release import export, predict
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEXTS = {

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from tests.trainer.mlm_data import STEPS, Preempted, preempt_at, task_args
-from trainer import task
-from trainer.run_dir import RunDir
+from trainer.pretraining import task
+from trainer.run_folder.run_dir import RunDir
 
 pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
 
@@ -53,7 +53,7 @@ def _attempt(kill_at, args):
 
 
 def _weights(path):
-    from trainer import model_source
+    from trainer.models import model_source
 
     masked_lm, _, _ = model_source.load_masked_lm(str(path))
     return masked_lm.get_weights()

@@ -14,7 +14,8 @@ from huggingface_hub import ModelCard
 from common import publish
 from tests.support.hub import TOKEN
 from tests.trainer.mlm_data import STEPS, task_args
-from trainer import export, push, task
+from trainer.pretraining import task
+from trainer.release import export, push
 
 PUSH = publish.PushFlags("hf://org/tiny", "en", "apache-2.0")
 

@@ -1,9 +1,11 @@
-"""trainer/quiet.py's log filter: grain's note on keras-hub's 8-batch read-ahead (logged at
+"""trainer/startup/quiet.py's log filter: grain's note on keras-hub's 8-batch read-ahead (logged at
 every epoch of a fine-tune, see `make demo`) is dropped; every other absl line still shows."""
 
 import logging
 
-import trainer  # noqa: F401  (installs the filter, as every entry point does)
+from trainer.startup import launch
+
+launch.prepare([])  # installs the filter, as every command does
 
 
 def test_grains_read_ahead_note_is_dropped_and_other_absl_lines_kept(caplog):

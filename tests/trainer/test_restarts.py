@@ -8,7 +8,7 @@ import pytest
 
 from tests.trainer.mlm_data import Preempted, preempt_at, task_args
 from tests.trainer.test_preemption import same_on_every_backend
-from trainer import task
+from trainer.pretraining import task
 
 pytestmark = pytest.mark.slow  # the fast lane (make test-fast) leaves it to make test
 

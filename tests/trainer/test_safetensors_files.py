@@ -1,5 +1,5 @@
-"""--init_from's safetensors reading (trainer/safetensors_files.py): a damaged file is one line
-naming it and what is wrong, checked before any tensor is read; a checkpoint sharded by
+"""--init_from's safetensors reading (trainer/models/safetensors_files.py): a damaged file is one
+line naming it and what is wrong, checked before any tensor is read; a checkpoint sharded by
 transformers' `save_pretrained(max_shard_size=...)` loads with the logits of the one-file
 checkpoint. Tiny models written offline (transformers + torch on CPU), ~1 s each."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from common.errors import UserError
 from tests.trainer.test_init_from import TOLERANCE, hf_checkpoint, loaded, logits
-from trainer import init_from, safetensors_files
+from trainer.models import init_from, safetensors_files
 
 pytest.importorskip("torch")
 

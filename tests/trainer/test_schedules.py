@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from tests.trainer.mlm_data import task_args
-from trainer import families, pretrain_recipe, task
-from trainer.config import parse_args
-from trainer.optimization import WarmupLinearDecay, build_optimizer
-from trainer.plan import DecayFlags, PlanError, TrainPlan, check_decay_start, make_plan
-from trainer.schedules import WarmupStableDecay
+from trainer import families
+from trainer.pretraining import pretrain_recipe, task
+from trainer.pretraining.config import parse_args
+from trainer.pretraining.optimization import WarmupLinearDecay, build_optimizer
+from trainer.pretraining.plan import DecayFlags, PlanError, TrainPlan, check_decay_start, make_plan
+from trainer.pretraining.schedules import WarmupStableDecay
 
 FAKE = {"train": "no-train", "eval": "no-eval", "tokenizer": "no-tokenizer"}
 

@@ -1,5 +1,5 @@
-"""TensorBoard logs without TensorFlow (trainer/summaries.py): TensorBoard's own reader sees
-every scalar at its step, locally and on gs://; without the tensorboard package, one line."""
+"""TensorBoard logs without TensorFlow (trainer/pretraining/summaries.py): TensorBoard's own reader
+sees every scalar at its step, locally and on gs://; without the tensorboard package, one line."""
 
 import sys
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from common import fs, tfrecord
-from trainer import summaries
+from trainer.pretraining import summaries
 
 
 @pytest.fixture(params=["local", "gcs"])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.trainer.mlm_data import STEPS, Preempted, preempt_at, task_args
-from trainer import task
+from trainer.pretraining import task
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -27,7 +27,7 @@ def test_eval_loss_falls_clearly(full_run):
     assert evals[-1] < evals[0] - 0.5, evals
     # Well below guessing among the 95 words (log 95 = 4.55). 120 steps end anywhere in
     # 3.06-3.94 depending on the seed (seeds 1, 2, 3, 42 on both backends, with the stream
-    # of trainer/data_order.py): some seeds are still leaving the unigram plateau (~3.9).
+    # of trainer/data/data_order.py): some seeds are still leaving the unigram plateau (~3.9).
     assert evals[-1] < np.log(95) - 0.5
     metrics = json.loads((full_run / "metrics.json").read_text())
     assert metrics["steps"] == 120 and metrics["eval_loss"] == evals[-1]
@@ -37,7 +37,7 @@ def test_eval_loss_falls_clearly(full_run):
 
 @pytest.mark.slow
 def test_output_dir_follows_the_export_contract(full_run, corpus):
-    from trainer.model import build_masked_lm
+    from trainer.models.model import build_masked_lm
 
     run_config = json.loads((full_run / "run_config.json").read_text())
     assert run_config["family"] == "roberta" and run_config["size"] == "tiny"
@@ -142,7 +142,7 @@ def test_two_replicas_over_two_cpu_devices(corpus, tmp_path):
 def test_two_devices_give_the_one_device_result_at_the_same_global_batch(corpus, tmp_path):
     """JAX computes one global step whatever the device count: same examples (rows), same
     masks (keyed by global row), same dropout, so the same weights up to summation order."""
-    from trainer import model_source
+    from trainer.models import model_source
 
     one = task_args(
         corpus, tmp_path / "one", "--train_steps", "20", "--eval_every", "20", "--save_every", "20"

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainer.masking import MaskingSpec
-from trainer.model import backbone_config, build_masked_lm
-from trainer.optimization import build_optimizer
-from trainer.train_step import MaskedLMTrainer
+from trainer.data.masking import MaskingSpec
+from trainer.models.model import backbone_config, build_masked_lm
+from trainer.pretraining.optimization import build_optimizer
+from trainer.pretraining.train_step import MaskedLMTrainer
 
 
 @pytest.mark.slow

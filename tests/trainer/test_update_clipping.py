@@ -1,11 +1,11 @@
-"""StableAdamW's per-tensor update clipping (trainer/update_clipping.py) against a NumPy
+"""StableAdamW's per-tensor update clipping (trainer/pretraining/update_clipping.py) against a NumPy
 reference: explicit gradients, then compiled `fit` steps with and without accumulation."""
 
 import keras
 import numpy as np
 import pytest
 
-from trainer.optimization import build_optimizer
+from trainer.pretraining.optimization import build_optimizer
 
 B1, B2, EPS, WD = 0.9, 0.98, 1e-6, 0.1
 

@@ -26,9 +26,9 @@ import keras
 import numpy as np
 
 from common.errors import UserError
-from trainer import plan as plans
 from trainer.backends.runtime import Runtime, StrategyError, has_tpu
-from trainer.data import GRAIN, PipelineShare
+from trainer.data.splits import GRAIN, PipelineShare
+from trainer.pretraining import plan as plans
 
 _CLUSTER_ENV = "KERAS_DISTRIBUTION_JOB_ADDRESSES"
 

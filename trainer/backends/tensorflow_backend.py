@@ -7,10 +7,10 @@ import functools
 
 import tensorflow as tf
 
-from trainer import plan as plans
 from trainer.backends import tensorflow_strategy as strategies
 from trainer.backends.runtime import Runtime
-from trainer.data import PipelineShare
+from trainer.data.splits import PipelineShare
+from trainer.pretraining import plan as plans
 
 
 def _share(context: tf.distribute.InputContext) -> PipelineShare:

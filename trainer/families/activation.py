@@ -54,7 +54,7 @@ def without(backbone_config: dict) -> dict:
 def set_in(backbone, name: str) -> int:
     """Makes every encoder layer's feed-forward compute `name`; returns how many changed.
     Keras' Dense applies `self.activation` at each call, so the built functional graph
-    computes the new one (as `trainer.model.fuse_attention` relies on for dropout)."""
+    computes the new one (as `trainer.models.model.fuse_attention` relies on for dropout)."""
     import keras
 
     function = (

@@ -7,7 +7,7 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 
-from trainer import pretrain_recipe
+from trainer.pretraining import pretrain_recipe
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Family:
     # (named when a keras-hub preset holds no masked-LM head).
     hub_checkpoint: str
     # The keras-hub tokenizer class (a preset's tokenizer.json "registered_name") and the
-    # `tokenizers` model kind it converts to (trainer/keras_hub_presets.py); () for none.
+    # `tokenizers` model kind it converts to (trainer/models/keras_hub_presets.py); () for none.
     preset_tokenizer: tuple[str, str] | tuple[()]
     # Separator tokens between the two texts of a pair: `<s> A </s></s> B </s>` (RoBERTa)
     # or `[CLS] A [SEP] B [SEP]` (BERT).
@@ -58,13 +58,13 @@ class Family:
     # Backbone arguments taken from the tokenizer's special-token ids (role -> id).
     token_args: Callable[[dict], dict] = lambda ids: {}  # noqa: E731
     # True where the backbone picks its own attention kernel (no Keras MultiHeadAttention
-    # whose dropout `trainer.model.fuse_attention` drops to reach the fused kernel).
+    # whose dropout `trainer.models.model.fuse_attention` drops to reach the fused kernel).
     own_attention: bool = False
     # True where the embedding may hold more rows than the tokenizer has tokens (ModernBERT
     # pads its vocabulary to a multiple of 64; the spare rows are never an input).
     spare_embeddings: bool = False
     # Backbone arguments a --extend_context restart may change besides the sequence length
-    # (trainer/context_extension.py); () where the family cannot be extended.
+    # (trainer/pretraining/context_extension.py); () where the family cannot be extended.
     context_extension_args: tuple[str, ...] = ()
 
     def fits_tokenizer(self, backbone_config: dict, tokens: int) -> bool:
@@ -73,8 +73,9 @@ class Family:
         return tokens <= rows if self.spare_embeddings else tokens == rows
 
     # Defaults of pretraining flags this family trains best with (its published recipe), e.g.
-    # {"mlm_probability": 0.3, "schedule": "wsd"}: only flags of trainer/pretrain_recipe.py,
-    # which applies them where the command line and the resumed run leave a flag open.
+    # {"mlm_probability": 0.3, "schedule": "wsd"}: only flags of
+    # trainer/pretraining/pretrain_recipe.py, which applies them where the command line and the
+    # resumed run leave a flag open.
     pretraining_recipe: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):

@@ -2,7 +2,7 @@
 
 base/large are RoBERTa-base/large (and BERT's); tiny/small are for tests, the demo and CPU
 benchmarks. `--model` chooses one; `--config` overrides single fields, within the bounds
-`Shape` declares (trainer/model.py check_overrides).
+`Shape` declares (trainer/models/model.py check_overrides).
 """
 
 from __future__ import annotations

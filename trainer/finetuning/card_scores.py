@@ -21,8 +21,8 @@ import tempfile
 
 from common import fs
 from common.errors import UserError
-from trainer import model_card
 from trainer.finetuning import auto_rate, glue, task_kinds
+from trainer.release import model_card
 
 FORMAT_FOLDERS = ("keras-hub", "hf")
 # The Hub's metric ids (evaluate's names), so the Hub's leaderboards read them.

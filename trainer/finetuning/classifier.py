@@ -1,6 +1,6 @@
 """The family's keras-hub TextClassifier on a pretrained backbone, or on fresh weights.
 
-The pretrained backbone is read once (any layout `trainer.model_source.resolve` accepts);
+The pretrained backbone is read once (any layout `trainer.models.model_source.resolve` accepts);
 each seed then builds a new backbone from the same config and copies those weights in, so
 seeds do not share state. `--from_scratch` builds the same architecture and skips the copy:
 the reference that shows what pretraining bought. The head (keras-hub's: pooled first token,
@@ -19,9 +19,10 @@ import copy
 import keras
 
 from common.errors import UserError
-from trainer import families, model, model_source
+from trainer import families
 from trainer.finetuning import pooling, task_kinds
-from trainer.optimization import build_optimizer
+from trainer.models import model, model_source
+from trainer.pretraining.optimization import build_optimizer
 
 # Classifier dropout, as BERT and RoBERTa fine-tune (keras-hub's RoBERTa head defaults to 0).
 HEAD_DROPOUT = 0.1
@@ -75,8 +76,8 @@ class PretrainedBackbone:
         self, num_outputs: int, seed: int, precision: str = "fp32", fused_attention: bool = False
     ):
         """A new classifier (`num_outputs` logits; 1 for regression) seeded with `seed`, with
-        the devices' settings (`trainer.plan.DeviceSettings`, as pretraining builds its model):
-        the backbone in `precision`, the head in float32, attention without its dropout when
+        the devices' settings (`trainer.pretraining.plan.DeviceSettings`, as pretraining builds its
+        model): the backbone in `precision`, the head in float32, attention without its dropout when
         `fused_attention`."""
         keras.utils.set_random_seed(seed)
         # The policy passed, not set process-wide: nothing else built later inherits it.
@@ -103,7 +104,7 @@ def float32_head(classifier) -> None:
     them, would carry bf16's 8 bits of mantissa; Keras' advice for mixed precision is a
     float32 last layer. The head is small (hidden x hidden, hidden x classes per example):
     float32 costs nothing measurable, as the LM head's fix does not for pretraining's far
-    larger projection (trainer/model.py bf16_lm_head). Each layer's compute dtype is read at
+    larger projection (trainer/models/model.py bf16_lm_head). Each layer's compute dtype is read at
     call time, so the built model follows; its inputs are cast to float32 there."""
     for layer in classifier.layers:
         if layer is not classifier.backbone and not isinstance(layer, keras.layers.InputLayer):

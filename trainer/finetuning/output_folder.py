@@ -1,6 +1,6 @@
 """What a fine-tuning run finds in its output folder from an earlier one, and removes.
 
-The chief holds the folder's lock (trainer/folder_lock.py) while it runs, so no other run
+The chief holds the folder's lock (trainer/run_folder/folder_lock.py) while it runs, so no other run
 writes there meanwhile; before its first seed it deletes the earlier run's results.json (a
 killed run must not leave an old file that a reader trusts as its own) and its TensorBoard
 logs (`logs/seed-N`: new event files beside old ones would show two runs as one curve).

@@ -19,7 +19,8 @@ import posixpath
 
 from common import fs
 from common.errors import UserError
-from trainer import baseline, card_facts, model_card, run_dir
+from trainer.release import baseline, card_facts, model_card
+from trainer.run_folder import run_dir
 
 # Below 3x the baseline a run is taken to be on (or near) the plateau. Measured on the demo's
 # corpus (docs/finetuning.md): a tiny model at 2.4x (8.4 % vs 3.4 %) fine-tuned far worse than

@@ -1,5 +1,5 @@
 """The fine-tuning recipe a model gets when the flags do not say: by its size, as pretraining
-picks its peak rate by size (`trainer.plan.DEFAULT_LEARNING_RATES`).
+picks its peak rate by size (`trainer.pretraining.plan.DEFAULT_LEARNING_RATES`).
 
 GLUE's recipes (cramming's one recipe for a task of your own files, MosaicBERT's per GLUE
 task) were set for base-sized models. The tiny and small models one machine pretrains need

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.trainer.families.modernbert_data import logits_beside_transformers
-from trainer import init_from, model
+from trainer.models import init_from, model
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

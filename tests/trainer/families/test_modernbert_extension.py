@@ -18,7 +18,8 @@ from tests.trainer.mlm_data import (
     write_split,
 )
 from tests.trainer.test_preemption import same_on_every_backend
-from trainer import model_source, task
+from trainer.models import model_source
+from trainer.pretraining import task
 
 pytestmark = pytest.mark.slow  # four tiny trainings (~10 s each)
 

@@ -9,7 +9,9 @@ import pytest
 
 from tests.trainer.families.modernbert_data import logits_beside_transformers
 from tests.trainer.mlm_data import task_args
-from trainer import export, init_from, model, model_source, task
+from trainer.models import init_from, model, model_source
+from trainer.pretraining import task
+from trainer.release import export
 
 pytestmark = pytest.mark.slow  # a training run and an export (~15 s per backend)
 
@@ -114,7 +116,7 @@ def test_sigkill_mid_interval_then_restart_matches_the_uninterrupted_run(run, co
 
 def test_fine_tunes_through_trainer_finetune(run, tmp_path):
     from tests.trainer import finetune_data as fd
-    from trainer import finetune
+    from trainer.finetuning import finetune
 
     train = fd.write(tmp_path / "train.jsonl", fd.examples(64, 0, True, False))
     dev = fd.write(tmp_path / "dev.jsonl", fd.examples(32, 1, True, False))

@@ -6,7 +6,7 @@ docs/prepare.md), then cuts the stream into rows of `max_length` (beam_pipelines
 So inside a row a new document starts at every cls/bos token (`separator_id`), and a row may
 begin with the end of a document cut off by the previous row (no cls there: it is the row's
 first document, positions from 0, its true offset lost). Masking never selects a special token
-nor draws one as a random replacement (trainer/masking.py), so the cls tokens are still in
+nor draws one as a random replacement (trainer/data/masking.py), so the cls tokens are still in
 the masked ids the model sees.
 
 Everything here is a dense op on fixed shapes (a cumulative sum and a sorted search), so it

@@ -62,7 +62,7 @@ class ModernBertMaskedLMHead(keras.layers.Layer):
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class ModernBertMaskedLM(keras_hub.models.MaskedLM):
     """ModernBERT for masked language modelling (no preprocessor: the trainer masks inside
-    its compiled step, trainer/masking.py).
+    its compiled step, trainer/data/masking.py).
 
     Args:
         backbone: a `ModernBertBackbone`.

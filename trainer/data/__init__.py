@@ -1,0 +1,3 @@
+"""Pretraining input: `splits` (validated shard lists, the per-host pipelines), `data_order`
+(the seeded order both pipelines follow), `data_tf` (tf.data, TensorFlow backend), `data_grain`
+(grain, JAX without TensorFlow) and `masking` (inside the compiled train step)."""

@@ -1,0 +1,261 @@
+"""What a pretraining run is made of before it trains: the flags resolved against the saved
+run, the data and tokenizer, the backbone's configuration, the plan, run_config.json, and the
+checks a restart must pass (trainer/pretraining/task.py runs it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+
+from common import fs, manifest, prepared_dir, tokenizer_files
+from common.errors import UserError
+from trainer import families
+from trainer.data import splits as data
+from trainer.data.masking import MaskingSpec
+from trainer.models import init_from, model
+from trainer.pretraining import context_extension, pretrain_recipe
+from trainer.pretraining import plan as plans
+from trainer.pretraining.config import TrainConfig
+from trainer.release import push
+from trainer.run_folder import run_dir
+
+
+class RunConfigError(UserError):
+    """output_dir holds a run that the current flags cannot continue."""
+
+
+def write_run_files(run, run_config: dict, tokenizer_dir: str) -> None:
+    """run_config.json (atomically) and a copy of the tokenizer files."""
+    fs.write_json(run.run_config, run_config)
+    tokenizer_files.copy(tokenizer_dir, run.tokenizer_dir)
+
+
+def remove_orphans(run) -> None:
+    """Temporary files of writes that a kill interrupted (local folders only: an object
+    upload leaves none). Only one process writes a run folder, so none of these is live."""
+    if not fs.is_remote(run.root):
+        temps = fs.TEMP_PREFIX + "*"
+        fs.delete(fs.glob_in(run.root, "*/" + temps) + fs.glob_in(run.root, temps))
+
+
+def tokenizer_of(train_data: str) -> str:
+    """The tokenizer folder recorded in the training split's manifest (prepare writes it)."""
+    if not fs.exists(prepared_dir.manifest_path(train_data.rstrip("/"))):
+        raise RunConfigError(
+            f"{train_data} has no manifest naming its tokenizer (legacy-format "
+            "shards?); pass --tokenizer."
+        )
+    path = manifest.read_manifest(train_data, check_shards=False).tokenizer.get("path")
+    if not path:
+        raise RunConfigError(f"{train_data} does not name its tokenizer; pass --tokenizer.")
+    return path
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """The tokenizer (loaded once) and the validated splits."""
+
+    tokenizer: object
+    info: tokenizer_files.TokenizerInfo
+    train: data.SplitSource
+    eval: data.SplitSource
+    # The step at which the training data's stream starts (after a --extend_context restart:
+    # the step the longer data took over; trainer/pretraining/context_extension.py).
+    data_start_step: int = 0
+
+
+def load_inputs(config: TrainConfig) -> Inputs:
+    tokenizer, info = tokenizer_files.load(config.tokenizer)  # a bad folder: one line
+    train_source = data.resolve_split(config.train_data, info, config.max_length)
+    eval_source = data.resolve_split(config.eval_data, info, train_source.max_length)
+    data.check_one_prepare_run(train_source, eval_source)
+    return Inputs(tokenizer, info, train_source, eval_source)
+
+
+def check_backend(config: TrainConfig) -> str:
+    """The backend Keras runs, if --backend asks for no other."""
+    backend = keras.backend.backend()
+    if config.backend not in (None, backend):
+        raise RunConfigError(
+            f"--backend {config.backend}, but Keras was already imported with "
+            f"{backend}; pass --backend on the command line."
+        )
+    return backend
+
+
+def resolve(config: TrainConfig, saved: dict | None) -> TrainConfig:
+    """A copy of `config` with what the flags left open filled in: the backend Keras runs,
+    the tokenizer the manifest names, the learning rate of the size (or of the saved run)."""
+    backend = check_backend(config)
+    return dataclasses.replace(
+        config,
+        backend=backend,
+        tokenizer=config.tokenizer or tokenizer_of(config.train_data),
+        learning_rate=plans.learning_rate(
+            config.learning_rate, config.model, saved, continued=bool(config.init_from)
+        ),
+    )
+
+
+def resolved(config: TrainConfig, trained: dict | None):
+    """(`resolve`d config with the family of --init_from and every recipe flag chosen
+    (trainer/pretraining/pretrain_recipe.py), the checked `Initial` or None)."""
+    config, initial = initial_model(resolve(config, trained))
+    recipe = families.get(config.family).pretraining_recipe
+    return pretrain_recipe.apply(config, recipe, trained), initial
+
+
+def initial_model(config: TrainConfig):
+    """With --init_from: (config with the checkpoint's family, the checked `Initial`)."""
+    if not config.init_from:
+        return config, None
+    initial = init_from.resolve(config.init_from)
+    return dataclasses.replace(config, family=initial.family), initial
+
+
+def backbone_of(config, inputs: Inputs, initial) -> dict:
+    """The checkpoint's backbone (once the data is known to fit it), or one of the size."""
+    ids = inputs.info.special_token_ids
+    if initial is None:
+        return model.backbone_config(
+            config.family,
+            config.model,
+            inputs.info.vocab_size,
+            inputs.train.max_length,
+            config.config,
+            ids,
+        )
+    init_from.check_tokenizer(initial, inputs.info, config.tokenizer)
+    init_from.check_length(initial, inputs.train.max_length)
+    return {**initial.backbone_config, **families.get(initial.family).token_args(ids)}
+
+
+def masking_spec(config, inputs: Inputs) -> MaskingSpec:
+    info = inputs.info
+    tables = {}
+    if config.masking == "whole_word":
+        ends, mid = tokenizer_files.unit_tables(inputs.tokenizer)
+        tables = dict(
+            word_starts=tuple(tokenizer_files.word_starts(inputs.tokenizer)),
+            unit_ends=tuple(ends),
+            mid_character=tuple(mid),
+        )
+    return MaskingSpec(
+        info.vocab_size,
+        info.mask_id,
+        tuple(info.all_special_ids),
+        rate=config.mlm_probability,
+        masking=config.masking,
+        **tables,
+    )
+
+
+def run_config_of(config, runtime, inputs, plan, backbone, global_batch, initial) -> dict:
+    """run_config.json of this attempt (its `attempts` and data start are added later)."""
+    run_config = {
+        **config.to_dict(),
+        "family": config.family,
+        "size": config.model,
+        "init_from": None,
+        "backbone_config": backbone,
+        "max_length": inputs.train.max_length,
+        "tokenizer": inputs.info.to_dict(),
+        "seed": config.seed,
+        "precision": runtime.device.precision,
+        "total_steps": plan.total_steps,
+        "warmup_steps": plan.warmup_steps,
+        "decay_start_step": plan.decay_start,
+        "decay_num_steps": plan.decay_steps,
+        "global_batch_size": global_batch,
+        "replicas": runtime.replicas,
+        "grad_accum_steps": config.grad_accum_steps,
+        "input_pipelines": runtime.num_pipelines,
+        "train_data_digest": inputs.train.digest,
+        "jit_compile": runtime.device.jit,
+        "fused_attention": runtime.device.fused_attention,
+    }
+    if initial is not None:
+        run_config.update(size="from --init_from", init_from=initial.record())
+    return run_config
+
+
+def check_continuation(config, saved, trained, run_config: dict, where: str) -> None:
+    """Refuses a restart that changes a fixed setting of the saved run (trainer/pretraining/plan.py
+    FIXED), except what --extend_context may change."""
+    plans.check_continuation(
+        extension_view(config, saved, trained, run_config, where), run_config, where
+    )
+
+
+def data_start(config, saved, run_config: dict, start_step: int, inputs: Inputs) -> Inputs:
+    """Records where the training data's stream starts (and what an extension changed);
+    returns the inputs that read from there."""
+    run_config["data_start_step"] = context_extension.data_start_step(saved, run_config, start_step)
+    changed = context_extension.changes(saved, run_config) if config.extend_context else None
+    if changed:
+        run_config["context_extension"] = changed
+    return dataclasses.replace(inputs, data_start_step=run_config["data_start_step"])
+
+
+def extension_view(config, saved, trained, run_config, where: str):
+    """The saved run as a restart must match it: under --extend_context, with the settings an
+    extension may change taken from this attempt (trainer/pretraining/context_extension.py)."""
+    if not config.extend_context:
+        return saved
+    if trained is None:
+        raise plans.PlanError(
+            f"--extend_context: {where} holds no trained run to extend; start it without the flag"
+        )
+    return context_extension.allowed(saved, run_config, families.get(config.family), where)
+
+
+def check_resume(saved, plan, start_step: int, where: str, config) -> None:
+    """The restored step against the plan: not past the total, not past a --decay_from_step
+    the run did not decay from."""
+    plans.check_start(start_step, plan.total_steps, where)
+    plans.check_decay_start(saved, plan, start_step, where, config.decay_from_step)
+
+
+def plan_of(config, runtime, inputs, trained) -> tuple:
+    """(global batch, plan): examples per optimizer update (Keras' own steps are
+    micro-batches, ours are updates) and the steps of this attempt."""
+    plans.check_accumulation(runtime.backend, runtime.replicas, config.grad_accum_steps)
+    global_batch = config.per_replica_batch_size * runtime.replicas * config.grad_accum_steps
+    total_steps = config.train_steps or config.epochs * (inputs.train.num_examples // global_batch)
+    if total_steps < 1:
+        raise data.DataError(
+            f"{config.train_data} holds fewer examples than one global batch of {global_batch}."
+        )
+    plan = plans.make_plan(
+        total_steps,
+        config.save_every,
+        config.eval_every,
+        runtime.device.steps_per_execution,
+        config.warmup_ratio,
+        trained,
+        plans.DecayFlags(config.decay_ratio, config.decay_from_step, config.decay_steps)
+        if config.schedule == "wsd"
+        else None,
+    )
+    return global_batch, plan
+
+
+def check_hosts_agree(runtime, run_files, saved, run_config) -> None:
+    """Every process of a pod sees the same run (see `plan.check_hosts_agree`): compared
+    before the first collective, which is the restore of the backup."""
+    weights = run_files.backups() + run_files.checkpoints()
+    newest = max((run_dir.step_of(path) or 0 for path in weights), default=0)
+    plans.check_hosts_agree(
+        runtime.gather,
+        newest,
+        {"saved": saved, "now": run_config, "weights": [fs.basename(p) for p in weights]},
+    )
+
+
+def check_push(config) -> None:
+    """With --push_to, credentials must exist (on every host: any may be the chief): fail
+    now, not after training."""
+    if config.push_target:
+        push.check_credentials(config.push_target)

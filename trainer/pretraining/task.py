@@ -1,0 +1,331 @@
+"""Command line: pretrain a masked language model on prepared shards.
+
+    python -m trainer.task --train_data gs://b/data/train --eval_data gs://b/data/validation \\
+        --tokenizer gs://b/tokenizer --output_dir gs://b/runs/r1 --model base \\
+        --strategy tpu --tpu local --per_replica_batch_size 32 --train_steps 100000
+
+The same flags run on TensorFlow or JAX (`--backend`, or KERAS_BACKEND; trainer/backends/ holds
+all that differs). Rerunning the same command after a preemption resumes at the last
+backed-up step. Output
+layout (the contract with trainer/release/export.py): run_config.json, tokenizer/,
+checkpoints/ckpt-{step:08d}.weights.h5, backup/, logs/, history.json, metrics.json.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from common import fs, schema
+from common.errors import run_cli
+from trainer import backends, families
+from trainer.data import splits as data
+from trainer.models import init_from, model
+from trainer.pretraining import callbacks as cb
+from trainer.pretraining import checkpoints, run_setup
+from trainer.pretraining import plan as plans
+from trainer.pretraining.config import TrainConfig, parse_args
+from trainer.pretraining.optimization import build_optimizer, update_count
+from trainer.pretraining.train_step import MaskedLMTrainer
+from trainer.release import export
+from trainer.run_folder import attempts, folder_lock
+from trainer.run_folder.run_dir import RunDir
+from trainer.startup import quiet
+
+
+def _build(config, runtime, spec, backbone, plan):
+    """The compiled trainer model with a built optimizer (ready for `restore_state`)."""
+    keras.mixed_precision.set_dtype_policy(model.dtype_policy(runtime.device.precision))
+    with runtime.scope():
+        keras.utils.set_random_seed(config.seed)
+        masked_lm = model.build_masked_lm(config.family, backbone)
+        model.bf16_lm_head(masked_lm)  # a no-op in float32
+        if runtime.device.fused_attention:
+            model.fuse_attention(masked_lm)
+        trainer_model = MaskedLMTrainer(
+            masked_lm, spec, seed=config.seed, eval_seed=config.eval_seed
+        )
+        # Any length builds the weights; a family without a position table has no most.
+        length = families.get(config.family).max_positions(backbone) or 1
+        dummy = {name: keras.ops.ones((1, length), "int32") for name in schema.FEATURES}
+        with quiet.harmless_lines_hidden():
+            trainer_model(dummy)  # build the weights (eagerly)
+        optimizer = build_optimizer(
+            config.learning_rate,
+            plan.total_steps,
+            plan.warmup_steps,
+            config.weight_decay,
+            config.adam_beta1,
+            config.adam_beta2,
+            config.adam_epsilon,
+            config.clip_norm,
+            config.grad_accum_steps,
+            plan.decay,
+            config.update_clipping == "on",
+        )
+        trainer_model.compile(
+            optimizer=optimizer,
+            jit_compile=runtime.device.jit,
+            steps_per_execution=plan.steps_per_execution * config.grad_accum_steps,
+        )
+        optimizer.build(trainer_model.trainable_variables)  # so a backup can load into it
+    return trainer_model, masked_lm
+
+
+def run(config: TrainConfig, extra_callbacks=()) -> dict:
+    """Trains (or resumes) as `config` says; returns the final metrics. The chief holds the
+    run folder's lock from before it reads the saved run until it returns."""
+    with backends.errors_end_pod_processes():
+        run_setup.check_backend(config)
+        runtime = backends.setup(config)
+        with folder_lock.held(config, runtime.chief) as lock:
+            return _train(config, runtime, lock, extra_callbacks)
+
+
+def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
+    run_files = RunDir(config.output_dir)
+    saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
+    # The saved plan binds only a run that has trained: a start killed before its first
+    # backup is planned afresh from today's flags (warmup, default learning rate).
+    trained = saved if checkpoints.has_trained(run_files) else None
+    config, initial = run_setup.resolved(config, trained)
+    run_setup.check_push(config)
+    inputs = run_setup.load_inputs(config)
+    global_batch, plan = run_setup.plan_of(config, runtime, inputs, trained)
+    total_steps = plan.total_steps
+    backbone = run_setup.backbone_of(config, inputs, initial)
+    run_config = run_setup.run_config_of(
+        config, runtime, inputs, plan, backbone, global_batch, initial
+    )
+    run_setup.check_hosts_agree(runtime, run_files, saved, run_config)
+    run_setup.check_continuation(config, saved, trained, run_config, run_files.root)
+    trainer_model, masked_lm = _build(
+        config, runtime, run_setup.masking_spec(config, inputs), backbone, plan
+    )
+    start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
+    if initial is not None and start_step == 0:  # a restart resumes the run, not the model
+        init_from.load_into(masked_lm, initial)
+    run_setup.check_resume(saved, plan, start_step, run_files.root, config)
+    inputs = run_setup.data_start(config, saved, run_config, start_step, inputs)
+    if runtime.chief:  # only once every check passed: a refused command changes no file
+        run_setup.remove_orphans(run_files)
+        run_config["attempts"] = attempts.history(saved, run_config, start_step)
+        run_setup.write_run_files(run_files, run_config, config.tokenizer)
+    if replanned := plans.warmup_change(trained, plan):
+        print(replanned)
+    if start_step == total_steps:
+        return finished_metrics(
+            run_files,
+            total_steps,
+            global_batch,
+            runtime.chief,
+            lambda: _evaluate(config, runtime, trainer_model, inputs),
+        )
+    _recompile_for(start_step, plan, trainer_model, config, runtime)
+    with data.replaced_splits_named(inputs.train, inputs.eval):
+        log = _fit(
+            config,
+            runtime,
+            trainer_model,
+            masked_lm,
+            plan,
+            start_step,
+            run_files,
+            inputs,
+            global_batch,
+            [folder_lock.LockKept(lock)],
+            extra_callbacks,
+        )
+    # The optimizer's own count, not the configured total: what the weights really saw.
+    steps_done = update_count(trainer_model.optimizer)
+    metrics = final_metrics(log.history, log.rates, steps_done, global_batch)
+    if runtime.chief:
+        fs.write_json(run_files.metrics, metrics)
+    return _published(config, run_files, runtime.chief, metrics)
+
+
+def _recompile_for(start_step, plan, trainer_model, config, runtime) -> None:
+    """Steps per call that divide this attempt's intervals (an earlier attempt may have
+    used other intervals)."""
+    execution = plan.steps_per_execution_from(start_step)
+    if execution != plan.steps_per_execution:
+        trainer_model.compile(
+            optimizer=trainer_model.optimizer,
+            jit_compile=runtime.device.jit,
+            steps_per_execution=execution * config.grad_accum_steps,
+        )
+
+
+def _published(config, run_files, chief: bool, metrics: dict) -> dict:
+    """With --push_to, the chief exports the run it just finished (with its model card) to
+    {output_dir}/export/ and pushes it; returns `metrics` unchanged. (A rerun of a finished
+    run pushes nothing: `python -m trainer.export --checkpoint OUTPUT_DIR --push_to ...`.)"""
+    if chief and config.push_to:
+        _, pushed = export.export_and_push(run_files.root, run_files.export_dir, "all", config)
+        for fmt, where in pushed.items():
+            print(f"pushed the {fmt} export to {where}")
+    return metrics
+
+
+def _callbacks(config, runtime, masked_lm, plan, run_files, guards_and_log) -> list:
+    """The run's callbacks in their order: the non-finite stop first (a NaN interval
+    reaches none of the writers), the guards and the log, the writers, then the
+    preemption stop (a stop at an interval end follows the writers)."""
+    chief = runtime.chief
+    callbacks = [
+        cb.StopOnNonFiniteLoss(),
+        cb.DeterministicDropout(config.seed),
+        *guards_and_log,
+        cb.StepCheckpoints(
+            run_files,
+            masked_lm,
+            config.save_every,
+            plan.total_steps,
+            config.keep_checkpoints,
+            chief=chief,
+        ),
+        cb.StateBackup(run_files, config.save_every, plan.total_steps, chief=chief),
+    ]
+    if runtime.preemption_sync:
+        callbacks.append(
+            cb.PreemptionSync(
+                runtime.preemption_sync, run_files, config.save_every, plan.total_steps, chief
+            )
+        )
+    return callbacks
+
+
+def _fit(
+    config,
+    runtime,
+    trainer_model,
+    masked_lm,
+    plan,
+    start_step,
+    run_files,
+    inputs,
+    global_batch,
+    guards,
+    extra_callbacks,
+):
+    """Runs the `fit` calls of `plan.segments`; returns the TrainingLog. `guards` run at an
+    interval end before anything of it is written."""
+    log = cb.TrainingLog(
+        run_files, global_batch, cb.read_history(run_files.history, start_step), chief=runtime.chief
+    )
+    callbacks = _callbacks(config, runtime, masked_lm, plan, run_files, [*guards, log])
+    callbacks.extend(extra_callbacks)
+    batch_size = runtime.pipeline_batch_size(config.per_replica_batch_size)
+    eval_batches = runtime.distribute(
+        data.eval_dataset_fn(inputs.eval, batch_size, config.max_eval_batches)
+    )
+    eval_steps = _eval_steps(config, runtime, inputs)
+    micro = config.grad_accum_steps
+    for first_step, intervals, length in plan.segments(start_step):
+        train_batches = runtime.distribute(
+            data.train_dataset_fn(
+                inputs.train,
+                batch_size,
+                config.seed,
+                first_step - inputs.data_start_step,
+                config.shuffle_buffer_size,
+                micro,
+            )
+        )
+        trainer_model.fit(
+            train_batches,
+            epochs=intervals,
+            steps_per_epoch=length * micro,
+            validation_data=eval_batches,
+            validation_steps=eval_steps,
+            validation_freq=plan.eval_epochs(first_step, intervals, length),
+            callbacks=callbacks,
+            verbose=config.verbose,
+            shuffle=False,
+        )  # data_order shuffles; Keras would warn it cannot
+    return log
+
+
+def finished_metrics(run_files, total_steps: int, global_batch: int, chief: bool, evaluate) -> dict:
+    """metrics.json of a run whose backup is at the total. Rebuilt from history.json if a kill
+    came between the last backup and its writing, or if the total was lowered to the backed-up
+    step: then that step may never have been evaluated, and `evaluate()` is run first."""
+    if fs.exists(run_files.metrics):
+        print(f"{run_files.root} already finished {total_steps} steps; nothing to do.")
+        return fs.read_json(run_files.metrics)
+    history = cb.read_history(run_files.history, total_steps)
+    if not history or history[-1]["step"] != total_steps:
+        raise run_setup.RunConfigError(
+            f"{run_files.history} has no entry for step {total_steps}, the "
+            "backed-up step; pass a larger --train_steps to go on training."
+        )
+    if "eval_loss" in history[-1]:
+        print(f"{run_files.root} already finished {total_steps} steps; nothing to do.")
+    else:
+        print(
+            f"{run_files.root} already trained {total_steps} steps, the new --train_steps; "
+            "evaluating the last step to finish the run."
+        )
+        history[-1].update(evaluate())
+        if chief:
+            fs.write_json(run_files.history, history)
+    metrics = final_metrics(
+        history, [e["examples_per_second"] for e in history], total_steps, global_batch
+    )
+    if chief:
+        fs.write_json(run_files.metrics, metrics)
+    return metrics
+
+
+def _evaluate(config, runtime, trainer_model, inputs) -> dict:
+    """The restored model on the evaluation split, as `fit` evaluates it (eval_* names)."""
+    batches = runtime.distribute(
+        data.eval_dataset_fn(
+            inputs.eval,
+            runtime.pipeline_batch_size(config.per_replica_batch_size),
+            config.max_eval_batches,
+        )
+    )
+    with data.replaced_splits_named(inputs.train, inputs.eval):
+        logs = trainer_model.evaluate(
+            batches, steps=_eval_steps(config, runtime, inputs), verbose=0, return_dict=True
+        )
+    return {"eval_" + name: float(value) for name, value in logs.items()}
+
+
+def _eval_steps(config, runtime, inputs) -> int | None:
+    """Keras counts a tf.data pass itself (its cardinality is asserted); a grain one it cannot."""
+    if runtime.backend != "jax":
+        return None
+    share = data.PipelineShare(runtime.pipeline_id, runtime.num_pipelines, runtime.batches_per_step)
+    batch_size = runtime.pipeline_batch_size(config.per_replica_batch_size)
+    return data.eval_steps(inputs.eval, batch_size, config.max_eval_batches, share)
+
+
+def final_metrics(history: list, rates: list, steps: int, global_batch: int) -> dict:
+    """The last evaluation, the last training interval, and the steady examples/s (the first
+    interval of a process includes compilation, so it is left out when there are others)."""
+    last_eval = next(e for e in reversed(history) if "eval_loss" in e)
+    last = history[-1]
+    steady = rates[1:] or rates
+    return {
+        "eval_loss": last_eval["eval_loss"],
+        "eval_accuracy": last_eval["eval_accuracy"],
+        "eval_perplexity": last_eval["eval_perplexity"],
+        "train_loss": last["loss"],
+        "train_accuracy": last["accuracy"],
+        "train_perplexity": last["perplexity"],
+        "steps": steps,
+        "examples": steps * global_batch,
+        "examples_per_second": sum(steady) / len(steady),
+    }
+
+
+def main(argv=None) -> int:
+    """Entry point; bad data, tokenizer or device is one line on stderr and exit status 2."""
+    config = parse_args(argv)
+
+    def body():
+        metrics = run(config)
+        print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
+
+    return run_cli(body, argv)

@@ -1,0 +1,118 @@
+"""The Keras model that trains a keras-hub MaskedLM on raw token batches, on any backend.
+
+`fit` feeds it `{input_ids, attention_mask, step, row}` straight from the shards (`step` and
+`row`, per example the batch's step and the example's place in the global batch, come from
+the input pipeline: `trainer.data`); `call` masks them inside the compiled step with keys from
+(seed, step, row) and runs the MaskedLM on the fixed-size `mask_positions`, so the vocabulary
+projection only runs on the ~15 % masked slots. Evaluation batches carry no `step`: their
+masks are keyed by each row's tokens, so every evaluation of every run scores the same masks.
+
+Keras' own train and test steps do the rest (`compute_loss`, `compute_metrics` are the only
+overrides), so one class serves TensorFlow (tf.function + XLA, tf.distribute) and JAX (jit,
+keras.distribution) alike. The step and row travel with the data rather than being read from
+`optimizer.iterations` because under JAX the forward pass is a stateless function of the
+model's own variables only.
+
+Example:
+    >>> masked_lm = build_masked_lm("roberta", config)
+    >>> model = MaskedLMTrainer(masked_lm, MaskingSpec(vocab_size, mask_id, special_ids))
+    >>> model.compile(optimizer=build_optimizer(...), jit_compile=True)
+    >>> model.fit(train_batches, validation_data=eval_batches, steps_per_epoch=1000)
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from common import schema
+from trainer import families
+from trainer.data.data_order import ROW, STEP  # the keys a training batch has besides FEATURES
+from trainer.data.masking import MaskingSpec, content_keys, mask_tokens, train_keys
+
+
+class Perplexity(keras.metrics.Mean):
+    """exp(mean masked-token cross-entropy); `Mean` of the loss, exponentiated on read
+    (keras_hub's Perplexity would recompute the loss from the logits)."""
+
+    def result(self):
+        return ops.exp(super().result())
+
+
+class MaskedLMTrainer(keras.Model):
+    """Wraps a keras-hub `RobertaMaskedLM`/`BertMaskedLM`; masks inside the compiled step.
+
+    Args:
+        masked_lm: the keras-hub task (no preprocessor); its weights are what gets saved.
+        spec: a `MaskingSpec` (vocabulary size, special ids, rates).
+        seed: masking seed for training (combined with step and row).
+        eval_seed: masking seed for evaluation (combined with each row's tokens).
+    """
+
+    def __init__(
+        self, masked_lm, spec: MaskingSpec, seed: int = 0, eval_seed: int = 1234, **kwargs
+    ):
+        super().__init__(**kwargs)
+        self.masked_lm = masked_lm
+        self.spec = spec
+        self.mask_seed = seed
+        self.eval_seed = eval_seed
+        self.family = families.of_model(masked_lm)
+        # A Loss object: under tf.distribute it scales by 1/replicas as Keras expects.
+        self._cross_entropy = keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight"
+        )
+        self.accuracy = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+        self.perplexity = Perplexity(name="perplexity")
+
+    def mask(self, inputs: dict) -> dict:
+        """The masked batch: training keys when the batch carries its step, else content."""
+        ids = ops.cast(inputs[schema.INPUT_IDS], "int32")
+        if STEP in inputs:
+            keys = train_keys(self.mask_seed, ops.cast(inputs[STEP], "int32"), inputs[ROW])
+        else:
+            keys = content_keys(self.eval_seed, ids)
+        return mask_tokens(ids, inputs[schema.ATTENTION_MASK], keys, self.spec)
+
+    def call(self, inputs, training=False):
+        """`{logits, mask_ids, mask_weights}` at the masked slots of a raw batch."""
+        masked = self.mask(inputs)
+        features = self.family.inputs(
+            masked["token_ids"], masked["padding_mask"], masked["mask_positions"], ops.zeros_like
+        )
+        logits = self.masked_lm(features, training=training)
+        return {
+            "logits": ops.cast(logits, "float32"),
+            "mask_ids": masked["mask_ids"],
+            "mask_weights": masked["mask_weights"],
+        }
+
+    def outside_vocabulary(self, x):
+        """Whether the batch holds an id the model has no row for (data that lies).
+
+        Such ids must make the loss NaN on every backend, so that the run stops
+        (callbacks.StopOnNonFiniteLoss): left alone, an out-of-range target scored 0.0 on JAX
+        (its sparse cross-entropy multiplies the log-probabilities by `one_hot(target)`,
+        all zeros for such a target, and XLA turns that product into a select that drops
+        the NaN logits), and TensorFlow's XLA clamps an out-of-range embedding lookup."""
+        ids = x[schema.INPUT_IDS]
+        return ops.any(ops.logical_or(ids < 0, ids >= self.spec.vocab_size))
+
+    def _poisoned(self, x, loss):
+        return ops.where(self.outside_vocabulary(x), float("nan"), loss)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        loss = self._cross_entropy(
+            y_pred["mask_ids"], y_pred["logits"], sample_weight=y_pred["mask_weights"]
+        )
+        return self._poisoned(x, loss)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        weights = y_pred["mask_weights"]
+        per_slot = keras.losses.sparse_categorical_crossentropy(
+            y_pred["mask_ids"], y_pred["logits"], from_logits=True
+        )
+        loss = self._poisoned(x, ops.sum(per_slot * weights) / ops.maximum(ops.sum(weights), 1.0))
+        self.perplexity.update_state(loss)
+        self.accuracy.update_state(y_pred["mask_ids"], y_pred["logits"], sample_weight=weights)
+        return self.get_metrics_result()

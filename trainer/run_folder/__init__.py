@@ -1,0 +1,2 @@
+"""A run folder's files: `run_dir` (every file's name and how it is written), `folder_lock`
+(one run per folder; `lock_flags` its flags) and `attempts` (one record per start or restart)."""
