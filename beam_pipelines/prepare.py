@@ -314,8 +314,9 @@ def _launch(options: PipelineOptions, settings, tokenizer_info, tasks, args) -> 
         run_id,
         runner,
         takeover=flags.takeover_lock,
-        timeout_hours=flags.lock_timeout_hours,
-        ended=commit.run_ended(flags.output_dir),
+        stale=run_lock.StaleRule(
+            flags.lock_timeout_hours, ended=commit.run_ended(flags.output_dir)
+        ),
     )
     try:
         if "Dataflow" in runner:

@@ -11,6 +11,7 @@ within a round. Prints each variant's median ms per step against float32's.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 
@@ -33,20 +34,25 @@ VARIANTS = {
 }
 
 
-def compiled_step(
-    size: str,
-    length: int,
-    batch: int,
-    vocab: int,
-    policy: str,
-    fused: bool,
-    overrides: dict | None = None,
-    family: str = "roberta",
-    ids=None,
-    rate: float = 0.15,
-):
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """A model and batch to time: size, sequence length, batch, vocabulary, family, backbone
+    overrides and masking rate."""
+
+    size: str
+    length: int
+    batch: int
+    vocab: int
+    family: str = "roberta"
+    overrides: dict | None = None
+    rate: float = 0.15
+
+
+def compiled_step(shape: Shape, policy: str, fused: bool, ids=None):
     """(Keras' jitted train step, its state, a batch) of a fresh model. `ids`: the batch's
-    token ids (default random words, one document per row); `rate`: the masking rate."""
+    token ids (default random words, one document per row)."""
+    size, length, batch, vocab = shape.size, shape.length, shape.batch, shape.vocab
+    family, overrides, rate = shape.family, shape.overrides, shape.rate
     keras.mixed_precision.set_dtype_policy(policy)
     keras.utils.set_random_seed(0)
     config = model.backbone_config(family, size, vocab, length, overrides, SPECIAL_IDS)
@@ -86,16 +92,9 @@ def attention_kernel(length: int = 128, family: str = "roberta") -> str:
     fused attention, one layer (ModernBERT: two, a global and a local one): cuDNN's fused
     kernel (`__cudnn$fmha` custom calls, forward and backward) or not. Keras picks cuDNN
     when it can and falls back to XLA without a word otherwise."""
-    step, state, data = compiled_step(
-        "base",
-        length,
-        2,
-        1000,
-        "mixed_bfloat16",
-        True,
-        {"num_layers": 2 if family == "modernbert" else 1},
-        family,
-    )
+    layers = {"num_layers": 2 if family == "modernbert" else 1}
+    shape = Shape("base", length, 2, 1000, family, layers)
+    step, state, data = compiled_step(shape, "mixed_bfloat16", True)
     text = step.lower(state, data).compile().as_text().lower()
     calls = sum("cudnn$fmha" in line for line in text.splitlines())
     return (
@@ -125,7 +124,7 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
     built = {
-        name: list(compiled_step(args.size, args.length, args.batch, args.vocab, *how))
+        name: list(compiled_step(Shape(args.size, args.length, args.batch, args.vocab), *how))
         for name, how in VARIANTS.items()
     }
     seconds = {name: [] for name in VARIANTS}

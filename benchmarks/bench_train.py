@@ -8,7 +8,7 @@ examples/s of the compiled train step (masking + forward + backward + AdamW, bat
 memory, through `fit`) for the tiny and small sizes, then the JAX/TensorFlow ratio. Also each
 backend's input pipeline alone (read, shuffle, batch, vectorised parse: tf.data for TensorFlow,
 grain without TensorFlow for JAX; the same batches) in batches/s, and its ratio to that
-backend's step rate (issue 33 asks the input to run at least 10x the step). When an
+backend's step rate (the input should run at least 10x the step). When an
 accelerator is visible the child also trains `base` in bf16 and prints tokens/s, model FLOPs
 and MFU.
 """

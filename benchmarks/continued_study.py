@@ -1,4 +1,4 @@
-"""Issue 35's evidence for `--init_from`: continue the demo's exported model on a second corpus
+"""The evidence for `--init_from`: continue the demo's exported model on a second corpus
 of different text (the machine's English manual pages) and compare it with the demo model
 as it is and with training from scratch for the same steps (docs/training.md, "Continue from an
 existing model", has the commands and the table).

@@ -55,17 +55,10 @@ def build(args) -> dict:
         rng = np.random.default_rng(0)
         ids = synthetic.packed_rows(rng, batch, length, args.vocab, max(8, length // 4))
         for family in FAMILIES:
-            step, state, data = accel_paths.compiled_step(
-                args.size,
-                length,
-                batch,
-                args.vocab,
-                "float32",
-                False,
-                family=family,
-                ids=ids,
-                rate=shapes.MASK_RATE[family],
+            shape = accel_paths.Shape(
+                args.size, length, batch, args.vocab, family, rate=shapes.MASK_RATE[family]
             )
+            step, state, data = accel_paths.compiled_step(shape, "float32", False, ids)
             state = accel_paths.time_steps(step, state, data, 1)[1]  # compiles
             built[family, length] = [step, state, data]
     return built

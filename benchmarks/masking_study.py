@@ -1,4 +1,4 @@
-"""The masking study behind the pretraining defaults (issue 32 item 5; docs/finetuning.md,
+"""The masking study behind the pretraining defaults (docs/finetuning.md,
 "Masking recipe, measured"): each masking variant pretrained for the same number of steps with
 `make demo`'s recipe, then fine-tuned on the demo's downstream task with the same seeds.
 

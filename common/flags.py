@@ -91,30 +91,23 @@ def unknown_argument(unknown: list[str], known: list[str]) -> str:
     return f"unknown argument {name}{hint}"
 
 
-def flag(
-    help: str,
-    default=None,
-    aliases=(),
-    choices=None,
-    required=False,
-    minimum=None,
-    maximum=None,
-    greater_than=None,
-    less_than=None,
-):
-    """A dataclass field that is also a command-line flag; `minimum` and `maximum` are
-    inclusive bounds, `greater_than` and `less_than` exclusive ones (a rate that must not be 0,
-    a beta that must stay below 1); `out_of_bounds` checks them (a flag left at None is not
-    checked)."""
+BOUNDS = ("minimum", "maximum", "greater_than", "less_than")
+
+
+def flag(help: str, default=None, aliases=(), choices=None, required=False, **bounds):
+    """A dataclass field that is also a command-line flag. `bounds` are among BOUNDS:
+    `minimum` and `maximum` inclusive, `greater_than` and `less_than` exclusive (a rate that
+    must not be 0, a beta that must stay below 1); `out_of_bounds` checks them (a flag left at
+    None is not checked)."""
+    unknown = sorted(set(bounds) - set(BOUNDS))
+    if unknown:
+        raise TypeError(f"flag() takes bounds among {BOUNDS}, not {unknown}")
     meta = dict(
         help=help,
         aliases=tuple(aliases),
         choices=choices,
         required=required,
-        minimum=minimum,
-        maximum=maximum,
-        greater_than=greater_than,
-        less_than=less_than,
+        **{name: bounds.get(name) for name in BOUNDS},
     )
     return dataclasses.field(default=default, metadata=meta)
 

@@ -25,6 +25,7 @@ lock was taken over never commits.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -32,6 +33,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from common import lock_store, prepared_dir
 from common.errors import UserError
@@ -113,8 +115,20 @@ def _same_machine(lock: dict) -> bool:
     return all(mine) and (lock.get("boot_id"), lock.get("pid_ns")) == mine
 
 
-def stale_reason(lock: dict, timeout_hours: float, ended, job_state) -> str | None:
+@dataclasses.dataclass(frozen=True)
+class StaleRule:
+    """When a lock's holder counts as gone: its heartbeat older than `timeout_hours`, its run
+    `ended(run_id)` (a committed prepare run), or its Dataflow job in a final state
+    (`job_state(lock)`; None: ask Dataflow)."""
+
+    timeout_hours: float = 1.0
+    ended: Callable[[str], bool] = lambda run_id: False
+    job_state: Callable | None = None
+
+
+def stale_reason(lock: dict, rule: StaleRule) -> str | None:
     """Why `lock` no longer protects a live run, or None while its run may be alive."""
+    timeout_hours, ended, job_state = rule.timeout_hours, rule.ended, rule.job_state
     if ended(lock.get("run_id", "")):
         return "that run has ended"
     if lock.get("job_id"):
@@ -165,25 +179,18 @@ def acquire(
     runner: str,
     *,
     takeover: bool = False,
-    timeout_hours: float = 1.0,
-    ended=lambda run_id: False,
-    job_state=None,
+    stale: StaleRule = StaleRule(),
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     kind: str = PREPARE,
 ) -> HeldLock:
     """Takes the folder for `run_id` (a `kind` of run), or raises LockedError naming the
-    holder. `job_state(lock)` gives the state of the Dataflow job a lock names (None:
-    unknown)."""
+    holder; a holder that `stale` judges gone is taken over with a warning."""
     path, mine = prepared_dir.lock_path(output_dir), _new_record(run_id, runner, kind)
-    job_state = job_state or dataflow_job_state
+    stale = dataclasses.replace(stale, job_state=stale.job_state or dataflow_job_state)
     for _ in range(3):  # another try only when someone changed the lock meanwhile
         held, version = _load(path)
         if held is not None:
-            reason = (
-                "--takeover_lock"
-                if takeover
-                else stale_reason(held, timeout_hours, ended, job_state)
-            )
+            reason = "--takeover_lock" if takeover else stale_reason(held, stale)
             if reason is None:
                 raise LockedError(_describe(output_dir, held))
             print(

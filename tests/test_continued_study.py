@@ -1,4 +1,4 @@
-"""Issue 35's evidence script (benchmarks/continued_study.py): the manual-page corpus and its
+"""The evidence script (benchmarks/continued_study.py): the manual-page corpus and its
 section task never leak the label through the page header, keep a page on one side of the
 split and balance the sections; the report reads each run's last evaluation and refuses
 swapped folders. No training here: run folders are written as trainer.task leaves them."""

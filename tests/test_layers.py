@@ -1,7 +1,8 @@
 """The packages' shape, as docs/development.md draws it: no import cycle among our modules
 (imports inside functions count: hiding a cycle there is still a cycle), `common/` imports
 neither half, the trainer imports nothing from `beam_pipelines/`, no production function over
-60 lines, and the keyed hashes (BLAKE2b, splitmix64) only where their bits are the contract."""
+60 lines nor module over 450, trainer/'s rooms import only rooms below them, and the keyed hashes
+(BLAKE2b, splitmix64) only where their bits are the contract."""
 
 import ast
 import pathlib
@@ -9,6 +10,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("common", "beam_pipelines", "trainer")
 MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 450
 # The modules that may compute a keyed hash: its bits decide shards, dedup and splits, so a
 # second copy elsewhere could drift from them. Each entry says why it is one.
 HASH_HOMES = {
@@ -109,6 +111,15 @@ def test_no_production_function_over_60_lines():
     assert long == []
 
 
+def test_no_production_module_over_450_lines():
+    long = [
+        f"{path.relative_to(ROOT)}: {len(path.read_text(encoding='utf-8').splitlines())}"
+        for path, _ in _modules().values()
+        if len(path.read_text(encoding="utf-8").splitlines()) > MAX_MODULE_LINES
+    ]
+    assert long == []
+
+
 def keyed_hashes(tree) -> list[str]:
     """Where a module computes BLAKE2b (`hashlib.blake2b`, or `blake2b` imported from
     hashlib) or uses a splitmix64 constant: by what the code does, not what it is named."""
@@ -171,3 +182,52 @@ def test_tf_distribute_code_lives_in_the_backend_room():
         and node.value.id == "tf"
     )
     assert outside == []
+
+
+# trainer/'s rooms, bottom up (trainer/__init__.py): a room imports only rooms below it. The
+# pretraining run itself (its command and setup) sits on top: it exports and pushes at its end.
+ROOMS = (
+    "startup",
+    "run_folder",
+    "families",
+    "data",
+    "backends",
+    "models",
+    "pretraining",
+    "release",
+    "finetuning",
+)
+RUN_ON_TOP = {"trainer.pretraining.task", "trainer.pretraining.run_setup"}
+
+
+def _floor(module: str) -> int | None:
+    """The module's floor in ROOMS (the run and the launchers above them all), or None."""
+    parts = module.split(".")
+    if parts[0] != "trainer" or len(parts) < 2:
+        return None
+    if module in RUN_ON_TOP or parts[1] not in ROOMS:
+        return len(ROOMS) + (parts[1] not in ROOMS)  # the run, then the launchers
+    return ROOMS.index(parts[1])
+
+
+def upward_imports(edges) -> list[str]:
+    return sorted(
+        f"{m} -> {d}"
+        for m, deps in edges.items()
+        for d in deps
+        if _floor(m) is not None and _floor(d) is not None and _floor(d) > _floor(m)
+    )
+
+
+def test_each_room_imports_only_rooms_below_it():
+    """Nothing that runs before or during training imports release/ (export, card, push)."""
+    edges = import_edges(_modules())
+    assert upward_imports(edges) == []
+    rooms = {p.name for p in (ROOT / "trainer").iterdir() if (p / "__init__.py").exists()}
+    assert rooms == set(ROOMS)  # a new room takes its floor here
+
+
+def test_the_room_check_sees_an_upward_import():
+    edges = {"trainer.models.init_from": {"trainer.release.export"}, "trainer.task": set()}
+    assert upward_imports(edges) == ["trainer.models.init_from -> trainer.release.export"]
+    assert upward_imports({"trainer.pretraining.task": {"trainer.release.export"}}) == []

@@ -1,5 +1,5 @@
-"""The Makefile hands every value a user gives to the commands intact, as text (issue 22 item
-17): a space, a quote, `;`, `$(...)`, backticks or make's own `$(shell ...)` in a value never
+"""The Makefile hands every value a user gives to the commands intact, as text:
+a space, a quote, `;`, `$(...)`, backticks or make's own `$(shell ...)` in a value never
 runs anything. Each target runs for real with a stand-in Python that records its arguments."""
 
 import json

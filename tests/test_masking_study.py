@@ -1,4 +1,4 @@
-"""benchmarks/masking_study.py (issue 32 item 5): the variants it accepts, the table it prints
+"""benchmarks/masking_study.py: the variants it accepts, the table it prints
 and that it reuses finished runs. No training here: the runs are written as files in the shape
 trainer.task and trainer.finetune write them."""
 

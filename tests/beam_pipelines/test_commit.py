@@ -384,7 +384,7 @@ def test_a_corrupt_tokenizer_folder_is_one_line(tmp_path, corpus_texts, bpe_toke
 def test_a_refusal_whose_dead_letters_hold_line_separators_is_one_line(
     tmp_path, bpe_tokenizer_dir, capsys
 ):
-    """Issue 22 item 13: U+2028, U+0085, ... are legal inside a JSON string; the dead-letter
+    """U+2028, U+0085, ... are legal inside a JSON string; the dead-letter
     JSONL is split on "\\n" only (splitlines() split there and the commit crashed)."""
     src = tmp_path / "c.jsonl"
     odd = "a\u2028b\u2029c\u0085d\x0be\x0cf\x1cg\x1dh\x1ei"
@@ -415,7 +415,7 @@ def test_top_reasons_streams_and_counts_every_line(tmp_path):
 def test_a_planted_manifest_never_makes_the_clean_up_delete_elsewhere(
     tmp_path, corpus_texts, bpe_tokenizer_dir
 ):
-    """Issue 22 item 2: only bare shard names of our own manifests are deleted."""
+    """Only bare shard names of our own manifests are deleted."""
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:40])
     out = tmp_path / "out"
     assert prepare.run(_args(src, bpe_tokenizer_dir, out)) == 0
@@ -486,7 +486,7 @@ def test_hf_split_names_are_checked_before_any_download(tmp_path, bpe_tokenizer_
 def test_sigterm_mid_run_cleans_up_and_leaves_the_previous_output(
     tmp_path, corpus_texts, bpe_tokenizer_dir
 ):
-    """Issue 22 item 16: SIGTERM (kill, timeout, CI) once shards are being written, the lock
+    """SIGTERM (kill, timeout, CI) once shards are being written, the lock
     held and the spill folder full: every clean-up runs, the exit says SIGTERM, the previous
     output stays. Before, the spill, progress and Beam folders stayed in TMPDIR, OUT/_LOCK too."""
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:150])
@@ -522,7 +522,7 @@ def _plant_leftovers(out, run_id):
 
 
 def test_a_committed_run_sweeps_what_dead_runs_left(tmp_path, corpus_texts, bpe_tokenizer_dir):
-    """Issue 22 item 16: Beam temp folders and run-record temp files of killed runs stayed
+    """Beam temp folders and run-record temp files of killed runs stayed
     forever; the next committed run deletes them (names with no run id stay)."""
     src = write_jsonl(tmp_path / "c.jsonl", corpus_texts[:150])
     out = tmp_path / "out"

@@ -314,7 +314,7 @@ def test_a_prepare_run_drops_invisible_copies(tmp_path, corpus_texts, bpe_tokeni
 
 
 def test_a_text_in_many_copies_is_decided_in_bounded_memory(tmp_path, monkeypatch):
-    """Issue 22 item 18: a key with N copies put N records in one key range. Each sorted run
+    """A key with N copies put N records in one key range. Each sorted run
     now holds one record per text and split (the first place, and how many copies it stands
     for), so a range holds at most runs x splits records of a text; the decisions and counts
     stay exact."""

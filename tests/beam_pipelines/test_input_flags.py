@@ -1,4 +1,4 @@
-"""--input on the launcher (issue 22 item 17): a folder is refused at once with the glob to
+"""--input on the launcher: a folder is refused at once with the glob to
 give instead; a glob with no folder part matches in the current folder."""
 
 import json

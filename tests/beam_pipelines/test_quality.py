@@ -339,7 +339,7 @@ def _over_bound(texts, sep="\n"):
 
 
 def test_a_large_document_gets_the_decision_of_the_whole(monkeypatch, corpus_texts):
-    """Issue 22 item 18: documents over JUDGED_CHARS are judged on a sample; it gives the
+    """Documents over JUDGED_CHARS are judged on a sample; it gives the
     decision the whole text gets, for prose of every script and each degenerate kind."""
     config = quality.QualityConfig()
     prose = corpus_texts + multilingual.documents("en", 500, seed=2)
@@ -372,7 +372,7 @@ def test_documents_under_the_bound_are_judged_whole(corpus_texts):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_memory_per_document_is_bounded(lang):
-    """Issue 22 item 18: an 11 MB document took +186 MB (English) / +426 MB (Chinese) to
+    """An 11 MB document took +186 MB (English) / +426 MB (Chinese) to
     judge; the sample bounds it (5 / 31 MB at any size; docs/prepare.md)."""
     import tracemalloc
 

@@ -55,7 +55,7 @@ def test_two_takeovers_of_a_stale_lock_one_wins(where, monkeypatch):
 
     def after_read():
         # The second launcher read the stale lock, then waits until the first took it
-        # over; it then decides on what it read (the slow launcher of issue 22).
+        # over; it then decides on what it read (a slow launcher).
         if threading.current_thread().name == "second" and not second_read.is_set():
             second_read.set()
             first_done.wait(10)
@@ -130,10 +130,10 @@ def test_the_heartbeat_keeps_a_long_run_live(where, capsys):
     with held.heartbeat():
         threading.Event().wait(3)  # longer than --lock_timeout_hours below
         with pytest.raises(run_lock.LockedError, match=RUN_A):
-            run_lock.acquire(out, RUN_B, "FnApiRunner", timeout_hours=2 / 3600)
+            run_lock.acquire(out, RUN_B, "FnApiRunner", stale=run_lock.StaleRule(2 / 3600))
     _rewrite(out, pid=None)  # the heartbeat stopped: only its age is left to judge by
     threading.Event().wait(2.5)
-    run_lock.acquire(out, RUN_B, "FnApiRunner", timeout_hours=2 / 3600)
+    run_lock.acquire(out, RUN_B, "FnApiRunner", stale=run_lock.StaleRule(2 / 3600))
     assert "last heartbeat" in capsys.readouterr().err
 
 
@@ -150,9 +150,11 @@ def test_a_running_dataflow_job_keeps_its_lock(where, capsys):
         return "RUNNING"
 
     with pytest.raises(run_lock.LockedError, match="2026-11-24_01_02_03-123"):
-        run_lock.acquire(out, RUN_B, "FnApiRunner", job_state=running)
+        run_lock.acquire(out, RUN_B, "FnApiRunner", stale=run_lock.StaleRule(job_state=running))
     assert seen == [("2026-11-24_01_02_03-123", "proj", "europe-west4")]
-    run_lock.acquire(out, RUN_B, "FnApiRunner", job_state=lambda lock: "FAILED")
+    run_lock.acquire(
+        out, RUN_B, "FnApiRunner", stale=run_lock.StaleRule(job_state=lambda lock: "FAILED")
+    )
     assert "FAILED" in capsys.readouterr().err
     assert run_lock.read(out)["run_id"] == RUN_B
 

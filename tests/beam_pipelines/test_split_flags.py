@@ -154,7 +154,7 @@ def test_object_names_are_normalised(path, same):
 def test_a_local_run_hashes_each_document_for_its_split_once(
     tmp_path, corpus_texts, bpe_tokenizer_dir, monkeypatch
 ):
-    """Issue 21 item 4: the split is chosen once, right after the read, and travels with the
+    """The split is chosen once, right after the read, and travels with the
     document; the local dedups' second and third reads take it from the first read's
     records. Before, every step (and every reread) hashed the text again."""
     from common import manifest, splits

@@ -1,4 +1,4 @@
-"""Every path a user gives is a name, never a pattern (issue 22 item 12): `[`, `*`, `?`."""
+"""Every path a user gives is a name, never a pattern: `[`, `*`, `?`."""
 
 import pytest
 

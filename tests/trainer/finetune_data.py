@@ -56,7 +56,7 @@ def export_preset(root, family: str) -> str:
 def run_folder(root, family: str, masked_accuracy: float) -> str:
     """A training output folder: one checkpoint at step 10 whose metrics.json records
     `masked_accuracy`, with real shard folders for the unigram baseline."""
-    from trainer.pretraining.checkpoints import publish
+    from trainer.models.checkpoints import publish
 
     run = root / f"{family}-run"
     info = mlm_data.make_tokenizer(run / "tokenizer")

@@ -35,8 +35,9 @@ import keras  # noqa: E402
 
 from common import fs  # noqa: E402
 from common.errors import run_cli  # noqa: E402
-from trainer.pretraining import checkpoints, task  # noqa: E402
-from trainer.pretraining.optimization import update_count  # noqa: E402
+from trainer.models import checkpoints  # noqa: E402
+from trainer.models.checkpoints import update_count  # noqa: E402
+from trainer.pretraining import task  # noqa: E402
 
 _count: dict = {}
 

@@ -131,7 +131,7 @@ def preempt_at(step):
     as a preemption between two intervals would stop the process."""
     import keras
 
-    from trainer.pretraining.optimization import update_count
+    from trainer.models.checkpoints import update_count
 
     class _Callback(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):

@@ -20,7 +20,7 @@ import keras
 import numpy as np
 
 from trainer import backends
-from trainer.pretraining.optimization import build_optimizer
+from trainer.pretraining.optimization import AdamWSettings, build_optimizer
 
 TOKENS, VOCAB, WIDTH, PER_BATCH = 6, 10, 4, 8  # the global batch; two replicas get 4 rows each
 
@@ -57,7 +57,7 @@ def update(clip: float, scope=None) -> dict:
 
     with scope() if scope else contextlib.nullcontext():
         model = _model()
-        optimizer = build_optimizer(0.1, 10, 0, clip_norm=clip)
+        optimizer = build_optimizer(0.1, 10, 0, AdamWSettings(clip_norm=clip))
         model.compile(optimizer=optimizer, loss="mse", jit_compile=False)
         x, y = batch()
         model.fit(x, y, batch_size=PER_BATCH, epochs=1, shuffle=False, verbose=0)

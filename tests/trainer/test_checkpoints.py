@@ -14,9 +14,8 @@ import pytest
 
 from common import fs, tokenizer_files
 from tests.support.full_disk import FullDiskFile
-from trainer.models import model_source
+from trainer.models import checkpoints, model_source
 from trainer.models.model import backbone_config, build_masked_lm
-from trainer.pretraining import checkpoints
 from trainer.run_folder.run_dir import RunDir
 
 MAX_LENGTH = 32

@@ -1,6 +1,6 @@
 """The trainer's flags through the real entry point (`task.main`): values that cannot work are
-one line on stderr and exit status 2, before any file is read or written (issue 31, items
-16-19). Every case here stops at parse time, so each costs milliseconds."""
+one line on stderr and exit status 2, before any file is read or written.
+Every case here stops at parse time, so each costs milliseconds."""
 
 import json
 import os

@@ -225,7 +225,7 @@ def _replace_split_at(step: int, split_dir: str, old_shards: list, info, keep_ma
     `keep_manifest`) commits other shards there, as a prepare rerun into the folder would."""
     import keras
 
-    from trainer.pretraining.optimization import update_count
+    from trainer.models.checkpoints import update_count
 
     class Replace(keras.callbacks.Callback):
         done = False

@@ -393,7 +393,7 @@ TORCH_SIDE_ONCE = pytest.mark.skipif(
 @TORCH_SIDE_ONCE
 @pytest.mark.parametrize("family", FAMILIES)
 def test_hf_export_fine_tunes_in_transformers_sequence_classification(exported, family):
-    """The other path users take (issue 32 item 4): AutoModelForSequenceClassification on the
+    """The other path users take: AutoModelForSequenceClassification on the
     export misses only the new head, keeps every encoder weight, and a few steps train it."""
     case = exported[family]
     path = case["paths"]["hf"]

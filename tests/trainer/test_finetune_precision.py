@@ -13,11 +13,11 @@ import pytest
 
 from common import flags
 from tests.trainer import finetune_data as fd
+from trainer.backends import devices
 from trainer.finetuning import finetune
 from trainer.finetuning.classifier import PretrainedBackbone, compile_for
 from trainer.models import model_source
 from trainer.pretraining import config as train_config
-from trainer.pretraining import plan as plans
 from trainer.startup import device_flags
 
 
@@ -73,7 +73,7 @@ def test_bf16_fine_tunes_near_fp32_and_a_cpu_stays_fp32_by_default(export, tmp_p
 @pytest.fixture
 def on_a_gpu(monkeypatch):
     """`device_settings` told that the devices are a GPU (each backend passes `on_gpu`)."""
-    original = plans.device_settings
+    original = devices.device_settings
     signature = inspect.signature(original)
 
     def pretended(*args, **kwargs):
@@ -81,7 +81,7 @@ def on_a_gpu(monkeypatch):
         bound.arguments["on_gpu"] = True
         return original(*bound.args, **bound.kwargs)
 
-    monkeypatch.setattr(plans, "device_settings", pretended)
+    monkeypatch.setattr(devices, "device_settings", pretended)
 
 
 def _flags(*extra):

@@ -1,4 +1,4 @@
-"""One training run per --output_dir (issue 31 item 2): the chief holds the run folder's lock
+"""One training run per --output_dir: the chief holds the run folder's lock
 (common/run_lock.py, the prepare pipeline's) from before it reads the saved run until it
 exits; a second trainer is refused in one line, a dead holder's lock is taken over."""
 

@@ -1,5 +1,5 @@
 """Splits of one prepared output committed by different prepare runs (a rerun cut short
-between its manifest writes, issue 31 item 9) are refused in one line, before any file of the
+between its manifest writes) are refused in one line, before any file of the
 run folder is written; splits of different outputs are the user's choice."""
 
 import json

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from trainer.pretraining.optimization import WarmupLinearDecay, build_optimizer
+from trainer.pretraining.optimization import AdamWSettings, WarmupLinearDecay, build_optimizer
 
 
 def test_schedule_warms_up_then_decays_linearly_to_zero():
@@ -26,7 +26,9 @@ def test_no_weight_decay_on_biases_and_layer_norm():
     variables = [dense.kernel, dense.bias, norm.gamma, norm.beta]
     for v in variables:
         v.assign(np.ones(v.shape, "float32"))
-    optimizer = build_optimizer(0.1, total_steps=10, warmup_steps=0, weight_decay=0.5)
+    optimizer = build_optimizer(
+        0.1, total_steps=10, warmup_steps=0, adamw=AdamWSettings(weight_decay=0.5)
+    )
     optimizer.apply_gradients([(np.zeros(v.shape, "float32"), v) for v in variables])
     kernel, bias, gamma, beta = (keras.ops.convert_to_numpy(v) for v in variables)
     np.testing.assert_allclose(kernel, 1 - 0.1 * 0.5)  # decoupled decay: lr * wd * w
@@ -35,9 +37,11 @@ def test_no_weight_decay_on_biases_and_layer_norm():
 
 
 def test_gradients_are_clipped_by_global_norm():
-    optimizer = build_optimizer(1e-3, total_steps=10, warmup_steps=1, clip_norm=1.0)
+    optimizer = build_optimizer(
+        1e-3, total_steps=10, warmup_steps=1, adamw=AdamWSettings(clip_norm=1.0)
+    )
     assert optimizer.global_clipnorm == pytest.approx(1.0)
-    assert build_optimizer(1e-3, 10, 1, clip_norm=0).global_clipnorm is None
+    assert build_optimizer(1e-3, 10, 1, AdamWSettings(clip_norm=0)).global_clipnorm is None
 
 
 def test_the_schedule_counts_updates_when_keras_counts_micro_batches():

@@ -83,7 +83,7 @@ def _errors(result) -> list[str]:
 def test_sigterm_stops_every_host_at_one_step_a_lost_host_ends_the_other_in_one_line(
     corpus, pod_run, tmp_path
 ):
-    """Issue 31 items 3 and 4, one pod run through four attempts (pod starts are slow):
+    """One pod run through four attempts (pod starts are slow):
 
     1. SIGTERM on host 1 at step 25: jax.distributed's preemption notifier takes it from the
        handler of common/errors.py (before: host 1 logged "SIGTERM caught" and both trained

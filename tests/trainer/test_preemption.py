@@ -149,7 +149,7 @@ def test_extending_train_steps_replans_the_decay_without_a_second_warmup(
         (["--train_steps", "80"], "already trained 120 steps"),
         (["--train_steps", "120", "--seed", "7"], "flag: --seed"),
         (["--train_steps", "120", "--per_replica_batch_size", "8"], "global_batch_size"),
-        # The data order and the objective from the resume step on (issue 22 item 10).
+        # The data order and the objective from the resume step on.
         (["--train_steps", "160", "--shuffle_buffer_size", "100"], "flag: --shuffle_buffer_size"),
         (["--train_steps", "160", "--masking", "span"], "flag: --masking"),
         (["--train_steps", "160", "--mlm_probability", "0.2"], "flag: --mlm_probability"),
@@ -278,7 +278,7 @@ def test_a_non_chief_process_writes_nothing(corpus, tmp_path, monkeypatch):
 
 
 def test_sigterm_mid_save_removes_the_temporary_weights(corpus, tmp_path):
-    """Issue 22 item 16: SIGTERM while a checkpoint's weights sit in a temporary file: the
+    """SIGTERM while a checkpoint's weights sit in a temporary file: the
     run exits with 143 and leaves nothing in TMPDIR (before, the full weights file stayed)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -307,7 +307,7 @@ def test_sigterm_mid_save_removes_the_temporary_weights(corpus, tmp_path):
 
 @same_on_every_backend
 def test_a_preemption_sync_point_backs_up_its_step_then_stops(corpus, tmp_path, monkeypatch):
-    """Issue 31 item 3, the callback on one process (the pod test sends the real SIGTERM and
+    """The callback on one process (the pod test sends the real SIGTERM and
     resumes to the uninterrupted weights): the sync point reached mid-interval writes the
     backup of that step; reached at an interval's last call, the stop waits for the step's
     history, checkpoint and backup; each attempt stops like a SIGTERM."""

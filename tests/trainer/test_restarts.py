@@ -1,4 +1,4 @@
-"""Restarts whose flags change the plan (issue 22): a start killed before any step, a total
+"""Restarts whose flags change the plan: a start killed before any step, a total
 lowered into the warmup, a total equal to the backed-up step, and impossible step counts."""
 
 import json

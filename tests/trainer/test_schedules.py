@@ -9,6 +9,7 @@ import pytest
 
 from tests.trainer.mlm_data import task_args
 from trainer import families
+from trainer.families import recipe_flags
 from trainer.pretraining import pretrain_recipe, task
 from trainer.pretraining.config import parse_args
 from trainer.pretraining.optimization import WarmupLinearDecay, build_optimizer
@@ -121,9 +122,7 @@ def test_a_flag_wins_then_the_resumed_run_then_the_family_recipe_then_the_defaul
     assert (resumed.schedule, resumed.adam_beta2, resumed.update_clipping) == ("linear", 0.95, "on")
     # Without a recipe every value is today's default: existing runs train as before.
     plain = pretrain_recipe.apply(plain_flags(tmp_path), {}, None)
-    assert {
-        name: getattr(plain, name) for name in pretrain_recipe.FLAGS
-    } == pretrain_recipe.DEFAULTS
+    assert {name: getattr(plain, name) for name in recipe_flags.FLAGS} == recipe_flags.DEFAULTS
     with pytest.raises(ValueError, match="--mlm_probability must be in"):  # a recipe's too
         pretrain_recipe.apply(plain_flags(tmp_path), {"mlm_probability": 2.0}, None)
 

@@ -1,11 +1,11 @@
-"""StableAdamW's per-tensor update clipping (trainer/pretraining/update_clipping.py) against a NumPy
+"""StableAdamW's per-tensor update clipping (trainer/backends/update_clipping.py) against a NumPy
 reference: explicit gradients, then compiled `fit` steps with and without accumulation."""
 
 import keras
 import numpy as np
 import pytest
 
-from trainer.pretraining.optimization import build_optimizer
+from trainer.pretraining.optimization import AdamWSettings, build_optimizer
 
 B1, B2, EPS, WD = 0.9, 0.98, 1e-6, 0.1
 
@@ -50,13 +50,8 @@ def _optimizer(clip: bool, accumulation: int = 1):
         1e-2,
         10_000,
         0,
-        WD,
-        B1,
-        B2,
-        EPS,
-        clip_norm=0,
+        AdamWSettings(WD, B1, B2, EPS, clip_norm=0, update_clipping=clip),
         grad_accum_steps=accumulation,
-        update_clipping=clip,
     )
     return optimizer
 

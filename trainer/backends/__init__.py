@@ -30,12 +30,12 @@ def setup(config) -> Runtime:
 
 def adamw_class() -> type:
     """The trainer's AdamW, both with the update-clipping option
-    (trainer/pretraining/update_clipping.py): on TensorFlow Keras' AdamW that clips the replicas'
+    (trainer/backends/update_clipping.py): on TensorFlow Keras' AdamW that clips the replicas'
     summed gradient (`tensorflow_optimizer.py`: Keras clips each replica's share), on JAX Keras'
     own (its step computes the global batch's gradient, so the clip is global already)."""
     if keras.backend.backend() == "tensorflow":
         return importlib.import_module("trainer.backends.tensorflow_optimizer").AdamW
-    return importlib.import_module("trainer.pretraining.update_clipping").AdamW
+    return importlib.import_module("trainer.backends.update_clipping").AdamW
 
 
 def model_replicas(model) -> int:

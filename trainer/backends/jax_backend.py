@@ -28,7 +28,6 @@ import numpy as np
 from common.errors import UserError
 from trainer.backends.runtime import Runtime, StrategyError, has_tpu
 from trainer.data.splits import GRAIN, PipelineShare
-from trainer.pretraining import plan as plans
 
 _CLUSTER_ENV = "KERAS_DISTRIBUTION_JOB_ADDRESSES"
 
@@ -178,7 +177,7 @@ def setup(config) -> Runtime:
     )
     local = sum(d.process_index == jax.process_index() for d in devices)
     on_tpu = platform == "tpu"
-    device = plans.device_settings(
+    device = devices.device_settings(
         config.precision,
         config.jit_compile,
         config.steps_per_execution,

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 
 from common.errors import UserError
-from trainer.pretraining.plan import DeviceSettings
+from trainer.backends.devices import DeviceSettings
 
 
 class StrategyError(UserError):

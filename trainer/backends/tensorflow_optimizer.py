@@ -22,7 +22,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from trainer.pretraining.update_clipping import UpdateClipping
+from trainer.backends.update_clipping import UpdateClipping
 
 
 def _replica_context_to_sum():
@@ -37,7 +37,7 @@ def _replica_context_to_sum():
 @keras.saving.register_keras_serializable(package="trainer")
 class AdamW(UpdateClipping, keras.optimizers.AdamW):
     """Keras' AdamW whose clipping acts on the all-reduced (global) gradient, with the
-    update-clipping option (trainer/pretraining/update_clipping.py)."""
+    update-clipping option (trainer/backends/update_clipping.py)."""
 
     def _clip_gradients(self, grads):
         context = _replica_context_to_sum()

@@ -7,7 +7,7 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 
-from trainer.pretraining import pretrain_recipe
+from trainer.families import recipe_flags
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,13 +73,13 @@ class Family:
         return tokens <= rows if self.spare_embeddings else tokens == rows
 
     # Defaults of pretraining flags this family trains best with (its published recipe), e.g.
-    # {"mlm_probability": 0.3, "schedule": "wsd"}: only flags of
-    # trainer/pretraining/pretrain_recipe.py, which applies them where the command line and the
-    # resumed run leave a flag open.
+    # {"mlm_probability": 0.3, "schedule": "wsd"}: only flags of trainer/families/recipe_flags.py;
+    # trainer/pretraining/pretrain_recipe.py applies them where the command line and the resumed
+    # run leave a flag open.
     pretraining_recipe: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
-        pretrain_recipe.check(self.name, self.pretraining_recipe)
+        recipe_flags.check(self.name, self.pretraining_recipe)
 
     def weight_table(self, num_layers: int) -> list[tuple]:
         """The mapping rows of one model, with layer indices and prefixes filled in."""

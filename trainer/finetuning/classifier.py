@@ -22,7 +22,7 @@ from common.errors import UserError
 from trainer import families
 from trainer.finetuning import pooling, task_kinds
 from trainer.models import model, model_source
-from trainer.pretraining.optimization import build_optimizer
+from trainer.pretraining.optimization import AdamWSettings, build_optimizer
 
 # Classifier dropout, as BERT and RoBERTa fine-tune (keras-hub's RoBERTa head defaults to 0).
 HEAD_DROPOUT = 0.1
@@ -76,7 +76,7 @@ class PretrainedBackbone:
         self, num_outputs: int, seed: int, precision: str = "fp32", fused_attention: bool = False
     ):
         """A new classifier (`num_outputs` logits; 1 for regression) seeded with `seed`, with
-        the devices' settings (`trainer.pretraining.plan.DeviceSettings`, as pretraining builds its
+        the devices' settings (`trainer.backends.devices.DeviceSettings`, as pretraining builds its
         model): the backbone in `precision`, the head in float32, attention without its dropout when
         `fused_attention`."""
         keras.utils.set_random_seed(seed)
@@ -122,7 +122,9 @@ def compile_for(
 ) -> None:
     """AdamW with linear warmup and linear decay to 0 (`trainer.optimization`); cross-entropy
     on logits for classification, mean squared error for regression."""
-    optimizer = build_optimizer(learning_rate, total_steps, warmup_steps, weight_decay=weight_decay)
+    optimizer = build_optimizer(
+        learning_rate, total_steps, warmup_steps, AdamWSettings(weight_decay=weight_decay)
+    )
     # Divided by the sum of the sample weights, not the rows: the rows that pad a batch for
     # the replicas (protocol.padded) weigh 0 and must not shrink the loss of the real ones.
     reduction = "mean_with_sample_weight"

@@ -99,7 +99,7 @@ def _add_scores(document: dict, models, data, records: list, pretrained: dict) -
     # Read from the model: the devices it was really built and trained on.
     document["protocol"]["replicas"] = backends.model_replicas(models.model)
     document["protocol"]["processes"] = models.devices.processes
-    # What the devices decided (`trainer.pretraining.plan.device_settings`), not the flags' "auto".
+    # What the devices decided (`trainer.backends.devices.device_settings`), not the flags' "auto".
     document["protocol"]["precision"] = models.precision
     document["protocol"]["fused_attention"] = models.fused_attention
     document["pretraining"] = pretrained

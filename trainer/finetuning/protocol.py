@@ -176,7 +176,7 @@ class SeedModels:
     def __init__(self, backbone, data: TaskData, recipe: Recipe, jit_compile: bool, runtime=None):
         """`runtime`: the run's devices (`trainer.backends.Runtime`; None: one device, float32).
         The model is built in its scope (TensorFlow: the strategy's; JAX: the DataParallel set
-        globally) with its precision and attention (`trainer.pretraining.plan.DeviceSettings`), each
+        globally) with its precision and attention (`trainer.backends.devices.DeviceSettings`), each
         global batch of `recipe.batch_size` is split over its replicas, and on a JAX pod each
         process gives its share of every batch."""
         self.backbone, self.data, self.recipe = backbone, data, recipe

@@ -26,8 +26,8 @@ import keras_hub
 from common import fs
 from common.errors import UserError
 from trainer import families
+from trainer.models.checkpoints import load_weights, newest_readable, unreadable_reason
 from trainer.models.model import build_masked_lm
-from trainer.pretraining.checkpoints import load_weights, newest_readable, unreadable_reason
 from trainer.run_folder import run_dir
 from trainer.run_folder.run_dir import RUN_CONFIG, TOKENIZER_DIR, WEIGHTS_SUFFIX, RunDir
 

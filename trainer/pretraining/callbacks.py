@@ -31,8 +31,9 @@ import numpy as np
 
 from common import fs
 from common.errors import Terminated, UserError
-from trainer.pretraining import checkpoints, summaries
-from trainer.pretraining.optimization import micro_batches_per_update, update_count
+from trainer.models import checkpoints
+from trainer.models.checkpoints import micro_batches_per_update, update_count
+from trainer.pretraining import summaries
 from trainer.run_folder.run_dir import RunDir
 
 

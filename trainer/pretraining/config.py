@@ -20,10 +20,10 @@ from common.flags import flag
 from common.publish import PushFlags
 from trainer import families
 from trainer.data import masking
-from trainer.families import sizes
+from trainer.families import recipe_flags, sizes
+from trainer.families.recipe_flags import SCHEDULES
 from trainer.models import model
-from trainer.pretraining import pretrain_recipe
-from trainer.pretraining.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES, SCHEDULES
+from trainer.pretraining.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES
 from trainer.run_folder.lock_flags import LockFlags
 from trainer.startup import keras_backend
 from trainer.startup.device_flags import DeviceFlags
@@ -43,7 +43,7 @@ _LEGACY_MODEL_CONFIGS = {
 
 def _recipe_default(text: str, name: str) -> str:
     return (
-        f"{text.rstrip('.')}. Default: {pretrain_recipe.DEFAULTS[name]}, or the family's "
+        f"{text.rstrip('.')}. Default: {recipe_flags.DEFAULTS[name]}, or the family's "
         "pretraining recipe."
     )
 
@@ -193,7 +193,7 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
     update_clipping: str | None = flag(
         _recipe_default(
             "StableAdamW's per-tensor update clipping: each tensor's step scaled by "
-            "1 / max(1, RMS of g / sqrt(v_hat)) (trainer/pretraining/update_clipping.py).",
+            "1 / max(1, RMS of g / sqrt(v_hat)) (trainer/backends/update_clipping.py).",
             "update_clipping",
         ),
         choices=("on", "off"),

@@ -1,6 +1,6 @@
 """AdamW with linear warmup then linear decay to zero, as BERT/RoBERTa pretraining uses (or
 warmup-stable-decay: trainer/pretraining/schedules.py), optionally with StableAdamW's update
-clipping (trainer/pretraining/update_clipping.py) and accumulating gradients over several
+clipping (trainer/backends/update_clipping.py) and accumulating gradients over several
 micro-batches per update.
 
 Gradient accumulation is Keras' own (`gradient_accumulation_steps`): the optimizer sums the
@@ -16,6 +16,8 @@ Example:
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import keras
 
@@ -75,24 +77,43 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class AdamWSettings:
+    """AdamW's settings besides its learning rate (defaults: RoBERTa's for large batches)."""
+
+    weight_decay: float = 0.01
+    beta_1: float = 0.9
+    beta_2: float = 0.98
+    epsilon: float = 1e-6
+    clip_norm: float | None = 1.0
+    update_clipping: bool = False  # StableAdamW's per-tensor clip of the update
+
+    @classmethod
+    def of(cls, config) -> AdamWSettings:
+        """A pretraining run's, from its flags (trainer/pretraining/config.py)."""
+        return cls(
+            config.weight_decay,
+            config.adam_beta1,
+            config.adam_beta2,
+            config.adam_epsilon,
+            config.clip_norm,
+            config.update_clipping == "on",
+        )
+
+
 def build_optimizer(
     peak_learning_rate: float,
     total_steps: int,
     warmup_steps: int,
-    weight_decay: float = 0.01,
-    beta_1: float = 0.9,
-    beta_2: float = 0.98,
-    epsilon: float = 1e-6,
-    clip_norm: float | None = 1.0,
+    adamw: AdamWSettings = AdamWSettings(),
     grad_accum_steps: int = 1,
     decay: tuple[int, int] | None = None,
-    update_clipping: bool = False,
 ):
     """Keras AdamW on the schedule, no decay on biases/LayerNorm, global-norm clipping (of
     the global gradient, also over several replicas: `backends.adamw_class`), one update
     per `grad_accum_steps` micro-batches. `decay`: None for linear decay from the warmup's
     end to `total_steps`, else (start, updates) of a warmup-stable-decay schedule's 1 - sqrt
-    decay. `update_clipping`: StableAdamW's per-tensor clip of the update."""
+    decay."""
     if decay is None:
         schedule = WarmupLinearDecay(
             peak_learning_rate, total_steps, warmup_steps, grad_accum_steps
@@ -101,31 +122,13 @@ def build_optimizer(
         schedule = WarmupStableDecay(peak_learning_rate, warmup_steps, *decay, grad_accum_steps)
     optimizer = backends.adamw_class()(
         learning_rate=schedule,
-        update_clipping=update_clipping,
-        weight_decay=weight_decay,
-        beta_1=beta_1,
-        beta_2=beta_2,
-        epsilon=epsilon,
-        global_clipnorm=clip_norm or None,
+        update_clipping=adamw.update_clipping,
+        weight_decay=adamw.weight_decay,
+        beta_1=adamw.beta_1,
+        beta_2=adamw.beta_2,
+        epsilon=adamw.epsilon,
+        global_clipnorm=adamw.clip_norm or None,
         gradient_accumulation_steps=grad_accum_steps if grad_accum_steps > 1 else None,
     )
     optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
     return optimizer
-
-
-def update_count(optimizer) -> int:
-    """Optimizer updates done (under accumulation Keras derives this from its micro-batch
-    count, a computed array on JAX rather than a variable)."""
-    return int(keras.ops.convert_to_numpy(optimizer.iterations))
-
-
-def micro_batches_per_update(optimizer) -> int:
-    return optimizer.gradient_accumulation_steps or 1
-
-
-def set_update_count(optimizer, updates: int) -> None:
-    """Sets the optimizer to `updates` completed updates (no accumulation under way).
-
-    `optimizer.iterations` is read-only under accumulation (Keras derives it from its
-    micro-batch counter, the private `_iterations`), so the counter is set directly."""
-    optimizer._iterations.assign(updates * micro_batches_per_update(optimizer))

@@ -1,7 +1,7 @@
 """Every number a run derives from its flags, the devices and the saved run: pure, no model.
 
 The resume point is never computed here from flags: it is the optimizer step stored in the
-backup (`trainer.pretraining.checkpoints.restore_state`). Given it, `segments` lays out the `fit`
+backup (`trainer.models.checkpoints.restore_state`). Given it, `segments` lays out the `fit`
 calls so that checkpoints and evaluations fall on multiples of --save_every / --eval_every and on
 the last step, whatever those flags were in earlier attempts.
 
@@ -71,11 +71,6 @@ def learning_rate(
     return DEFAULT_LEARNING_RATES.get(size, DEFAULT_LEARNING_RATES["base"])
 
 
-# Learning-rate schedules after the warmup (trainer/pretraining/optimization.py,
-# trainer/pretraining/schedules.py).
-SCHEDULES = ("linear", "wsd")
-
-
 class PlanError(UserError):
     """Flags that cannot continue the saved run; one line naming the flag."""
 
@@ -119,56 +114,6 @@ class TrainPlan:
     def steps_per_execution_from(self, start_step: int) -> int:
         """Compiled steps per call: must divide every interval of `segments(start_step)`."""
         return math.gcd(self.steps_per_execution, self.interval, start_step)
-
-
-@dataclasses.dataclass(frozen=True)
-class DeviceSettings:
-    precision: str  # "bf16" (mixed_bfloat16) or "fp32"
-    jit: bool  # compile the whole train step (XLA on TensorFlow; JAX always jits)
-    steps_per_execution: int
-    # Attention probabilities without dropout, so that Keras' MultiHeadAttention calls
-    # `ops.dot_product_attention` (trainer/models/model.py fuse_attention).
-    fused_attention: bool = False
-
-
-def device_settings(
-    precision: str | None,
-    jit_compile: str,
-    steps_per_execution: int | None,
-    on_tpu: bool,
-    on_cpu_replicas: bool,
-    cpu_without_xla: bool = False,
-    on_gpu: bool = False,
-    fused_attention: str = "auto",
-) -> DeviceSettings:
-    """What runs where, each `None`/"auto" decided by the device (docs/training.md
-    "Accelerator defaults"):
-
-    - bf16 on GPU and TPU: a GPU's tensor cores multiply bf16 at twice their float32 (TF32)
-      rate (H100: 989 vs 495 dense TFLOP/s), a TPU's MXU multiplies in bf16 anyway, and
-      activations take half the memory; fp32 on a CPU, where bf16 measured slower
-      (docs/benchmarks.md).
-    - 100 steps per call on GPU and TPU: the host waits for the device (the loss read of
-      the NaN check, the logs) once per call, not after every step; 1 on a CPU, which is
-      the host itself.
-    - fused attention on GPU and TPU: no dropout on the attention probabilities, because
-      Keras' attention with dropout materialises the (batch, heads, length, length) scores
-      and never reaches `ops.dot_product_attention` (cuDNN's fused kernel on a GPU).
-    - XLA for the step, except under MirroredStrategy over CPU devices, where Keras' jit
-      step fails (keras#19005), and on a CPU whose TensorFlow has no XLA CPU backend (the
-      TPU build, tested on CPUs). The masks do not depend on it (trainer/data/masking.py is exact
-      with and without XLA)."""
-    accelerator = on_tpu or on_gpu
-    jit = {"true": True, "false": False, "auto": not (on_cpu_replicas or cpu_without_xla)}[
-        jit_compile
-    ]
-    fused = {"true": True, "false": False, "auto": accelerator}[fused_attention]
-    return DeviceSettings(
-        precision or ("bf16" if accelerator else "fp32"),
-        jit,
-        steps_per_execution or (100 if accelerator else 1),
-        fused,
-    )
 
 
 def make_plan(

@@ -13,23 +13,40 @@ checkpoints/ckpt-{step:08d}.weights.h5, backup/, logs/, history.json, metrics.js
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 
 from common import fs, schema
 from common.errors import run_cli
 from trainer import backends, families
 from trainer.data import splits as data
-from trainer.models import init_from, model
+from trainer.models import checkpoints, init_from, model
+from trainer.models.checkpoints import update_count
 from trainer.pretraining import callbacks as cb
-from trainer.pretraining import checkpoints, run_setup
 from trainer.pretraining import plan as plans
+from trainer.pretraining import run_setup
 from trainer.pretraining.config import TrainConfig, parse_args
-from trainer.pretraining.optimization import build_optimizer, update_count
+from trainer.pretraining.optimization import AdamWSettings, build_optimizer
 from trainer.pretraining.train_step import MaskedLMTrainer
 from trainer.release import export
 from trainer.run_folder import attempts, folder_lock
 from trainer.run_folder.run_dir import RunDir
 from trainer.startup import quiet
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """The objects of one attempt, made once by `_train` and handed whole to what trains it."""
+
+    config: TrainConfig
+    runtime: object  # trainer.backends.runtime.Runtime
+    files: RunDir
+    inputs: run_setup.Inputs
+    plan: plans.TrainPlan
+    global_batch: int
+    trainer_model: MaskedLMTrainer
+    masked_lm: keras.Model
 
 
 def _build(config, runtime, spec, backbone, plan):
@@ -53,14 +70,9 @@ def _build(config, runtime, spec, backbone, plan):
             config.learning_rate,
             plan.total_steps,
             plan.warmup_steps,
-            config.weight_decay,
-            config.adam_beta1,
-            config.adam_beta2,
-            config.adam_epsilon,
-            config.clip_norm,
+            AdamWSettings.of(config),
             config.grad_accum_steps,
             plan.decay,
-            config.update_clipping == "on",
         )
         trainer_model.compile(
             optimizer=optimizer,
@@ -106,6 +118,7 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
         init_from.load_into(masked_lm, initial)
     run_setup.check_resume(saved, plan, start_step, run_files.root, config)
     inputs = run_setup.data_start(config, saved, run_config, start_step, inputs)
+    run = Run(config, runtime, run_files, inputs, plan, global_batch, trainer_model, masked_lm)
     if runtime.chief:  # only once every check passed: a refused command changes no file
         run_setup.remove_orphans(run_files)
         run_config["attempts"] = attempts.history(saved, run_config, start_step)
@@ -118,23 +131,11 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
             total_steps,
             global_batch,
             runtime.chief,
-            lambda: _evaluate(config, runtime, trainer_model, inputs),
+            lambda: _evaluate(run),
         )
-    _recompile_for(start_step, plan, trainer_model, config, runtime)
+    _recompile_for(run, start_step)
     with data.replaced_splits_named(inputs.train, inputs.eval):
-        log = _fit(
-            config,
-            runtime,
-            trainer_model,
-            masked_lm,
-            plan,
-            start_step,
-            run_files,
-            inputs,
-            global_batch,
-            [folder_lock.LockKept(lock)],
-            extra_callbacks,
-        )
+        log = _fit(run, start_step, [folder_lock.LockKept(lock)], extra_callbacks)
     # The optimizer's own count, not the configured total: what the weights really saw.
     steps_done = update_count(trainer_model.optimizer)
     metrics = final_metrics(log.history, log.rates, steps_done, global_batch)
@@ -143,15 +144,15 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     return _published(config, run_files, runtime.chief, metrics)
 
 
-def _recompile_for(start_step, plan, trainer_model, config, runtime) -> None:
+def _recompile_for(run: Run, start_step: int) -> None:
     """Steps per call that divide this attempt's intervals (an earlier attempt may have
     used other intervals)."""
-    execution = plan.steps_per_execution_from(start_step)
-    if execution != plan.steps_per_execution:
-        trainer_model.compile(
-            optimizer=trainer_model.optimizer,
-            jit_compile=runtime.device.jit,
-            steps_per_execution=execution * config.grad_accum_steps,
+    execution = run.plan.steps_per_execution_from(start_step)
+    if execution != run.plan.steps_per_execution:
+        run.trainer_model.compile(
+            optimizer=run.trainer_model.optimizer,
+            jit_compile=run.runtime.device.jit,
+            steps_per_execution=execution * run.config.grad_accum_steps,
         )
 
 
@@ -166,11 +167,12 @@ def _published(config, run_files, chief: bool, metrics: dict) -> dict:
     return metrics
 
 
-def _callbacks(config, runtime, masked_lm, plan, run_files, guards_and_log) -> list:
+def _callbacks(run: Run, guards_and_log) -> list:
     """The run's callbacks in their order: the non-finite stop first (a NaN interval
     reaches none of the writers), the guards and the log, the writers, then the
     preemption stop (a stop at an interval end follows the writers)."""
-    chief = runtime.chief
+    config, runtime, plan, run_files = run.config, run.runtime, run.plan, run.files
+    chief, masked_lm = runtime.chief, run.masked_lm
     callbacks = [
         cb.StopOnNonFiniteLoss(),
         cb.DeterministicDropout(config.seed),
@@ -194,31 +196,20 @@ def _callbacks(config, runtime, masked_lm, plan, run_files, guards_and_log) -> l
     return callbacks
 
 
-def _fit(
-    config,
-    runtime,
-    trainer_model,
-    masked_lm,
-    plan,
-    start_step,
-    run_files,
-    inputs,
-    global_batch,
-    guards,
-    extra_callbacks,
-):
+def _fit(run: Run, start_step: int, guards, extra_callbacks):
     """Runs the `fit` calls of `plan.segments`; returns the TrainingLog. `guards` run at an
     interval end before anything of it is written."""
+    config, runtime, plan, inputs = run.config, run.runtime, run.plan, run.inputs
     log = cb.TrainingLog(
-        run_files, global_batch, cb.read_history(run_files.history, start_step), chief=runtime.chief
+        run.files, run.global_batch, cb.read_history(run.files.history, start_step), runtime.chief
     )
-    callbacks = _callbacks(config, runtime, masked_lm, plan, run_files, [*guards, log])
+    callbacks = _callbacks(run, [*guards, log])
     callbacks.extend(extra_callbacks)
     batch_size = runtime.pipeline_batch_size(config.per_replica_batch_size)
     eval_batches = runtime.distribute(
         data.eval_dataset_fn(inputs.eval, batch_size, config.max_eval_batches)
     )
-    eval_steps = _eval_steps(config, runtime, inputs)
+    eval_steps = _eval_steps(run)
     micro = config.grad_accum_steps
     for first_step, intervals, length in plan.segments(start_step):
         train_batches = runtime.distribute(
@@ -231,7 +222,7 @@ def _fit(
                 micro,
             )
         )
-        trainer_model.fit(
+        run.trainer_model.fit(
             train_batches,
             epochs=intervals,
             steps_per_epoch=length * micro,
@@ -276,8 +267,9 @@ def finished_metrics(run_files, total_steps: int, global_batch: int, chief: bool
     return metrics
 
 
-def _evaluate(config, runtime, trainer_model, inputs) -> dict:
+def _evaluate(run: Run) -> dict:
     """The restored model on the evaluation split, as `fit` evaluates it (eval_* names)."""
+    config, runtime, inputs = run.config, run.runtime, run.inputs
     batches = runtime.distribute(
         data.eval_dataset_fn(
             inputs.eval,
@@ -286,14 +278,15 @@ def _evaluate(config, runtime, trainer_model, inputs) -> dict:
         )
     )
     with data.replaced_splits_named(inputs.train, inputs.eval):
-        logs = trainer_model.evaluate(
-            batches, steps=_eval_steps(config, runtime, inputs), verbose=0, return_dict=True
+        logs = run.trainer_model.evaluate(
+            batches, steps=_eval_steps(run), verbose=0, return_dict=True
         )
     return {"eval_" + name: float(value) for name, value in logs.items()}
 
 
-def _eval_steps(config, runtime, inputs) -> int | None:
+def _eval_steps(run: Run) -> int | None:
     """Keras counts a tf.data pass itself (its cardinality is asserted); a grain one it cannot."""
+    config, runtime, inputs = run.config, run.runtime, run.inputs
     if runtime.backend != "jax":
         return None
     share = data.PipelineShare(runtime.pipeline_id, runtime.num_pipelines, runtime.batches_per_step)

@@ -49,7 +49,7 @@ def held(config, chief: bool, heartbeat_seconds: float = run_lock.HEARTBEAT_SECO
         run_id,
         f"trainer ({keras.backend.backend()})",
         takeover=config.takeover_lock,
-        timeout_hours=config.lock_timeout_hours,
+        stale=run_lock.StaleRule(config.lock_timeout_hours),
         heartbeat_seconds=heartbeat_seconds,
         kind=run_lock.TRAINING,
     )

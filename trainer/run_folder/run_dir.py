@@ -12,7 +12,7 @@
     {output_dir}/_LOCK                       held by the chief while a run lives
                                              (trainer/run_folder/folder_lock.py, common/run_lock.py)
 
-Every file is written whole or not at all (see `trainer.pretraining.checkpoints.publish` and
+Every file is written whole or not at all (see `trainer.models.checkpoints.publish` and
 `common.fs.write_bytes`), and the step in a weight file's name is the optimizer step stored
 inside it, so a reader never needs a second file to interpret one.
 

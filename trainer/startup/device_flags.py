@@ -38,7 +38,7 @@ class DeviceFlags:
         minimum=1,
     )
 
-    # What runs on the devices, decided by `trainer.pretraining.plan.device_settings` from the
+    # What runs on the devices, decided by `trainer.backends.devices.device_settings` from the
     # devices found (docs/training.md "Accelerator defaults"): one rule for both commands.
     precision: str = flag(
         "bf16 = mixed_bfloat16 (the default on GPU and TPU), fp32 on a CPU.",

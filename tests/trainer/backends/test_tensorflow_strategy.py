@@ -72,7 +72,7 @@ def test_only_the_chief_writes(task_type, task_id, cluster, chief):
 
 @pytest.mark.slow
 def test_cpu_replicas_from_the_command_line_trains_on_two_replicas(corpus, tmp_path):
-    """Issue 31 item 5: `--cpu_replicas 2` in a fresh process (the conftest of this pass splits
+    """`--cpu_replicas 2` in a fresh process (the conftest of this pass splits
     the CPU at collection time, which hid that the CLI listed GPUs first, initialising
     TensorFlow's devices, and then always refused with "pass the flag at startup")."""
     import json

@@ -20,9 +20,10 @@ import sys
 import tempfile
 import warnings
 
+import keras
+
 from common import fs
 from common.errors import UserError
-from trainer.pretraining import optimization
 from trainer.run_folder import run_dir
 from trainer.run_folder.run_dir import RunDir
 
@@ -165,7 +166,7 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
                 raise
             _warn(f"skipping unreadable backup {path}: {str(err).splitlines()[0]}")
             continue
-        return optimization.update_count(trainer_model.optimizer)
+        return update_count(trainer_model.optimizer)
     if not backups:
         return 0
     checkpoint = newest_readable(run.checkpoints())
@@ -179,7 +180,7 @@ def restore_state(run: RunDir, trainer_model, masked_lm) -> int:
     optimizer = trainer_model.optimizer
     for variable in optimizer.variables:
         variable.assign(variable.numpy() * 0)
-    optimization.set_update_count(optimizer, step)
+    set_update_count(optimizer, step)
     _warn(
         f"no readable backup: resuming from {checkpoint} at step {step} with a fresh "
         "optimizer state (moments restart at zero)."
@@ -207,7 +208,7 @@ def load_backup(trainer_model, path: str) -> None:
             saved_count = len(f[OPTIMIZER_VARS]) if OPTIMIZER_VARS in f else 0
         if saved_count == len(optimizer.variables):
             trainer_model.load_weights(local)
-            optimization.set_update_count(optimizer, step)
+            set_update_count(optimizer, step)
             return
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_SKIPPED)
@@ -238,7 +239,7 @@ def _restore_other_layout(trainer_model, saved, saved_count: int, step: int, pat
         variable.assign(
             saved[index[variable.name]][()] if variable.name in index else variable.numpy() * 0
         )
-    optimization.set_update_count(optimizer, step)  # the saved count is in its micro-batches
+    set_update_count(optimizer, step)  # the saved count is in its micro-batches
     print(
         f"{path}: optimizer state of another --grad_accum_steps restored exactly (step "
         f"{step}, moments as saved)."
@@ -248,3 +249,21 @@ def _restore_other_layout(trainer_model, saved, saved_count: int, step: int, pat
 def latest_checkpoint(output_dir: str) -> str | None:
     """The newest readable checkpoint in `{output_dir}/checkpoints/`, or None."""
     return newest_readable(RunDir(output_dir).checkpoints())
+
+
+def update_count(optimizer) -> int:
+    """Optimizer updates done (under accumulation Keras derives this from its micro-batch
+    count, a computed array on JAX rather than a variable)."""
+    return int(keras.ops.convert_to_numpy(optimizer.iterations))
+
+
+def micro_batches_per_update(optimizer) -> int:
+    return optimizer.gradient_accumulation_steps or 1
+
+
+def set_update_count(optimizer, updates: int) -> None:
+    """Sets the optimizer to `updates` completed updates (no accumulation under way).
+
+    `optimizer.iterations` is read-only under accumulation (Keras derives it from its
+    micro-batch counter, the private `_iterations`), so the counter is set directly."""
+    optimizer._iterations.assign(updates * micro_batches_per_update(optimizer))
