@@ -26,6 +26,7 @@ import keras
 import numpy as np
 
 from common.errors import UserError
+from trainer.backends import devices as device_rules
 from trainer.backends.runtime import Runtime, StrategyError, has_tpu
 from trainer.data.splits import GRAIN, PipelineShare
 
@@ -177,7 +178,7 @@ def setup(config) -> Runtime:
     )
     local = sum(d.process_index == jax.process_index() for d in devices)
     on_tpu = platform == "tpu"
-    device = devices.device_settings(
+    device = device_rules.device_settings(
         config.precision,
         config.jit_compile,
         config.steps_per_execution,

@@ -7,7 +7,7 @@ import functools
 
 import tensorflow as tf
 
-from trainer.backends import devices
+from trainer.backends import devices as device_rules
 from trainer.backends import tensorflow_strategy as strategies
 from trainer.backends.runtime import Runtime
 from trainer.data.splits import PipelineShare
@@ -50,7 +50,7 @@ def setup(config) -> Runtime:
     on_tpu = strategies.is_tpu(strategy)
     on_cpu_replicas = strategies.runs_on_cpu_replicas(strategy)
     on_gpu = not (on_tpu or on_cpu_replicas) and bool(tf.config.list_logical_devices("GPU"))
-    device = devices.device_settings(
+    device = device_rules.device_settings(
         config.precision,
         config.jit_compile,
         config.steps_per_execution,
