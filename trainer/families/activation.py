@@ -41,7 +41,7 @@ def same_in_hf(a, b) -> bool:
 
 def of_hf(hf: dict, default: str) -> dict:
     """{KEY: name} for a transformers config whose activation is not keras-hub's `default`;
-    {} otherwise (also for one we cannot compute: `trainer.init_from` refuses it by name)."""
+    {} otherwise (also for one we cannot compute: `trainer.models.init_from` refuses it by name)."""
     name = FROM_HF.get(hf.get("hidden_act"))
     return {KEY: name} if name is not None and name != default else {}
 

@@ -183,7 +183,7 @@ def hf_common_config(backbone_config: dict, special_token_ids: dict) -> dict:
 
 def common_backbone_config(hf: dict) -> dict:
     """The inverse of `hf_common_config`: keras-hub backbone arguments from a transformers
-    config.json (the family adds its own; `trainer.init_from` checks the round trip)."""
+    config.json (the family adds its own; `trainer.models.init_from` checks the round trip)."""
     return dict(
         vocabulary_size=hf["vocab_size"],
         hidden_dim=hf["hidden_size"],

@@ -5,7 +5,7 @@ each hold a README.md) or one format's folder. Each card is parsed with huggingf
 `ModelCard`, its `eval_results` get one entry per task and metric (the dev mean over seeds;
 for `--task glue` also the GLUE score), an earlier entry of the same task, dataset, split
 and metric is replaced (a rerun does not pile up), the others (the masked-LM results of
-`trainer.model_card`) stay, and the README is rewritten whole (`common.fs.write_bytes`: a
+`trainer.release.model_card`) stay, and the README is rewritten whole (`common.fs.write_bytes`: a
 temporary file, then a rename), never torn.
 
 Example:

@@ -120,8 +120,8 @@ def compile_for(
     weight_decay: float,
     jit_compile: bool,
 ) -> None:
-    """AdamW with linear warmup and linear decay to 0 (`trainer.optimization`); cross-entropy
-    on logits for classification, mean squared error for regression."""
+    """AdamW with linear warmup and linear decay to 0 (`trainer.pretraining.optimization`);
+    cross-entropy on logits for classification, mean squared error for regression."""
     optimizer = build_optimizer(
         learning_rate, total_steps, warmup_steps, AdamWSettings(weight_decay=weight_decay)
     )

@@ -1,6 +1,6 @@
 """A seed whose fine-tuning diverges: its training loss turns NaN or infinite.
 
-Pretraining stops the whole run at the first non-finite loss (`trainer.callbacks.
+Pretraining stops the whole run at the first non-finite loss (`trainer.pretraining.callbacks.
 StopOnNonFiniteLoss`); fine-tuning stops only that seed, at the batch where the loss turned,
 and goes on with the next: the seeds are independent runs, and one that diverges (a learning
 rate too high for it) says nothing of the others. The seed is recorded as diverged, with the

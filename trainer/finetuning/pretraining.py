@@ -70,7 +70,7 @@ def pretraining_facts(source) -> dict:
 
 def _from_model_card(source, facts: dict) -> dict:
     """An export whose run is not here (moved, downloaded): its model card's `model-index`
-    (`trainer.model_card`) still holds the masked accuracy and the ratio to the baseline."""
+    (`trainer.release.model_card`) still holds the masked accuracy and the ratio to the baseline."""
     card_path = fs.join(source.path, model_card.README)
     results = _card_results(card_path) if source.kind == "preset" else {}
     if "accuracy" not in results:

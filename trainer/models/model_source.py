@@ -2,12 +2,12 @@
 
 Three layouts are accepted wherever a "model" path is asked for (export, predict, the demo):
 
-- a training output dir (`trainer.run_dir` names its files): the newest readable checkpoint;
-- one `.weights.h5` file in such a dir's `checkpoints/` folder;
+- a training output dir (`trainer.run_folder.run_dir` names its files): the newest readable
+checkpoint; - one `.weights.h5` file in such a dir's `checkpoints/` folder;
 - a keras-hub preset written by `trainer.export` (`config.json`, `task.json`, weights, plus our
   `run_config.json` and `tokenizer/`).
 
-Reading the weight files themselves is `trainer.checkpoints`' job.
+Reading the weight files themselves is `trainer.models.checkpoints`' job.
 
 Example:
     >>> source = resolve("runs/tiny")             # paths and configs only, no model built

@@ -2,8 +2,8 @@
 
 `fit` feeds it `{input_ids, attention_mask, step, row}` straight from the shards (`step` and
 `row`, per example the batch's step and the example's place in the global batch, come from
-the input pipeline: `trainer.data`); `call` masks them inside the compiled step with keys from
-(seed, step, row) and runs the MaskedLM on the fixed-size `mask_positions`, so the vocabulary
+the input pipeline: `trainer.data.splits`); `call` masks them inside the compiled step with keys
+from (seed, step, row) and runs the MaskedLM on the fixed-size `mask_positions`, so the vocabulary
 projection only runs on the ~15 % masked slots. Evaluation batches carry no `step`: their
 masks are keyed by each row's tokens, so every evaluation of every run scores the same masks.
 

@@ -1,10 +1,10 @@
 """What a model card says, gathered from the run's own files: nothing is typed in twice.
 
 The facts of one exported model come from its `run_config.json` (architecture, tokenizer ids,
-recipe, and the recipe of each attempt that trained the exported weights: `trainer.attempts`),
-the step of the checkpoint it was exported from, the evaluation at that step
-(`metrics.json` when it is the run's last step, else the `history.json` entry of that step),
-the unigram baseline (`trainer.baseline`, the same figure `python -m trainer.baseline`
+recipe, and the recipe of each attempt that trained the exported weights:
+`trainer.run_folder.attempts`), the step of the checkpoint it was exported from, the evaluation at
+that step (`metrics.json` when it is the run's last step, else the `history.json` entry of that
+step), the unigram baseline (`trainer.baseline`, the same figure `python -m trainer.baseline`
 prints) and the prepare manifests of its training and evaluation splits (documents, tokens,
 dedup and filter counts). What cannot be read at export time (the data was moved, or the
 split changed since training) is None, and the card says so instead of guessing.
@@ -84,7 +84,7 @@ def results_at(run_root: str, step: int) -> dict | None:
 
 def split_summary(split_dir: str, expected_digest: str | None) -> tuple[dict | None, str]:
     """(what the split's manifest records, or None; why None). The digest is the one
-    `trainer.data` computes, so a split rewritten since training is not described."""
+    `trainer.data.splits` computes, so a split rewritten since training is not described."""
     found = manifest.try_read(split_dir)
     if found is None:
         return None, f"no readable manifest at {fs.basename(split_dir)}/ at export time"

@@ -4,7 +4,7 @@ The metadata is `huggingface_hub.ModelCardData` (library, `fill-mask` pipeline t
 license, tags, and the `model-index` results block: eval loss, masked accuracy, perplexity,
 ratio to the unigram baseline); the text says what a reader needs: architecture and size,
 tokenizer, training data as the prepare manifest records it, recipe, results and how to load
-the model in transformers and keras-hub. Every figure comes from `trainer.card_facts`.
+the model in transformers and keras-hub. Every figure comes from `trainer.release.card_facts`.
 `trainer.export` writes one into each format's folder, with or without a push.
 
 Example:

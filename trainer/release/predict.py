@@ -36,7 +36,7 @@ class MaskPredictor:
 
     Args:
         model_dir: a run folder, a checkpoint file or a keras-hub preset
-            (`trainer.model_source`), with its tokenizer.
+            (`trainer.models.model_source`), with its tokenizer.
 
     Example:
         >>> predictor = MaskPredictor("runs/tiny")
