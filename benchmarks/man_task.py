@@ -2,6 +2,7 @@
 pretrained on: which Debian package a paragraph of an English manual page belongs to.
 
     python -m benchmarks.man_task build --output_dir runs/man-task
+    python -m benchmarks.man_task corpus --task runs/man-task --output runs/man-corpus.jsonl
     python -m benchmarks.man_task tfidf --task runs/man-task
     python -m benchmarks.man_task table --runs runs/grid-tiny   # trainer.finetune's outputs
 
@@ -15,6 +16,10 @@ read once. The `--labels` packages with the most pages are the labels; `--pages`
 train/dev/test by a second hash, so no page gives text to two splits; then each label keeps at
 most `--train_per_label` / `--eval_per_label` paragraphs of each split (by a hash of the
 text). The labels depend on what is installed; `task.json` records them and the counts.
+
+`corpus` writes pretraining text of the task's domain without the task: every other English
+manual page (up to `--max_pages`, chosen by a hash), one document each, minus the pages `build`
+read and any paragraph a split holds (docs/finetuning.md, "Pretraining in the task's domain").
 
 `tfidf` is the reference a classifier must beat: TF-IDF of words (sublinear tf, smooth idf,
 l2 rows, as scikit-learn's defaults; written here with numpy, scikit-learn is not installed)
@@ -52,6 +57,16 @@ class BuildFlags:
     eval_per_label: int = flag("At most this many dev (and test) paragraphs per label.", 90)
     min_chars: int = flag("Shorter paragraphs are left out.", 120, minimum=1)
     max_chars: int = flag("Each paragraph is cut to this many characters.", 600, minimum=1)
+
+
+@dataclasses.dataclass
+class CorpusFlags:
+    task: str = flag(
+        "A folder written by `build`: its pages and paragraphs stay out.", required=True
+    )
+    output: str = flag("The pretraining corpus (JSONL: one page a document).", required=True)
+    max_pages: int = flag("At most this many pages, chosen by a hash of the path.", 6000)
+    workers: int = flag("`man` processes at a time.", 4, minimum=1)
 
 
 @dataclasses.dataclass
@@ -144,6 +159,54 @@ def build(config: BuildFlags) -> dict:
     with open(os.path.join(config.output_dir, "task.json"), "w") as f:
         json.dump({**summary, "flags": dataclasses.asdict(config)}, f, indent=1)
     return summary
+
+
+def task_pages(by_package: dict, task_flags: dict) -> set[str]:
+    """The pages `build` read for the task of these flags (its labels' hash-chosen pages)."""
+    labels = sorted(by_package, key=lambda p: (-len(by_package[p]), p))[: task_flags["labels"]]
+    return {
+        path
+        for label in labels
+        for path in sorted(by_package[label], key=_hash)[: task_flags["pages"]]
+    }
+
+
+def corpus(config: CorpusFlags) -> dict:
+    """Pretraining text of the task's domain without the task: every other English manual
+    page (up to `max_pages`), one document each, without any paragraph a split holds (a page
+    linked under another name renders the same text)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with open(os.path.join(config.task, "task.json"), encoding="utf-8") as f:
+        task_flags = json.load(f)["flags"]
+    held = {
+        t for split in ("train", "dev", "test") for t in _read(f"{config.task}/{split}.jsonl")[0]
+    }
+    by_package = package_pages()
+    skipped = task_pages(by_package, task_flags)
+    paths = sorted({p for pages in by_package.values() for p in pages} - skipped, key=_hash)
+    counts, seen = collections.Counter(), set()
+    with (
+        open(config.output, "w", encoding="utf-8") as out,
+        ThreadPoolExecutor(config.workers) as pool,
+    ):
+        for path, page in zip(paths, pool.map(render, paths[: config.max_pages])):
+            key = hashlib.sha256(page.encode()).hexdigest()
+            if not page.strip() or key in seen:
+                counts["empty or repeated pages"] += 1
+                continue
+            seen.add(key)
+            kept = []
+            for text in paragraphs(page, 1, 10**9):
+                if text[: task_flags["max_chars"]] in held:
+                    counts["task paragraphs left out"] += 1
+                else:
+                    kept.append(text)
+            if kept:
+                out.write(json.dumps({"text": "\n\n".join(kept), "source": path}) + "\n")
+                counts["documents"] += 1
+                counts["characters"] += sum(map(len, kept))
+    return {"task pages left out": len(skipped), **counts}
 
 
 def _read(path: str) -> tuple[list[str], list[str]]:
@@ -268,7 +331,7 @@ def main(argv=None) -> int:
     parsed = flags.parse_command(
         "benchmarks.man_task",
         __doc__.split("\n\n")[0],
-        {"build": BuildFlags, "tfidf": TfidfFlags, "table": TableFlags},
+        {"build": BuildFlags, "corpus": CorpusFlags, "tfidf": TfidfFlags, "table": TableFlags},
         argv,
     )
     if parsed is None:
@@ -276,7 +339,7 @@ def main(argv=None) -> int:
     command, config = parsed
     if command == "table":
         return run_cli(lambda: print("\n".join(table(config))), argv)
-    run = build if command == "build" else tfidf
+    run = {"build": build, "corpus": corpus, "tfidf": tfidf}[command]
     return run_cli(lambda: print(json.dumps(run(config), indent=1)), argv)
 
 

@@ -76,3 +76,42 @@ def test_table_gathers_the_seeds_of_one_recipe_from_several_folders(tmp_path):
     )
     assert rows[2] == expected + " 10 |"
     assert rows[3].startswith("| scratch | mean | 0.003 | 10 | 1 | 10.0 |")
+
+
+def test_corpus_leaves_out_the_tasks_pages_and_paragraphs(tmp_path, monkeypatch):
+    """Pages `build` read never reach the corpus, nor a paragraph any split holds (the same
+    text under another page name), nor a page rendered twice."""
+    pages = {f"/m/{p}{i}.1": p for p in ("a", "b", "c") for i in range(3)}
+    monkeypatch.setattr(
+        man_task,
+        "package_pages",
+        lambda: {p: sorted(k for k in pages if pages[k] == p) for p in "abc"},
+    )
+    held = "A paragraph that the task holds, long enough to be one."
+
+    def render(path):
+        body = f"       Words of {path} about its package.\n"
+        if path.endswith("c2.1"):
+            body += "\n       " + held + "\n"
+        if path.endswith("c1.1"):
+            return render("/m/c0.1")  # a second name of the same page
+        return f"X(1)   head   X(1)\n\nDESCRIPTION\n{body}\nfoot\n"
+
+    monkeypatch.setattr(man_task, "render", render)
+    task = tmp_path / "task"
+    task.mkdir()
+    flags = {"labels": 1, "pages": 2, "max_chars": 600}
+    (task / "task.json").write_text(json.dumps({"flags": flags}))
+    for split in ("train", "dev", "test"):
+        (task / f"{split}.jsonl").write_text(json.dumps({"text": held, "label": "a"}) + "\n")
+    out = tmp_path / "corpus.jsonl"
+    config = man_task.CorpusFlags(task=str(task), output=str(out), workers=2)
+    counts = man_task.corpus(config)
+    docs = [json.loads(line) for line in out.read_text().splitlines()]
+    sources = sorted(d["source"] for d in docs)
+    chosen = man_task.task_pages(man_task.package_pages(), flags)
+    assert len(chosen) == 2 and not chosen & set(sources)  # the task's two pages of a label
+    assert ("/m/c0.1" in sources) != ("/m/c1.1" in sources)  # one page, two names: read once
+    assert counts["empty or repeated pages"] == 1
+    assert all(held not in d["text"] for d in docs) and counts["task paragraphs left out"] == 1
+    assert counts["documents"] == len(docs) == 9 - 2 - 1

@@ -5,6 +5,7 @@ import keras
 import pytest
 
 from tests.trainer.mlm_data import task_args
+from trainer.backends.devices import DeviceRequest
 from trainer.backends.runtime import StrategyError
 from trainer.pretraining.config import parse_args
 
@@ -38,6 +39,8 @@ def test_cpu_devices_as_asked_and_too_many_is_one_line():
 def test_one_process_is_the_chief_and_the_only_pipeline():
     from trainer.backends import jax_backend
 
-    runtime = jax_backend.setup(_config())
+    config = _config()
+    request = DeviceRequest.of(config, config.jit_compile, config.steps_per_execution)
+    runtime = jax_backend.setup(request)
     assert (runtime.backend, runtime.replicas, runtime.num_pipelines) == ("jax", 1, 1)
     assert runtime.chief and runtime.device.jit and runtime.pipeline_batch_size(16) == 16

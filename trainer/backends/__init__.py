@@ -2,7 +2,7 @@
 by the backend Keras was imported with (trainer/startup/keras_backend.py chose it, once).
 
 Example:
-    >>> runtime = setup(config)   # a trainer.backends.runtime.Runtime
+    >>> runtime = setup(DeviceRequest(strategy="cpu"))   # a trainer.backends.runtime.Runtime
     >>> with runtime.scope():
     ...     model = build(...)
 """
@@ -14,6 +14,7 @@ import importlib
 
 import keras
 
+from trainer.backends.devices import DeviceRequest
 from trainer.backends.runtime import Runtime
 
 MODULES = {
@@ -22,10 +23,10 @@ MODULES = {
 }
 
 
-def setup(config) -> Runtime:
+def setup(request: DeviceRequest) -> Runtime:
     """The run's devices and processes on the active backend (imported on demand, so a
     TensorFlow run never imports JAX)."""
-    return importlib.import_module(MODULES[keras.backend.backend()]).setup(config)
+    return importlib.import_module(MODULES[keras.backend.backend()]).setup(request)
 
 
 def adamw_class() -> type:

@@ -60,3 +60,27 @@ def device_settings(
         steps_per_execution or (100 if accelerator else 1),
         fused,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceRequest:
+    """What a command asks of the devices: its device flags (trainer/startup/device_flags.py)
+    and pretraining's two step flags; the one input of `trainer.backends.setup`."""
+
+    strategy: str = "auto"
+    tpu: str | None = None
+    tpu_zone: str | None = None
+    gcp_project: str | None = None
+    no_tpu: bool = False
+    cpu_replicas: int = 1
+    precision: str | None = None
+    fused_attention: str = "auto"
+    jit_compile: str = "auto"  # fine-tuning leaves both to the device rule
+    steps_per_execution: int | None = None
+
+    @classmethod
+    def of(cls, flags, jit_compile: str = "auto", steps_per_execution: int | None = None):
+        """From a command's parsed flags (a `DeviceFlags`), with the step flags given."""
+        steps = {"jit_compile": jit_compile, "steps_per_execution": steps_per_execution}
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in steps]
+        return cls(**{name: getattr(flags, name) for name in names}, **steps)

@@ -164,7 +164,7 @@ def model_replicas(model) -> int:
     return len(model.variables[0].value.sharding.device_set)
 
 
-def setup(config) -> Runtime:
+def setup(config: device_rules.DeviceRequest) -> Runtime:
     platform = _platform(config.strategy, config.no_tpu)
     _initialize(platform)
     devices = _devices(platform, config.cpu_replicas)

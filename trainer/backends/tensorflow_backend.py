@@ -38,7 +38,7 @@ def model_replicas(model) -> int:
     return model.distribute_strategy.num_replicas_in_sync
 
 
-def setup(config) -> Runtime:
+def setup(config: device_rules.DeviceRequest) -> Runtime:
     strategy = strategies.select_strategy(
         config.strategy,
         config.tpu,

@@ -23,11 +23,9 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-import types
-
 from common import flags, fs
 from common.errors import UserError, run_cli
+from trainer.backends.devices import DeviceRequest
 from trainer.finetuning import (
     card_scores,
     glue,
@@ -43,7 +41,6 @@ from trainer.finetuning.config import FinetuneFlags
 from trainer.models import model_source
 from trainer.run_folder import run_dir
 from trainer.startup import keras_backend
-from trainer.startup.device_flags import DeviceFlags
 
 
 def resolve_model(path: str):
@@ -138,21 +135,16 @@ def glue_run(
     return document
 
 
-# What `backends.setup` reads beside DeviceFlags, at fixed values: fine-tuning decides XLA
-# itself (`classifier.jit_default`, given whether the devices can run it) and runs one step per
-# call (its epochs are short, and each ends in an evaluation). Precision and fused attention
-# are DeviceFlags: the trainer's rule decides them (`trainer.backends.devices.device_settings`).
-_TRAINER_ONLY = {"jit_compile": "auto", "steps_per_execution": None}
-
-
 def devices(config: FinetuneFlags, tasks: list[jobs.Job]):
     """The trainer's Runtime for --strategy / --cpu_replicas (`trainer.backends`: JAX
     DataParallel, a TensorFlow strategy); refuses a global batch the replicas cannot share."""
     from trainer import backends
     from trainer.finetuning.classifier import jit_default
 
-    chosen = {f.name: getattr(config, f.name) for f in dataclasses.fields(DeviceFlags)}
-    runtime = backends.setup(types.SimpleNamespace(**chosen, **_TRAINER_ONLY))
+    # The step flags at the device rule's defaults: fine-tuning decides XLA itself
+    # (`classifier.jit_default`, given whether the devices can run it) and runs one step per call
+    # (its epochs are short, and each ends in an evaluation).
+    runtime = backends.setup(DeviceRequest.of(config))
     jit_default(config.jit_compile, runtime.device.jit)  # refuses XLA where it fails, now
     for job in tasks:
         batch, replicas = job.recipe.batch_size, runtime.replicas

@@ -20,6 +20,7 @@ import keras
 from common import fs, schema
 from common.errors import run_cli
 from trainer import backends, families
+from trainer.backends.devices import DeviceRequest
 from trainer.data import splits as data
 from trainer.models import checkpoints, init_from, model
 from trainer.models.checkpoints import update_count
@@ -88,7 +89,9 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     run folder's lock from before it reads the saved run until it returns."""
     with backends.errors_end_pod_processes():
         run_setup.check_backend(config)
-        runtime = backends.setup(config)
+        runtime = backends.setup(
+            DeviceRequest.of(config, config.jit_compile, config.steps_per_execution)
+        )
         with folder_lock.held(config, runtime.chief) as lock:
             return _train(config, runtime, lock, extra_callbacks)
 

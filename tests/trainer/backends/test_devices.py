@@ -1,5 +1,7 @@
 """The devices' rule: precision, XLA, steps per call and fused attention by device."""
 
+import dataclasses
+
 from trainer.backends.devices import DeviceSettings, device_settings
 
 
@@ -31,3 +33,18 @@ def test_a_gpu_gets_bf16_many_steps_per_call_and_fused_attention_by_default():
         "fp32", "auto", 4, False, False, on_gpu=True, fused_attention="false"
     ) == DeviceSettings("fp32", True, 4, False)
     assert device_settings(None, "auto", None, False, False, fused_attention="true").fused_attention
+
+
+def test_a_device_request_takes_the_device_flags_and_the_step_flags_given():
+    from trainer.backends.devices import DeviceRequest
+    from trainer.startup.device_flags import DeviceFlags
+
+    flags = DeviceFlags(strategy="cpu", cpu_replicas=2, precision="fp32")
+    request = DeviceRequest.of(flags)
+    assert (request.strategy, request.cpu_replicas, request.precision) == ("cpu", 2, "fp32")
+    assert (request.jit_compile, request.steps_per_execution) == ("auto", None)
+    assert DeviceRequest.of(flags, "false", 4).steps_per_execution == 4
+    # Every device flag reaches the request (a new flag needs its field here).
+    assert {f.name for f in dataclasses.fields(DeviceFlags)} <= {
+        f.name for f in dataclasses.fields(DeviceRequest)
+    }
