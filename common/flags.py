@@ -112,6 +112,13 @@ def flag(help: str, default=None, aliases=(), choices=None, required=False, **bo
     return dataclasses.field(default=default, metadata=meta)
 
 
+def resolve(flags_object, **values) -> None:
+    """Sets resolved values on a frozen flags dataclass, from its own `__post_init__` only: the
+    flags are resolved once, when parsed, and never change afterwards."""
+    for name, value in values.items():
+        object.__setattr__(flags_object, name, value)
+
+
 def group(cls):
     """A field holding the flag dataclass `cls`: its flags join the outer command line
     (flat, as if declared there), its values come back as one `cls` (`from_values`)."""

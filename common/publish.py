@@ -40,7 +40,7 @@ _KAGGLE_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _EXAMPLES = "hf://ORG/NAME or kaggle://OWNER/MODEL/keras/VARIATION"
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class PushFlags:
     """The flags of every command that can publish what it writes (and card metadata)."""
 

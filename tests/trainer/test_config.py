@@ -194,3 +194,21 @@ def test_every_model_command_refuses_an_unsupported_keras_backend(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: KERAS_BACKEND=torch is not a backend"), err
     assert not (tmp_path / "x").exists()
+
+
+def test_the_flags_are_resolved_once_and_then_frozen():
+    """A command's flags are one typed value that no module changes on its way (a change is a
+    copy: `dataclasses.replace`)."""
+    import dataclasses
+
+    from trainer.finetuning.config import FinetuneFlags
+
+    args = task_args({"train": "t", "eval": "e", "tokenizer": "k"}, "o", "--decay_from_step", "8")
+    config = task.parse_args([*args, "--decay_steps", "2", "--schedule", "wsd"])
+    assert config.train_steps == 10  # resolved when parsed: --decay_from_step + --decay_steps
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.train_steps = 20
+    tuned = FinetuneFlags(model="m", train="t.csv", dev="d.csv", output_dir="o")
+    assert tuned.metric == "accuracy"  # the kind's default metric, resolved when made
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tuned.metric = "f1"

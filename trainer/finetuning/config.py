@@ -24,7 +24,7 @@ ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
 DEFAULT_RECIPE = recipes.GLUE_RECIPE
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --takeover_lock, ...
     model: str = flag(
         "The pretrained model: a training run folder (newest checkpoint), a "
@@ -151,14 +151,14 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
         problem = flags.out_of_bounds(FinetuneFlags, self)
         if problem:
             raise ValueError(problem)
-        self.learning_rate = recipes.parse_rate(self.learning_rate)
+        flags.resolve(self, learning_rate=recipes.parse_rate(self.learning_rate))
         self.check_devices()
         self.seed_list(DEFAULT_RECIPE.seeds)  # raises for a malformed list
         self._check_sources()
         if self.task:
             return
         kind = task_kinds.get(self.task_type)
-        self.metric = self.metric or kind.default_metric
+        flags.resolve(self, metric=self.metric or kind.default_metric)
         wanted = kind.metrics(2)  # any number of classes: f1 is reported for two
         if self.metric not in wanted:
             raise ValueError(

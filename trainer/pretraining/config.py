@@ -48,7 +48,7 @@ def _recipe_default(text: str, name: str) -> str:
     )
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class TrainConfig(PushFlags, DeviceFlags, LockFlags):
     # PushFlags: --push_to, --language, --license (publish the export at the end); DeviceFlags:
     # --strategy, --cpu_replicas, --tpu, --precision, --fused_attention...
@@ -240,9 +240,10 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
                     f"--pretrained_model_config {self.pretrained_model_config!r} is not one of "
                     f"{sorted(_LEGACY_MODEL_CONFIGS)}; use --family and --model instead."
                 )
-            self.family, self.model = _LEGACY_MODEL_CONFIGS[self.pretrained_model_config]
+            family, size = _LEGACY_MODEL_CONFIGS[self.pretrained_model_config]
+            flags.resolve(self, family=family, model=size)
         if self.bfloat16:
-            self.precision = "bf16"
+            flags.resolve(self, precision="bf16")
         self.check_devices()
         self._check_decay_flags()
         if (self.train_steps is None) == (self.epochs is None):
@@ -275,7 +276,7 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
                 f"--train_steps {self.train_steps}, but the decay ends at step {end} "
                 "(--decay_from_step + --decay_steps): drop --train_steps or give that"
             )
-        self.train_steps = end
+        flags.resolve(self, train_steps=end)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

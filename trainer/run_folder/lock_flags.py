@@ -14,7 +14,7 @@ import dataclasses
 from common.flags import flag
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class LockFlags:
     takeover_lock: bool = flag(
         "Take --output_dir over from a run that holds its lock (only when that run is dead).",

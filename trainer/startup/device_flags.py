@@ -14,7 +14,7 @@ import dataclasses
 from common.flags import flag
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class DeviceFlags:
     strategy: str = flag(
         "Where to train; `auto` picks TPU, then GPUs, then CPU.",
