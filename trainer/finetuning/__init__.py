@@ -1,6 +1,6 @@
 """Fine-tuning a pretrained encoder on a labelled task: `python -m trainer.finetune`.
 
-The modules, bottom up: `task_kinds` (one record per kind: classification, regression),
+The modules, bottom up: `task_kinds/` (one module per kind: classification, regression),
 `metrics` (scores by hand, numpy only), `datasets` (rows of JSONL, CSV or TSV files into texts
 and labels), `hub` (Hugging Face datasets by name), `glue` (GLUE's eight tasks in their own
 layout, their recipes and the GLUE score), `unscored` (a test split without labels), `packing`
