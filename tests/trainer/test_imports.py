@@ -17,28 +17,9 @@ print(os.environ.get("KERAS_BACKEND"), len([m for m in sys.modules if m.startswi
 """
 
 
-def test_importing_every_trainer_module_leaves_the_backend_choice_to_the_command():
+def _python(code: str) -> list[str]:
+    """The words the last line of `code` printed, run where KERAS_BACKEND is unset."""
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
-    result = subprocess.run(
-        [sys.executable, "-c", _IMPORT_EVERY_MODULE],
-        cwd=test_layers.ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    chosen, imported = result.stdout.split()[-2:]
-    assert chosen == "None" and int(imported) > 80
-
-
-def test_a_command_chooses_the_backend_from_its_flags():
-    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
-    code = (
-        "from trainer.startup import launch; chosen = launch.prepare(['--backend', 'jax']); "
-        "import keras; print(chosen, keras.backend.backend())"
-    )
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=test_layers.ROOT,
@@ -49,4 +30,17 @@ def test_a_command_chooses_the_backend_from_its_flags():
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.split()[-2:] == ["jax", "jax"]
+    return result.stdout.splitlines()[-1].split()
+
+
+def test_importing_every_trainer_module_leaves_the_backend_choice_to_the_command():
+    chosen, imported = _python(_IMPORT_EVERY_MODULE)
+    assert chosen == "None" and int(imported) > 80
+
+
+def test_a_command_chooses_the_backend_from_its_flags():
+    code = (
+        "from trainer.startup import launch; chosen = launch.prepare(['--backend', 'jax']); "
+        "import keras; print(chosen, keras.backend.backend())"
+    )
+    assert _python(code) == ["jax", "jax"]
