@@ -32,8 +32,8 @@ def _modules(root=ROOT):
 
 
 def import_edges(modules) -> dict[str, set[str]]:
-    """Module -> the modules of ours it imports anywhere in its file (the package __init__
-    of a `from package import module` left out: it is not what the code uses)."""
+    """Module -> the modules of ours it imports anywhere in its file (a `from package import
+    module` imports the package's __init__ too, which Python runs first)."""
     edges = {}
     for name, (_, tree) in modules.items():
         deps = set()
@@ -42,7 +42,8 @@ def import_edges(modules) -> dict[str, set[str]]:
                 deps |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 named = {f"{node.module}.{alias.name}" for alias in node.names}
-                deps |= named & modules.keys() or {node.module}
+                # the package itself too: Python runs its __init__ before the module
+                deps |= (named & modules.keys()) | {node.module}
         edges[name] = {d for d in deps if d in modules and d != name}
     return edges
 

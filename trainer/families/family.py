@@ -7,7 +7,7 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 
-from trainer.families import recipe_flags
+from trainer.families.recipe_flags import check as check_recipe
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Family:
     pretraining_recipe: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
-        recipe_flags.check(self.name, self.pretraining_recipe)
+        check_recipe(self.name, self.pretraining_recipe)
 
     def weight_table(self, num_layers: int) -> list[tuple]:
         """The mapping rows of one model, with layer indices and prefixes filled in."""
