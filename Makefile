@@ -153,9 +153,19 @@ format: $(STAMP)
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
 
+# JAX compiles the same tiny programs in many tests and their child processes: `make test` gives
+# them one persistent compilation cache, emptied at its start, so a program compiles once per
+# run (its key is the program, the compile options, the devices and the versions; numbers
+# in docs/development.md). Users' runs do not set it.
+TEST_JAX_CACHE := $(CURDIR)/.test-cache/jax
+JAX_CACHE_ENV = JAX_COMPILATION_CACHE_DIR=$(call q,$(TEST_JAX_CACHE)) JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
+  JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
+
 test: $(STAMP) lint
-	$(PY) -m pytest tests -q -p no:cacheprovider --durations=15 $(XDIST)
-	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer -q -p no:cacheprovider --durations=15 $(XDIST)
+	rm -rf $(call q,$(TEST_JAX_CACHE)) && mkdir -p $(call q,$(TEST_JAX_CACHE))
+	$(JAX_CACHE_ENV) $(PY) -m pytest tests -q -p no:cacheprovider --durations=15 $(XDIST)
+	KERAS_BACKEND=jax $(JAX_CACHE_ENV) $(PY) -m pytest tests/trainer -q -p no:cacheprovider \
+	  --durations=15 $(XDIST)
 
 # The fast lane while editing: every module's unit tests, without the long runs marked
 # `@pytest.mark.slow` (fault loops, pods, end to end, gs://; tests/conftest.py), which `make test`
