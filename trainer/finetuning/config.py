@@ -102,8 +102,9 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
         minimum=8,
     )
     epochs: int = flag(
-        "Epochs per seed. Default: by the model's size (tiny, small: 10), else 5 or a GLUE "
-        "task's own.",
+        "Epochs per seed. Default: by the model's size ("
+        + ", ".join(f"{n} {e}" for n, (_, e) in recipes.SIZE_RECIPES.items())
+        + "), else 5 or a GLUE task's own.",
         minimum=1,
     )
     batch_size: int = flag(
