@@ -9,8 +9,9 @@ import os
 import numpy as np
 import pytest
 
+from common import flags
 from tests.trainer import finetune_data as fd
-from trainer.finetuning import finetune, jobs, recipes
+from trainer.finetuning import config, finetune, jobs, recipes
 
 JAX = os.environ.get("KERAS_BACKEND") == "jax"
 
@@ -41,6 +42,16 @@ def test_tiny_and_small_get_their_own_rate_and_base_keeps_the_glue_recipe():
     small = recipes.glue_recipe(mrpc, "small")
     assert small.learning_rate == recipes.SIZE_RECIPES["small"][0]
     assert (small.epochs, small.batch_size, small.seeds) == (mrpc.epochs, 32, mrpc.seeds)
+
+
+def test_the_help_reads_each_sizes_defaults_from_the_recipes():
+    rate, epochs = recipes.SIZE_RECIPES["tiny"]
+    assert recipes.by_size("learning_rate").startswith(f"tiny {rate:g}, small ")
+    assert recipes.by_size("epochs").startswith(f"tiny {epochs}, small ")
+    assert recipes.by_size("pooling") == "tiny mean, small mean"
+    help_text = " ".join(f.metadata["help"] for f in flags.flag_fields(config.FinetuneFlags))
+    for field in ("learning_rate", "epochs", "pooling"):
+        assert recipes.by_size(field) in help_text, field
 
 
 def _config(*extra):

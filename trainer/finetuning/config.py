@@ -102,9 +102,8 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
         minimum=8,
     )
     epochs: int = flag(
-        "Epochs per seed. Default: by the model's size ("
-        + ", ".join(f"{n} {e}" for n, (_, e) in recipes.SIZE_RECIPES.items())
-        + "), else 5 or a GLUE task's own.",
+        f"Epochs per seed. Default: by the model's size ({recipes.by_size('epochs')}), else 5 "
+        "or a GLUE task's own.",
         minimum=1,
     )
     batch_size: int = flag(
@@ -114,13 +113,13 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
     )
     learning_rate: str = flag(
         "Peak learning rate, or auto: one seed at each rate of a small grid around the "
-        "default, then every seed at the best on dev. Default: by the model's size ("
-        + ", ".join(f"{n} {r:g}" for n, (r, _) in recipes.SIZE_RECIPES.items())
-        + "), else 4e-5 or a GLUE task's own."
+        "default, then every seed at the best on dev. Default: by the model's size "
+        f"({recipes.by_size('learning_rate')}), else 4e-5 or a GLUE task's own."
     )
     pooling: str = flag(
         "What the classifier's head reads: cls (the first token) or mean (the mean of the "
-        "non-padding tokens). Default: by the model's size (tiny, small: mean), else cls.",
+        f"non-padding tokens). Default: by the model's size ({recipes.by_size('pooling')}), "
+        "else cls.",
         choices=pooling.CHOICES,
     )
     warmup_ratio: float = flag(

@@ -64,6 +64,17 @@ def model_size(run_config: dict) -> tuple[str, str]:
     return fits[-1], f"hidden_dim {hidden}"
 
 
+def by_size(field: str) -> str:
+    """--help's line of the sizes' own `learning_rate`, `epochs` or `pooling`:
+    `tiny 0.003, small 0.001`."""
+    if field == "pooling":
+        values = SIZE_POOLING
+    else:
+        column = ("learning_rate", "epochs").index(field)
+        values = {name: f"{recipe[column]:g}" for name, recipe in SIZE_RECIPES.items()}
+    return ", ".join(f"{name} {value}" for name, value in values.items())
+
+
 def own_recipe(size: str) -> glue.Recipe:
     """The recipe for a task of the user's own files at `size`."""
     if size not in SIZE_RECIPES:
