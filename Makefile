@@ -177,14 +177,19 @@ test-fast: $(STAMP) lint
 
 # Off a TPU VM libtpu would query the cloud metadata server at import: TPU_SKIP_MDS_QUERY
 # stops that, and the tests run without a network (unshare -n, loopback only) to prove it.
+# libtpu also takes a machine-wide lock (/tmp/libtpu_lockfile) at load: with the two stacks
+# side by side (CI) the second would fail to load and fall back to the CPU unchecked, so the
+# smokes allow concurrent loads (harmless with no TPU to share).
+TPU_ENV := TPU_SKIP_MDS_QUERY=1 ALLOW_MULTIPLE_LIBTPU_LOAD=1
+
 test-tpu: test-tpu-tf test-tpu-jax
 
 test-tpu-tf: $(TPU_STAMP)
-	TPU_SKIP_MDS_QUERY=1 bash tpu/offline.sh $(TPU_PY) -m pytest $(TPU_SMOKE) -q -p no:cacheprovider \
+	$(TPU_ENV) bash tpu/offline.sh $(TPU_PY) -m pytest $(TPU_SMOKE) -q -p no:cacheprovider \
 	  --capture=sys
 
 test-tpu-jax: $(TPU_JAX_STAMP)
-	KERAS_BACKEND=jax TPU_SKIP_MDS_QUERY=1 bash tpu/offline.sh $(TPU_JAX_PY) -m pytest $(TPU_JAX_SMOKE) \
+	KERAS_BACKEND=jax $(TPU_ENV) bash tpu/offline.sh $(TPU_JAX_PY) -m pytest $(TPU_JAX_SMOKE) \
 	  -q -p no:cacheprovider --capture=sys
 
 demo: $(STAMP)
