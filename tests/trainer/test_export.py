@@ -308,6 +308,53 @@ def test_an_export_refuses_a_folder_that_holds_something_else(exported, tmp_path
     assert _tree(out) == {"todo.txt": b"mine"} and _leftovers(tmp_path) == []
 
 
+def _save_pretrained_folder(exported, out: Path, **extra: str) -> None:
+    """What `save_pretrained` leaves (config, weights, tokenizer files; no card of ours)."""
+    shutil.copytree(exported["roberta"]["paths"]["hf"], out)
+    (out / "README.md").unlink()
+    for name, text in extra.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)
+
+
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        ({"notes.txt": "mine"}, "notes.txt"),  # a user's file beside a transformers model
+        ({}, "no model card"),  # a transformers model folder someone else saved
+        ({"data/train.jsonl": "{}", "src/main.py": "pass"}, "data/train.jsonl"),  # a project
+    ],
+)
+def test_an_export_refuses_a_config_json_folder_it_did_not_write(
+    exported, tmp_path, capsys, extra, named
+):
+    out = tmp_path / "theirs"
+    _save_pretrained_folder(exported, out, **extra)
+    before = _tree(out)
+    args = ["--checkpoint", exported["roberta"]["run"], "--output_dir", str(out)]
+    for fmt in ("hf", "all"):
+        assert export.main([*args, "--format", fmt]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "not an earlier output" in err[0] and named in err[0], err
+        assert _tree(out) == before and _leftovers(tmp_path) == []
+
+
+def test_an_earlier_export_with_a_file_it_never_writes_is_refused_naming_it(
+    exported, tmp_path, capsys
+):
+    out = tmp_path / "exp"
+    export.export(exported["roberta"]["run"], str(out), "all")
+    (out / "keras-hub" / "eval.txt").write_text("mine")
+    before = _tree(out)
+    args = ["--checkpoint", exported["roberta"]["run"], "--output_dir", str(out)]
+    assert export.main([*args, "--format", "hf"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "keras-hub/eval.txt" in err and _tree(out) == before
+    (out / "keras-hub" / "eval.txt").unlink()
+    assert export.main([*args, "--format", "keras-hub"]) == 0  # an export replaces another
+    assert (out / "run_config.json").exists() and not (out / "hf").exists()
+
+
 def test_a_disk_too_small_for_the_preset_is_refused_before_h5py_writes(
     exported, tmp_path, monkeypatch, capsys
 ):

@@ -127,6 +127,46 @@ def test_a_rerun_starts_clean_logs_and_a_second_run_on_the_folder_is_refused(
     assert len(os.listdir(out / "logs" / "seed-1")) == 1  # untouched
 
 
+@pytest.mark.parametrize(
+    "theirs",
+    [
+        "logs/train/events.out.tfevents.1.pretraining",  # the pretraining run's own folder
+        "logs/validation/events.out.tfevents.2.pretraining",
+        "logs/notes.txt",
+        "logs/seed-1x/events.out.tfevents.3.other",
+    ],
+)
+def test_a_logs_folder_holding_what_no_fine_tune_wrote_is_refused_and_kept(
+    export, tmp_path, capsys, theirs
+):
+    out = tmp_path / "run"
+    ours = out / "logs" / "seed-1" / "events.out.tfevents.1.earlier-fine-tune"
+    for path in (out / theirs, ours):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"kept")
+    args = ["--model", export, *_files(tmp_path), "--seeds", "1", "--epochs", "1"]
+    assert finetune.main([*args, "--output_dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "which no fine-tune wrote" in err[0] and theirs in err[0], err
+    assert (out / theirs).read_bytes() == b"kept" and ours.read_bytes() == b"kept"
+    assert not (out / "results.json").exists() and not (out / "_LOCK").exists()
+
+
+def test_a_glue_task_folder_keeps_the_logs_no_fine_tune_wrote(tmp_path):
+    from trainer.finetuning import output_folder
+
+    task = tmp_path / "out" / "rte"
+    mine = task / "logs" / "seed-2" / "events.out.tfevents.1.x"
+    mine.parent.mkdir(parents=True)
+    mine.write_bytes(b"")
+    output_folder.clear_earlier_run(str(tmp_path / "out"), [str(task)])
+    assert not mine.parent.exists()  # an earlier fine-tune's seed logs go
+    (task / "logs" / "README").write_text("mine")
+    with pytest.raises(output_folder.OutputFolderError, match="no fine-tune wrote"):
+        output_folder.clear_earlier_run(str(tmp_path / "out"), [str(task)])
+    assert (task / "logs" / "README").read_text() == "mine"
+
+
 @pytest.mark.slow  # a fresh process
 @TENSORFLOW_ONLY
 def test_sigterm_in_a_seed_writes_the_complete_seeds_and_exits_143_in_one_line(export, tmp_path):

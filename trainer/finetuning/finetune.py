@@ -66,6 +66,7 @@ def finetune(config: FinetuneFlags) -> dict | None:
     for job in tasks:
         job.extra_protocol["recipe_by_size"] = recipes.source_note(*size)
         job.extra_protocol["pooling"] = pooled
+    output_folder.check([job.output_dir for job in tasks])  # before any work: one line
     cards = card_scores.writable(card_scores.readmes(config.card)) if config.card else []
     runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
     with folder_lock.held(config, runtime.chief), interruption.watching(runtime) as watch:

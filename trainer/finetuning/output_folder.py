@@ -4,18 +4,60 @@ The chief holds the folder's lock (trainer/run_folder/folder_lock.py) while it r
 writes there meanwhile; before its first seed it deletes the earlier run's results.json (a
 killed run must not leave an old file that a reader trusts as its own) and its TensorBoard
 logs (`logs/seed-N`: new event files beside old ones would show two runs as one curve).
+
+Only what a fine-tune writes is ever deleted: a `logs/` folder that holds anything else (a
+pretraining run's `logs/train/`, a user's notes) is refused in one line before anything is
+touched, as the export refuses a folder that is not an earlier export.
 """
 
 from __future__ import annotations
 
+import os
+import re
+
 from common import fs
+from common.errors import UserError
 from trainer.finetuning import results
+
+# The only entries a fine-tune writes under a job folder's logs/ (results.Scalars).
+_SEED_LOGS = re.compile(r"seed-\d+$")
+
+
+class OutputFolderError(UserError):
+    """The output folder holds files a fine-tune did not write and would have to delete."""
+
+
+def check(job_dirs: list[str]) -> None:
+    """Refuses, in one line, a job folder whose logs/ holds anything but `seed-N/` folders:
+    clearing the earlier run's logs would delete it."""
+    for folder in dict.fromkeys(job_dirs):
+        logs = fs.join(folder, results.LOGS)
+        if not fs.is_remote(logs) and os.path.isfile(logs):
+            raise OutputFolderError(
+                f"{logs} is a file, not a fine-tune's logs folder: choose another --output_dir."
+            )
+        for path in sorted(_files(logs)):
+            first = path[len(logs) + 1 :].replace(os.sep, "/").split("/", 1)
+            if len(first) < 2 or not _SEED_LOGS.match(first[0]):
+                raise OutputFolderError(
+                    f"{folder} holds {path}, which no fine-tune wrote: its logs/ would be "
+                    "cleared for this run; choose another --output_dir."
+                )
 
 
 def clear_earlier_run(output_dir: str, job_dirs: list[str]) -> None:
     """Deletes the results.json of `output_dir` and of each job folder, and each job
-    folder's logs/."""
+    folder's `logs/seed-N` folders, once `check` finds nothing else there."""
+    check(job_dirs)
     results.remove_stale(output_dir)
-    for folder in job_dirs:
+    for folder in dict.fromkeys(job_dirs):
         results.remove_stale(folder)
-        fs.delete_tree(fs.join(folder, results.LOGS))
+        logs = fs.join(folder, results.LOGS)
+        seeds = {p[len(logs) + 1 :].replace(os.sep, "/").split("/")[0] for p in _files(logs)}
+        for name in sorted(seeds):
+            fs.delete_tree(fs.join(logs, name))
+
+
+def _files(folder: str) -> list[str]:
+    """Every file under `folder` (none when it does not exist)."""
+    return fs.files_under(folder) if fs.is_remote(folder) or os.path.isdir(folder) else []

@@ -290,12 +290,18 @@ def _origin(config) -> str:
     )
 
 
+# Every card's first paragraph says this, and only our export writes it: how a later export
+# recognises a folder it may replace (trainer/release/export_folder.py).
+SIGNATURE = (
+    "with mlm_pretrain (Beam prepare pipeline, Keras 3 / keras-hub trainer). This folder is the "
+)
+
+
 def body(facts, fmt: str, options, name: str) -> str:
     config = facts.run_config
     intro = (
         f"# {name}\n\nA {config['family']} masked language model ({_size(config)}, "
-        f"{_n(facts.parameters)} parameters) {_origin(config)} with mlm_pretrain "
-        f"(Beam prepare pipeline, Keras 3 / keras-hub trainer). This folder is the "
+        f"{_n(facts.parameters)} parameters) {_origin(config)} {SIGNATURE}"
         f"{'Hugging Face transformers' if fmt == 'hf' else 'keras-hub preset'} export."
     )
     sections = [

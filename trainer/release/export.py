@@ -41,7 +41,7 @@ from common.errors import UserError, run_cli
 from trainer import families
 from trainer.families import activation, encoder_weights
 from trainer.models import model_source
-from trainer.release import card_facts, model_card, push
+from trainer.release import card_facts, export_folder, model_card, push
 from trainer.run_folder import run_dir
 from trainer.startup import keras_backend
 
@@ -49,7 +49,8 @@ KERAS_HUB, HF = "keras-hub", "hf"
 FORMATS = (KERAS_HUB, HF, "all")
 HF_WEIGHTS = "model.safetensors"
 HF_CONFIG = "config.json"
-# What makes a folder an earlier export (any format, so that one can replace another).
+# The files that make a folder loadable: on an object store they are swapped in last
+# (`fs.whole_folder`); which folder is an earlier export is `export_folder`'s question.
 ALL_MARKERS = (HF_CONFIG, f"{KERAS_HUB}/{HF_CONFIG}", f"{HF}/{HF_CONFIG}")
 
 
@@ -200,8 +201,10 @@ def export(
     `output_dir` is written whole or not at all (`fs.whole_folder`): staged beside it,
     then swapped in, so a failure (a full disk, a kill) leaves no partial export there and
     an earlier export in its place stays loadable; a folder holding anything else is
-    refused before the model is loaded."""
+    refused before the model is loaded (`export_folder`: an earlier export is recognised by
+    its card, and holds nothing an export never writes)."""
     formats = formats_of(fmt)
+    export_folder.check_replaceable(output_dir)  # before the model is loaded: one line
     source = model_source.resolve(checkpoint)
     if KERAS_HUB in formats:
         _check_preset_computes(source)
