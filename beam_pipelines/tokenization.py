@@ -50,7 +50,9 @@ class TokenizeAndChunk(beam.DoFn):
         self.piece_chars = piece_chars
 
     def setup(self):
-        self.tokenizer, _ = tokenizer_files.load(self.tokenizer_dir)
+        tokenizer, _ = tokenizer_files.load(self.tokenizer_dir)
+        # A literal `[CLS]` or `<s>` in a document is text, not a control id (a new document).
+        self.tokenizer = tokenizer_files.text_only(tokenizer)
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
         self.special_only = self.tokenizer.num_special_tokens_to_add(False)

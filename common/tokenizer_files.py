@@ -122,6 +122,16 @@ def load(tokenizer_dir: str):
     return tokenizer, info
 
 
+def text_only(tokenizer):
+    """`tokenizer`, reading the control tokens' strings in a text (`<s>`, `[CLS]`, `<mask>`) as
+    characters: a document that quotes HTML's `<s>` must not carry a control id where the model
+    never sees one (ModernBERT would open a new document there). A setting of the loaded object,
+    not of tokenizer.json: the fingerprint is unchanged. Fill-mask inputs, whose mask token is
+    the user's ask, do not use it."""
+    tokenizer.encode_special_tokens = True
+    return tokenizer
+
+
 def check_ids(tokenizer, where: str) -> None:
     """Every token id must be below the vocabulary size (the count of tokens), the number of
     embeddings a model gets: a vocabulary with gaps in its ids would give ids no model row

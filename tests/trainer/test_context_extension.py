@@ -52,3 +52,26 @@ def test_the_data_stream_starts_where_the_data_changed_and_stays_there():
     assert context_extension.data_start_step(SAVED, LONGER, 40) == 40  # the extension
     resumed = {**LONGER, "data_start_step": 40}
     assert context_extension.data_start_step(resumed, LONGER, 60) == 40  # a resume inside it
+
+
+def test_what_any_restart_may_change_an_extension_may_change_and_help_and_docs_say_so():
+    """ModernBERT's extension trains at its own learning rate: a changed --learning_rate is
+    accepted, as on any restart, and --help and docs/modernbert.md name it as allowed."""
+    import pathlib
+    import re
+
+    from common import flags
+    from trainer.pretraining import config, plan
+
+    saved, now = {**SAVED, "learning_rate": 8e-4}, {**LONGER, "learning_rate": 3e-4}
+    view = context_extension.allowed(saved, now, families.get("modernbert"), "run")
+    plan.check_continuation(view, now, "run")  # nothing refused
+    (field,) = [f for f in flags.flag_fields(config.TrainConfig) if f.name == "extend_context"]
+    help_text = " ".join(field.metadata["help"].split())
+    docs = pathlib.Path(__file__).parents[2] / "docs" / "modernbert.md"
+    section = docs.read_text().split("## Context extension")[1].split("\n## ")[0]
+    assert "--learning_rate" in help_text and "`--learning_rate`" in section
+    named = re.findall(r"--(\w+)", context_extension.RESTART_MAY_CHANGE)
+    assert "learning_rate" in named and not set(named) & set(plan.FIXED)
+    assert context_extension.RESTART_MAY_CHANGE in help_text
+    assert all(f"`--{name}`" in section for name in named), named

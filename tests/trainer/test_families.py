@@ -93,3 +93,20 @@ def test_no_family_is_named_outside_its_record():
         if value in names or any(value.startswith(f"{n}.") for n in names)
     ]
     assert not found, "family named outside trainer/families/: " + "; ".join(found)
+
+
+def test_messages_name_the_registered_families(tmp_path, capsys):
+    """What the user reads names every family the registry holds, ModernBERT too."""
+    from trainer.models import keras_hub_presets
+    from trainer.pretraining import config
+
+    assert families.said() == "roberta, bert or modernbert"
+    assert families.said([families.get("bert")]) == "bert"
+    with pytest.raises(keras_hub_presets.PresetError) as refused:
+        keras_hub_presets.write(str(tmp_path), str(tmp_path / "tok"))
+    with_tokenizers = [f.name for f in families.ALL if f.preset_tokenizer]
+    assert all(name in str(refused.value) for name in with_tokenizers)
+    with pytest.raises(SystemExit):
+        config.parse_args(["--help"])
+    description = " ".join(capsys.readouterr().out.split())
+    assert f"Pretrain a {families.said()} masked language model" in description

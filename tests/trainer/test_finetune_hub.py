@@ -60,7 +60,7 @@ def described(tmp_path_factory):
     (folder / "config.json").write_text(
         json.dumps({"registered_name": "keras_hub>RobertaBackbone", "config": {}})
     )
-    (folder / "task.json").write_text("{}")
+    (folder / "task.json").write_text(json.dumps({"registered_name": "keras_hub>RobertaMaskedLM"}))
     mlm_data.make_tokenizer(folder / "tokenizer")
     return str(folder)
 

@@ -128,6 +128,33 @@ def test_auto_picks_the_best_rate_of_the_grid_and_records_the_sweep(model, tmp_p
     assert "learning_rate_sweep" in text and f"chosen: {sweep['chosen']}" in text
 
 
+def test_a_diverged_grid_rate_is_written_on_the_card_as_diverged(tmp_path):
+    """A rate of the grid that diverged has no dev score: the card says so, not round(None)."""
+    from huggingface_hub import ModelCard
+
+    from trainer.finetuning import card_scores
+
+    card = tmp_path / "README.md"
+    card.write_text("---\nlicense: apache-2.0\n---\n# tiny\n")
+    grid = [
+        {"learning_rate": 1e-4, "dev": 0.41234, "best_epoch": 1, "seconds": 1.0},
+        {"learning_rate": 3e-3, "dev": None, "diverged": "loss nan at step 3"},
+    ]
+    document = {
+        "task": {"type": "classification", "labels": ["a", "b"]},
+        "scores": {"summary": {"dev": {"accuracy": {"mean": 0.5}}}, "seeds": [{"seed": 1}]},
+        "data": {"dev": {"path": str(tmp_path / "dev.jsonl")}},
+        "learning_rate_sweep": {
+            **{"grid": grid, "metric": "accuracy", "seed": 1, "chosen": 1e-4},
+            **{"runs": 2, "seconds": 2.0, "centre": 1e-3},
+        },
+    }
+    card_scores.add([str(card)], card_scores.entries(document))
+    (result,) = ModelCard.load(str(card)).data.eval_results
+    grid = result.metric_args["learning_rate_sweep"]["grid"]
+    assert grid == {"0.0001": 0.4123, "0.003": "diverged"}
+
+
 def test_the_mean_pool_averages_the_kept_positions_only():
     from trainer.finetuning.pooling import MeanPool
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -61,9 +62,14 @@ def test_predict_matches_the_model_and_batching_changes_nothing(runs, family):
             )
 
 
-def test_predict_masks_from_preset_equals_checkpoint(runs, tmp_path):
+@pytest.fixture(scope="module")
+def preset(runs, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("preset") / "export")
+    return export.export(runs["roberta"][0], out, "keras-hub")["keras-hub"]
+
+
+def test_predict_masks_from_preset_equals_checkpoint(runs, preset):
     run_dir, _ = runs["roberta"]
-    preset = export.export(run_dir, str(tmp_path / "preset"), "keras-hub")["keras-hub"]
     from_run = predict.predict_masks(run_dir, TEXTS["roberta"][:1], top_k=3)
     from_preset = predict.predict_masks(preset, TEXTS["roberta"][:1], top_k=3)
     assert len(from_run[0][0]) == 3
@@ -71,6 +77,42 @@ def test_predict_masks_from_preset_equals_checkpoint(runs, tmp_path):
     np.testing.assert_allclose(
         [s for _, s in from_run[0][0]], [s for _, s in from_preset[0][0]], rtol=1e-6
     )
+
+
+@pytest.mark.parametrize(
+    "named", ["keras_hub>NoSuchMaskedLM", "keras_hub>RobertaTextClassifier", None]
+)
+def test_a_preset_whose_task_json_names_no_masked_lm_is_one_line(preset, tmp_path, capsys, named):
+    """keras-hub would end in its TypeError for a class it has not registered, and build a
+    MaskedLM with a random head for another task: refused as config.json's class is."""
+    import json
+
+    copy = tmp_path / "preset"
+    shutil.copytree(preset, copy)
+    task = json.loads((copy / "task.json").read_text())
+    (copy / "task.json").write_text(json.dumps({**task, "registered_name": named}))
+    assert predict.main(["--model", str(copy), "A <mask>"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"its task.json names {named!r}" in err[0], err
+
+
+def test_padding_rows_of_the_embedding_are_never_ranked(tmp_path):
+    """ModernBERT pads its embedding to a multiple of 64: rows no tokenizer id reaches get no
+    probability, so the tokenizer's own ids alone are listed and their probabilities sum to 1."""
+    run_dir, masked_lm = make_training_dir(str(tmp_path), "modernbert")
+    predictor = predict.MaskPredictor(run_dir)
+    vocab = predictor.info.vocab_size
+    assert masked_lm.backbone.token_embedding.input_dim > vocab  # there are spare rows
+    (candidates,) = predictor.predict(["the cat [MASK] on the mat."], top_k=vocab + 50)[0]
+    assert len(candidates) == vocab and all(token is not None for token, _ in candidates)
+    assert sum(p for _, p in candidates) == pytest.approx(1.0, abs=1e-9)
+    ids = predictor.tokenizer.encode("the cat [MASK] on the mat.").ids
+    inputs, _ = predictor.model_inputs([ids])
+    logits = np.asarray(masked_lm(inputs, training=False), np.float64)[0, 0, :vocab]
+    reference = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    top = np.argsort(-reference)[:5]  # the softmax over the tokenizer's ids alone
+    assert [t for t, _ in candidates[:5]] == [predictor._token_text(int(i)) for i in top]
+    np.testing.assert_allclose([p for _, p in candidates[:5]], reference[top], rtol=1e-5)
 
 
 def test_input_errors(runs):

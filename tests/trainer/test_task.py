@@ -238,6 +238,10 @@ def test_mismatches_exit_2_with_one_line(corpus, tmp_path, capsys, problem):
                 }
             )
         )
+        # a run that saved weights (one that saved none binds nothing: a corrected command
+        # starts it afresh, tests/trainer/families/test_modernbert_bounds.py)
+        (tmp_path / "out" / "backup").mkdir()
+        (tmp_path / "out" / "backup" / "state-00000005.weights.h5").write_bytes(b"")
         expected = "holds a run with another family"
     assert task.main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()

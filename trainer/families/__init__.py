@@ -37,6 +37,13 @@ def get(name: str) -> Family:
     return families[name]
 
 
+def said(found=None) -> str:
+    """The registered families (or those of `found`, records) as a message names them:
+    `roberta, bert or modernbert`; messages read it, so a new family is named everywhere."""
+    names = [f.name for f in (ALL if found is None else found)]
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def of_registered_name(registered_name: str | None) -> Family | None:
     """The family of a keras-hub preset's backbone, or None."""
     return next((f for f in _registry().values() if f.registered_name == registered_name), None)

@@ -57,6 +57,10 @@ class Family:
     dropout: float = 0.1  # the backbone's dropout when pretraining from scratch
     # Backbone arguments taken from the tokenizer's special-token ids (role -> id).
     token_args: Callable[[dict], dict] = lambda ids: {}  # noqa: E731
+    # Backbone arguments that only pretraining's packed rows use (ModernBERT's document
+    # separator): a model that reads one text per row (fine-tuning, predict, the exports) has
+    # them None, as transformers computes it, so a literal `<s>` in a text splits nothing.
+    packed_rows_only: tuple[str, ...] = ()
     # True where the backbone picks its own attention kernel (no Keras MultiHeadAttention
     # whose dropout `trainer.models.model.fuse_attention` drops to reach the fused kernel).
     own_attention: bool = False
@@ -66,6 +70,17 @@ class Family:
     # Backbone arguments a --extend_context restart may change besides the sequence length
     # (trainer/pretraining/context_extension.py); () where the family cannot be extended.
     context_extension_args: tuple[str, ...] = ()
+    # The bounds of the backbone arguments the family adds to the shared `Shape`
+    # (trainer/families/sizes.py): a dataclass of `common.flags.flag` fields, one for each
+    # argument that changes what the model computes. trainer/models/model.py checks them with
+    # `Shape`'s on --config and on the config of a transformers folder --init_from reads.
+    argument_bounds: type | None = None
+    # What bounds cannot say, checked with them: (backbone arguments given) -> one sentence
+    # about arguments that do not fit together, or None.
+    config_rule: Callable[[dict], str | None] = lambda config: None  # noqa: E731
+    # Before a run builds its model: (backbone config, the data's sequence length) -> one
+    # sentence on why it cannot train on this machine (a kernel that needs a TPU), or None.
+    device_rule: Callable[[dict, int], str | None] = lambda config, length: None  # noqa: E731
 
     def fits_tokenizer(self, backbone_config: dict, tokens: int) -> bool:
         """Whether a tokenizer of `tokens` ids can drive the model's embedding."""
@@ -90,10 +105,20 @@ class Family:
         ]
         return list(self.weight_rows) + layers
 
+    def one_document_per_row(self, backbone_config: dict) -> dict:
+        """`backbone_config` for a model that reads one text per row (`packed_rows_only`)."""
+        return {**backbone_config, **dict.fromkeys(self.packed_rows_only)}
+
     def max_positions(self, backbone_config: dict) -> int | None:
         """The longest sequence the model can read; None where positions are unbounded."""
         length = backbone_config.get("max_sequence_length")
         return int(length) if self.positions == "absolute" and length is not None else None
+
+    def build_length(self, backbone_config: dict) -> int:
+        """Tokens of the one-row batch that builds a model's weights: any length builds them;
+        where positions are unbounded, 128 (a block of every fused attention kernel, which
+        one token is not, and one token would be a softmax over a single key: Keras warns)."""
+        return self.max_positions(backbone_config) or 128
 
     def _class(self, name: str):
         return getattr(importlib.import_module(self.models_module), name)
@@ -116,6 +141,13 @@ class Family:
 
     def task_cls(self):
         return self._class(self.task_class)
+
+    def task_registered_name(self) -> str:
+        """The name Keras registers the masked-LM task under: what a preset's task.json names
+        (`keras_hub>RobertaMaskedLM`; ours, `mlm_pretrain>ModernBertMaskedLM`)."""
+        import keras
+
+        return keras.saving.get_registered_name(self.task_cls())
 
     def inputs(self, token_ids, padding_mask, mask_positions, zeros_like) -> dict:
         """The keras-hub MaskedLM input dict (one segment for MLM-only pretraining)."""

@@ -64,13 +64,13 @@ def choose(backbone, data, job, jit_compile: bool, runtime, say=print) -> tuple:
 
 def card_args(document: dict) -> dict:
     """What the model card's entries carry of a `--learning_rate auto` sweep (nothing
-    without one): each rate's dev score, the chosen rate, the seed, and the cost."""
+    without one): each rate's dev score (or `diverged`), the chosen rate, the seed, the cost."""
     sweep = document.get("learning_rate_sweep")
     if not sweep:
         return {}
     return {
         "learning_rate_sweep": {
-            "grid": {f"{r['learning_rate']:g}": round(r["dev"], 4) for r in sweep["grid"]},
+            "grid": {f"{r['learning_rate']:g}": _card_score(r) for r in sweep["grid"]},
             "metric": sweep["metric"],
             "seed": sweep["seed"],
             "chosen": sweep["chosen"],
@@ -78,3 +78,10 @@ def card_args(document: dict) -> dict:
             "seconds": sweep["seconds"],
         }
     }
+
+
+def _card_score(row: dict):
+    """A grid row's dev score for the card; a rate that diverged has none, and says so."""
+    if row.get("dev") is None:
+        return "diverged"
+    return round(row["dev"], 4)

@@ -43,7 +43,9 @@ class PretrainedBackbone:
                 "fine-tune yet (keras-hub has none); export it (python -m trainer.export "
                 "--format hf) and fine-tune it with transformers."
             )
-        self.config = dict(source.run_config["backbone_config"])
+        # One text per row (a literal `<s>` in it opens no second document), as transformers
+        # computes the export.
+        self.config = self.family.one_document_per_row(source.run_config["backbone_config"])
         self.from_scratch = from_scratch
         # Read even from scratch: a model path that does not load is an error either way.
         masked_lm = model_source.load_source(source)

@@ -29,6 +29,7 @@ import dataclasses
 
 import numpy as np
 
+from common import tokenizer_files
 from trainer import families
 
 
@@ -72,7 +73,7 @@ class Packer:
     """Tokenizes and packs texts for one family and maximum length."""
 
     def __init__(self, tokenizer, info, family: str, max_length: int):
-        self.tokenizer = tokenizer
+        self.tokenizer = tokenizer_files.text_only(tokenizer)  # text is text: no control ids
         tokenizer.no_truncation()
         tokenizer.no_padding()
         self.family = family

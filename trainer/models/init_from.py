@@ -37,7 +37,7 @@ from common import fs, tokenizer_files
 from common.errors import UserError
 from trainer import families
 from trainer.families import activation, encoder_weights
-from trainer.models import keras_hub_presets, model_source, safetensors_files
+from trainer.models import keras_hub_presets, model, model_source, safetensors_files
 from trainer.run_folder.run_dir import RUN_CONFIG
 
 HF_CONFIG, HF_WEIGHTS = "config.json", safetensors_files.SINGLE
@@ -207,7 +207,7 @@ def _check_masked_lm_preset(path: str) -> None:
         return  # not a RoBERTa/BERT preset: model_source says so
     task_path = fs.join(path, model_source.PRESET_TASK)
     task = fs.read_json(task_path) if fs.exists(task_path) else {}
-    if task.get("registered_name") != f"keras_hub>{family.task_class}" or not fs.exists(
+    if task.get("registered_name") != family.task_registered_name() or not fs.exists(
         fs.join(path, "task.weights.h5")
     ):
         raise InitFromError(
@@ -237,7 +237,10 @@ def _transformers(path: str, config: dict) -> Initial:
     ):
         if not isinstance(config.get(key), int):
             raise InitFromError(f"{fs.join(path, HF_CONFIG)} has no integer {key}.")
-    backbone = family.backbone_config_of(config)
+    try:  # within the bounds of --config: a released model trains only what a flag could set
+        backbone = model.converted_backbone(family.name, config, fs.join(path, HF_CONFIG))
+    except ValueError as err:
+        raise InitFromError(str(err)) from None
     _check_config(path, family, config, backbone)
     weights = safetensors_files.checkpoint_files(path)
     if weights is None:
@@ -293,13 +296,10 @@ def _check_config(path: str, family, config: dict, backbone: dict) -> None:
                 f"{path}: {key} is {have!r}, but keras-hub's {family.backbone_class} computes "
                 f"{want!r}; this checkpoint cannot be continued without changing its outputs."
             )
-    positions = family.max_positions(backbone)
-    if (positions is not None and positions < 1) or backbone["hidden_dim"] % backbone["num_heads"]:
-        raise InitFromError(
-            f"{path}: max_position_embeddings {config['max_position_embeddings']}"
-            f" or hidden_size / num_attention_heads cannot make a "
-            f"{family.backbone_class}."
-        )
+    positions = family.max_positions(backbone)  # whole heads: converted_backbone checked them
+    if positions is not None and positions < 1:
+        have = config["max_position_embeddings"]
+        raise InitFromError(f"{path}: max_position_embeddings {have} leaves no position.")
 
 
 def _check_names(path: str, family: str, names: dict, num_layers: int) -> None:

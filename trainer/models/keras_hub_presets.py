@@ -78,7 +78,7 @@ def download(name: str) -> tuple[str, str | None]:
 
 def tokenizer_of(preset_dir: str):
     """(tokenizers.Tokenizer, special tokens by role) equal to the preset's keras-hub
-    tokenizer, or None if the preset has no RoBERTa/BERT tokenizer."""
+    tokenizer, or None if the preset has no tokenizer of a family with `preset_tokenizer`."""
     path = fs.join(preset_dir, KERAS_TOKENIZER)
     if not fs.exists(path):
         return None
@@ -171,7 +171,8 @@ def write(preset: str, output_dir: str) -> str:
     folder = download(preset)[0] if handle_of(preset) and not fs.exists(preset) else preset
     found = tokenizer_of(folder)
     if found is None:
-        raise PresetError(f"{preset} holds no keras-hub RoBERTa or BERT tokenizer.")
+        kinds = families.said([f for f in families.ALL if f.preset_tokenizer])
+        raise PresetError(f"{preset} holds no keras-hub tokenizer of a {kinds} model.")
     tokenizer, special = found
     length = fs.read_json(fs.join(folder, "config.json"))["config"].get("max_sequence_length", 512)
     return tokenizer_files.save(tokenizer, output_dir, special, length)

@@ -12,6 +12,7 @@ import json
 import types
 
 from common import flags
+from common.errors import UserError
 from trainer import families
 from trainer.families import activation
 from trainer.families.sizes import SIZES, Shape
@@ -23,13 +24,19 @@ SET_BY_TRAINER = {
     "separator_id": "the tokenizer",
     "dtype": "--precision",
 }
-_NUMBER_TYPES = {"int": (int,), "float": (int, float)}
+# JSON types of the flag types a backbone argument may have, as an error names them.
+_JSON_TYPES = {
+    "int": ((int,), "a JSON number without a fraction"),
+    "float": ((int, float), "a JSON number"),
+    "str": ((str,), "a JSON string"),
+}
 
 
 def check_overrides(family: str, size: str, overrides) -> None:
     """Raises ValueError (one sentence) unless `overrides` (--config) is a JSON object of
-    arguments that the family's backbone takes, each of its type and within `Shape`'s bounds,
-    with whole attention heads (the transformers export needs them)."""
+    arguments that the family's backbone takes, each of its type and within its bounds
+    (`Shape`'s and the family's `argument_bounds`), that fit together by the family's rule
+    and into whole attention heads (the transformers export needs them)."""
     if overrides is None:
         return
     if not isinstance(overrides, dict):
@@ -50,29 +57,56 @@ def check_overrides(family: str, size: str, overrides) -> None:
                 f"{record.backbone_class} ({hint}it takes "
                 f"{', '.join(k for k in takes if k not in SET_BY_TRAINER)})"
             )
-    _check_shape(overrides)
     shape = {**(record.sizes or SIZES).get(size, {}), **overrides}
-    if shape.get("hidden_dim", 0) % shape.get("num_heads", 1):
-        raise ValueError(
-            f"--config: hidden_dim {shape['hidden_dim']} is not a multiple of "
-            f"num_heads {shape['num_heads']}"
-        )
-
-
-def _check_shape(overrides: dict) -> None:
-    values = types.SimpleNamespace(
-        **{f.name: overrides.get(f.name) for f in flags.flag_fields(Shape)}
-    )
-    for field in flags.flag_fields(Shape):
-        value, kinds = getattr(values, field.name), _NUMBER_TYPES[field.type]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
-            raise ValueError(
-                f"--config {field.name!r} must be a JSON number"
-                f"{' without a fraction' if field.type == 'int' else ''}, not "
-                f"{json.dumps(value)}"
-            )
-    if problem := flags.out_of_bounds(Shape, values, label="--config {!r}"):
+    if problem := backbone_problem(family, overrides, shape, "--config {!r}", "--config: "):
         raise ValueError(problem)
+
+
+def backbone_problem(family: str, given: dict, whole: dict, label: str, prefix: str):
+    """One sentence about the first argument in `given` that is not of its type or lies
+    outside its bounds (`label` names it: "--config {!r}"), else about `whole` (the backbone
+    config `given` goes into) against whole heads and the family's `config_rule` (`prefix`
+    comes first); None when all fit."""
+    record = families.get(family)
+    for bounds in (Shape, record.argument_bounds):
+        if bounds is not None and (problem := _field_problem(bounds, given, label)):
+            return problem
+    hidden_dim, num_heads = whole.get("hidden_dim", 0), whole.get("num_heads", 1)
+    if hidden_dim % num_heads:
+        return f"{prefix}hidden_dim {hidden_dim} is not a multiple of num_heads {num_heads}"
+    problem = record.config_rule(whole)
+    return problem and prefix + problem
+
+
+def converted_backbone(family: str, config: dict, where: str) -> dict:
+    """The backbone arguments of a transformers config (`where`: its file), checked as
+    --config is; raises ValueError (one sentence naming `where` and the argument)."""
+    record = families.get(family)
+    try:
+        backbone = record.backbone_config_of(config)
+    except (TypeError, ValueError, ArithmeticError, UserError) as err:  # transformers' own too
+        raise ValueError(f"{where}: {' '.join(str(err).split())}") from None
+    label = f"{where} gives the {record.backbone_class} argument {{!r}}, which"
+    if problem := backbone_problem(family, backbone, backbone, label, f"{where}: "):
+        raise ValueError(problem)
+    return backbone
+
+
+def _field_problem(bounds, given: dict, label: str) -> str | None:
+    """Type, choices, then bounds of the arguments `bounds` (a flag dataclass) declares."""
+    fields = flags.flag_fields(bounds)
+    for field in fields:
+        value = given.get(field.name)
+        if value is None:
+            continue
+        kinds, wanted = _JSON_TYPES[field.type]
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            return f"{label.format(field.name)} must be {wanted}, not {json.dumps(value)}"
+        choices = field.metadata["choices"]
+        if choices and value not in choices:
+            return f"{label.format(field.name)} must be one of {', '.join(choices)} (got {value!r})"
+    values = types.SimpleNamespace(**{f.name: given.get(f.name) for f in fields})
+    return flags.out_of_bounds(bounds, values, label=label)
 
 
 def backbone_config(

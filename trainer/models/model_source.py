@@ -114,9 +114,10 @@ def _preset_source(preset_dir: str) -> ModelSource:
     family = families.of_registered_name(config.get("registered_name"))
     if family is None or not fs.exists(fs.join(preset_dir, PRESET_TASK)):
         raise ModelNotFoundError(
-            f"{preset_dir} is not a keras-hub RoBERTa/BERT masked LM preset "
-            f"(backbone {config.get('registered_name')!r}, {PRESET_TASK} needed)."
+            f"{preset_dir} is not a keras-hub masked LM preset of a {families.said()} "
+            f"backbone (backbone {config.get('registered_name')!r}, {PRESET_TASK} needed)."
         )
+    _check_task(preset_dir, family)
     run_config_path = fs.join(preset_dir, RUN_CONFIG)
     # Presets that we did not export have no run config: rebuild the part we use.
     run_config = fs.read_json(run_config_path) if fs.exists(run_config_path) else {}
@@ -125,6 +126,19 @@ def _preset_source(preset_dir: str) -> ModelSource:
     if not fs.exists(fs.join(tokenizer_dir, "tokenizer.json")):
         tokenizer_dir = None
     return ModelSource("preset", preset_dir, run_config, tokenizer_dir)
+
+
+def _check_task(preset_dir: str, family) -> None:
+    """keras-hub builds the task that task.json names: a class it has not registered ends
+    in its TypeError, another task (a classifier) in a MaskedLM with a random head."""
+    task = fs.read_json(fs.join(preset_dir, PRESET_TASK))
+    named = task.get("registered_name") if isinstance(task, dict) else None
+    expected = family.task_registered_name()
+    if named != expected:
+        raise ModelNotFoundError(
+            f"{preset_dir} is not a masked LM preset: its {PRESET_TASK} names {named!r}, "
+            f"not the {family.name} masked LM {expected!r}."
+        )
 
 
 def _backbone_kwargs(preset_config: dict) -> dict:
@@ -149,9 +163,18 @@ def load_masked_lm(path: str):
 
 
 def load_source(source: ModelSource):
-    """Builds the keras-hub MaskedLM of a resolved source and loads its weights."""
+    """Builds the keras-hub MaskedLM of a resolved source and loads its weights, reading one
+    text per row: the arguments only pretraining's packed rows use are None (a document
+    separator would split a text that quotes `<s>` into two documents)."""
+    family = families.get(source.family)
+    config = source.run_config["backbone_config"]
+    one_text = family.one_document_per_row(config)
     if source.kind == "preset":
-        return keras_hub.models.MaskedLM.from_preset(source.path)
-    masked_lm = build_masked_lm(source.family, source.run_config["backbone_config"])
+        if one_text == config:
+            return keras_hub.models.MaskedLM.from_preset(source.path)
+        packed = {k: None for k in family.packed_rows_only}
+        backbone = keras_hub.models.Backbone.from_preset(source.path, **packed)
+        return keras_hub.models.MaskedLM.from_preset(source.path, backbone=backbone)
+    masked_lm = build_masked_lm(source.family, one_text)
     load_weights(masked_lm, source.path)
     return masked_lm

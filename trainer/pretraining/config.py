@@ -23,6 +23,7 @@ from trainer.data import masking
 from trainer.families import recipe_flags, sizes
 from trainer.families.recipe_flags import SCHEDULES
 from trainer.models import model
+from trainer.pretraining import context_extension
 from trainer.pretraining.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES
 from trainer.run_folder.lock_flags import LockFlags
 from trainer.startup import keras_backend
@@ -161,7 +162,9 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
     extend_context: bool = flag(
         "Restart a trained run on data prepared at a longer --max_length (a family with rotary "
         "positions; its global rotary theta may change through --config), as ModernBERT's "
-        "second phase; nothing else may change (docs/training.md).",
+        "second phase. What any restart may change may change too ("
+        f"{context_extension.RESTART_MAY_CHANGE}); any other change is refused "
+        "(docs/modernbert.md).",
         False,
     )
     decay_from_step: int | None = flag(
@@ -286,6 +289,6 @@ def parse_args(argv=None) -> TrainConfig:
     """Parses flags into a `TrainConfig`; a usage error is one line, exit 2."""
     parser = flags.ArgumentParser(
         prog="python -m trainer.task",
-        description="Pretrain a RoBERTa/BERT masked language model with Keras 3 / keras-hub.",
+        description=f"Pretrain a {families.said()} masked language model with Keras 3 / keras-hub.",
     )
     return flags.parse(parser, TrainConfig, argv)

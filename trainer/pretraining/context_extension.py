@@ -2,11 +2,13 @@
 ModernBERT's second phase does (Warner et al. 2024, "Context Length Extension": 1,024 tokens,
 then 8,192 with the global layers' rotary theta raised from 10,000 to 160,000).
 
-A trained run's settings are fixed across restarts (`trainer.pretraining.plan.FIXED`). With this
-flag a restart may change exactly these, and nothing else: the data (prepared again at the longer
+A trained run's settings are fixed across restarts (`trainer.pretraining.plan.FIXED`). Of
+those, this flag lets a restart change exactly these: the data (prepared again at the longer
 `--max_length`), the sequence length the backbone records, and the backbone arguments the
 family lists in `Family.context_extension_args` (ModernBERT: `global_rope_theta`, given in
-`--config`). Only a family without a position table can do it (a learned table of N rows
+`--config`). What any restart may change (`RESTART_MAY_CHANGE`: the learning rate and the other
+optimizer flags, the schedule, the total) it may change too: ModernBERT's extension trains at
+its own rate. Only a family without a position table can do it (a learned table of N rows
 reads no position N). The new data's stream starts at its beginning at the step the
 extension starts from (`data_start_step`, kept in run_config.json so that a resume inside
 the extension reads on from where it was); the step count, the schedule and the masking
@@ -24,6 +26,11 @@ from trainer.pretraining.plan import PlanError
 
 # run_config.json keys an extension may change besides the backbone's arguments.
 _DATA = ("max_length", "train_data_digest")
+# Flags outside plan.FIXED, which every restart may change (docs/training.md "May change between
+# restarts"); an extension is a restart, so --help and docs/modernbert.md name them as allowed.
+RESTART_MAY_CHANGE = (
+    "--learning_rate and the other optimizer flags, --schedule, --update_clipping, --train_steps"
+)
 
 
 def changes(saved: dict | None, now: dict) -> dict:

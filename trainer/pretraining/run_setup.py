@@ -116,20 +116,20 @@ def initial_model(config: TrainConfig):
 
 
 def backbone_of(config, inputs: Inputs, initial) -> dict:
-    """The checkpoint's backbone (once the data is known to fit it), or one of the size."""
-    ids = inputs.info.special_token_ids
+    """The checkpoint's backbone (once the data is known to fit it), or one of the size;
+    refused in one line where the family cannot train it here (`Family.device_rule`)."""
+    ids, length = inputs.info.special_token_ids, inputs.train.max_length
     if initial is None:
-        return model.backbone_config(
-            config.family,
-            config.model,
-            inputs.info.vocab_size,
-            inputs.train.max_length,
-            config.config,
-            ids,
+        backbone = model.backbone_config(
+            config.family, config.model, inputs.info.vocab_size, length, config.config, ids
         )
-    init_from.check_tokenizer(initial, inputs.info, config.tokenizer)
-    init_from.check_length(initial, inputs.train.max_length)
-    return {**initial.backbone_config, **families.get(initial.family).token_args(ids)}
+    else:
+        init_from.check_tokenizer(initial, inputs.info, config.tokenizer)
+        init_from.check_length(initial, length)
+        backbone = {**initial.backbone_config, **families.get(initial.family).token_args(ids)}
+    if problem := families.get(config.family).device_rule(backbone, length):
+        raise RunConfigError(problem)
+    return backbone
 
 
 def masking_spec(config, inputs: Inputs) -> MaskingSpec:
@@ -201,9 +201,11 @@ def data_start(config, saved, run_config: dict, start_step: int, inputs: Inputs)
 
 def extension_view(config, saved, trained, run_config, where: str):
     """The saved run as a restart must match it: under --extend_context, with the settings an
-    extension may change taken from this attempt (trainer/pretraining/context_extension.py)."""
+    extension may change taken from this attempt (trainer/pretraining/context_extension.py).
+    A run that saved no weights binds nothing: its command may have been refused at step 1
+    (a NaN loss), and the corrected command starts it afresh."""
     if not config.extend_context:
-        return saved
+        return trained
     if trained is None:
         raise plans.PlanError(
             f"--extend_context: {where} holds no trained run to extend; start it without the flag"

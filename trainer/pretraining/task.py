@@ -62,8 +62,7 @@ def _build(config, runtime, spec, backbone, plan):
         trainer_model = MaskedLMTrainer(
             masked_lm, spec, seed=config.seed, eval_seed=config.eval_seed
         )
-        # Any length builds the weights; a family without a position table has no most.
-        length = families.get(config.family).max_positions(backbone) or 1
+        length = families.get(config.family).build_length(backbone)
         dummy = {name: keras.ops.ones((1, length), "int32") for name in schema.FEATURES}
         with quiet.harmless_lines_hidden():
             trainer_model(dummy)  # build the weights (eagerly)

@@ -102,9 +102,8 @@ class MaskPredictor:
     def _predict_batch(self, ids: list[list[int]], top_k: int):
         inputs, mask_counts = self.model_inputs(ids)
         logits = np.asarray(self.masked_lm(inputs, training=False), dtype=np.float64)
-        probs = np.exp(logits - logits.max(-1, keepdims=True))
-        probs /= probs.sum(-1, keepdims=True)
-        top = np.argsort(-probs, axis=-1)[..., :top_k]
+        probs = token_probabilities(logits, self.info.vocab_size)
+        top = np.argsort(-probs, axis=-1)[..., : min(top_k, self.info.vocab_size)]
         return [
             [
                 [(self._token_text(int(t)), float(probs[i, m, t])) for t in top[i, m]]
@@ -138,6 +137,16 @@ class MaskPredictor:
             token_ids, padding_mask, mask_positions, np.zeros_like
         )
         return inputs, [len(p) for p in positions]
+
+
+def token_probabilities(logits: np.ndarray, vocab_size: int) -> np.ndarray:
+    """The softmax over the tokenizer's `vocab_size` ids of masked-LM logits. An embedding
+    padded past the vocabulary (a family with `spare_embeddings`: ModernBERT pads to a
+    multiple of 64) has rows no text can hold: they get no probability, not a share."""
+    logits = np.asarray(logits, np.float64).copy()
+    logits[..., vocab_size:] = -np.inf
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    return probs / probs.sum(-1, keepdims=True)
 
 
 @functools.lru_cache(maxsize=4)

@@ -129,3 +129,55 @@ def test_fine_tunes_through_trainer_finetune(run, tmp_path):
     epochs = found["scores"]["seeds"][0]["epochs"]
     assert epochs[-1]["train_loss"] < epochs[0]["train_loss"] - 0.1  # it learns the task
     assert max(e["dev"]["accuracy"] for e in epochs) > 0.5  # above chance (two labels)
+
+
+def _literal_cls_rows(cls_id: int, pad_id: int):
+    """Two rows that differ only after a cls id in mid-row (a text that quoted `[CLS]`
+    before text was read as text), and a padded third."""
+    ids, mask = _batch(cls_id, pad_id)
+    ids[:, 12] = cls_id
+    ids[1] = ids[0]
+    ids[1, 13:20] = (ids[0, 13:20] - 5 + 7) % 90 + 5
+    mask[1] = 1
+    return ids, mask
+
+
+def test_a_cls_id_inside_a_row_opens_no_document_outside_pretraining(run, corpus):
+    """Audit 4, finding 3: the run records its separator (pretraining's packed rows), but the
+    models built after it (predict and fine-tuning from the run, the keras-hub export) read a
+    row as one document, as transformers computes the hf export."""
+    from transformers import AutoModelForMaskedLM
+
+    from trainer.finetuning.classifier import PretrainedBackbone
+
+    hf = AutoModelForMaskedLM.from_pretrained(str(run / "export" / "hf")).eval()
+    ids = corpus["info"].special_token_ids
+    batch = _literal_cls_rows(ids["cls_token"], ids["pad_token"])
+    for where in (run / "run", run / "export" / "keras-hub"):
+        ours = model_source.load_masked_lm(str(where))[0]
+        mine, theirs = _logits(ours, hf, *batch)
+        assert np.abs(mine - theirs).max() <= 1e-4, where
+    classifier = PretrainedBackbone(model_source.resolve(str(run / "run")), pooling="cls")
+    logits = np.asarray(
+        classifier.classifier(2, seed=1)({"token_ids": batch[0], "padding_mask": batch[1]})
+    )
+    assert np.abs(logits[0] - logits[1]).max() > 1e-6  # [CLS] sees past the literal one
+
+
+def test_a_literal_control_token_in_a_text_is_tokenized_as_text(corpus):
+    from common import tokenizer_files
+    from trainer.finetuning.packing import Packer
+
+    tokenizer, info = tokenizer_files.load(corpus["tokenizer"])
+    cls = tokenizer.id_to_token(info.special_token_ids["cls_token"])
+    mask = tokenizer.id_to_token(info.mask_id)
+    packer = Packer(tokenizer, info, "modernbert", 64)
+    (row,) = packer.pack([f"w1 {cls} w2 {mask} w3"]).rows
+    cls_id = info.special_token_ids["cls_token"]
+    assert row.count(cls_id) == 1 and row.index(cls_id) == 0 and info.mask_id not in row
+
+
+def test_init_from_our_keras_hub_export_is_a_masked_lm_with_its_head(run):
+    """keras-hub registers ModernBertMaskedLM under our package's name, not `keras_hub>`."""
+    initial = init_from.resolve(str(run / "export" / "keras-hub"))
+    assert initial.family == "modernbert" and initial.kind == "preset"

@@ -144,6 +144,36 @@ def choose_path(requested: str, length: int, compute_dtype: str, dropout_active:
     return "splash" if platform == "tpu" else "splash-interpret"
 
 
+def training_problem(config: dict, length: int) -> str | None:
+    """Why a run cannot train a backbone of `config` on this machine with rows of `length`
+    tokens, in one sentence naming `attention_path`, or None (`Family.device_rule`). Checked
+    before the model is built: the first call of a layer (`choose_path`) would otherwise
+    report the length of the batch that builds the weights, not the data's. Off a TPU the
+    Splash kernel runs only in Pallas' interpret mode, a way to test it too slow to train."""
+    requested = config.get("attention_path", "auto")
+    backend = keras.config.backend()
+    if requested in ("auto", "portable"):
+        return None
+    if backend != "jax":
+        return f"attention_path {requested!r} needs the JAX backend (--backend jax), not {backend}"
+    if requested != "splash":
+        return None
+    import jax
+
+    platform = jax.devices()[0].platform
+    if platform != "tpu":
+        return (
+            f"attention_path 'splash' needs a TPU (the Splash kernel is TPU-only), and this "
+            f"run's JAX runs on {platform.upper()}: use attention_path 'auto'"
+        )
+    if length % SPLASH_BLOCK:
+        return (
+            f"attention_path 'splash' needs rows whose length is a multiple of {SPLASH_BLOCK}, "
+            f"and the data's rows have {length} tokens"
+        )
+    return None
+
+
 def attend(path: str, q, k, v, segment_ids, window, dropout=None, training=None):
     """Runs the chosen path (see `choose_path`)."""
     if path.startswith("splash"):

@@ -45,12 +45,35 @@ def layer_types(num_layers: int, global_attention_every: int) -> list[str]:
     return [LOCAL if i % global_attention_every else GLOBAL for i in range(num_layers)]
 
 
-def _check(hidden_dim: int, num_heads: int, attention_path: str) -> None:
+def _heads_problem(hidden_dim, num_heads) -> str | None:
     if hidden_dim % num_heads or (hidden_dim // num_heads) % 2:
-        raise ValueError(
+        return (
             f"hidden_dim {hidden_dim} must split into {num_heads} heads of an even size "
             "(rotary positions rotate pairs of features)"
         )
+    return None
+
+
+def config_problem(config: dict) -> str | None:
+    """What bounds on single arguments cannot say (`Family.config_rule`): one sentence about
+    arguments of a training run that do not fit together, or None. `config` holds the
+    arguments given (the constructor's defaults stand for the others)."""
+    if problem := _heads_problem(config.get("hidden_dim", 0), config.get("num_heads", 1)):
+        return problem
+    # A model may be built with a fused path and dropout (it predicts without dropout), but
+    # a run that trains would stop at its first step (attention.choose_path).
+    path, dropout = config.get("attention_path", "auto"), config.get("attention_dropout", 0)
+    if path in ("cudnn", "splash") and dropout:
+        return (
+            f"attention_path {path!r} has no attention dropout: attention_dropout must be 0 "
+            f"with it (got {dropout}), or attention_path 'auto'"
+        )
+    return None
+
+
+def _check(hidden_dim: int, num_heads: int, attention_path: str) -> None:
+    if problem := _heads_problem(hidden_dim, num_heads):
+        raise ValueError(problem)
     if attention_path not in attention.PATHS:
         raise ValueError(f"attention_path {attention_path!r} is not one of {attention.PATHS}")
 

@@ -135,13 +135,27 @@ def _check(hf) -> None:
         )
 
 
+def _read(fields: dict):
+    """transformers' ModernBertConfig of a config.json's fields; what it refuses (a field of
+    another type) or fails on (a global layer every 0 layers divides by 0) in one line."""
+    from huggingface_hub.errors import StrictDataclassError
+    from transformers import ModernBertConfig
+
+    every = fields.get("global_attn_every_n_layers", 3)  # the older hub configs' layer pattern
+    if fields.get("layer_types") is None and (type(every) is not int or every == 0):
+        _refuse("global_attn_every_n_layers", every, "a global layer every n-th layer, n >= 1")
+    try:
+        return ModernBertConfig.from_dict(fields)
+    except (StrictDataclassError, TypeError, ValueError) as err:
+        detail = " ".join(str(err).split())
+        raise UserError(f"transformers' ModernBertConfig refuses it: {detail}") from None
+
+
 def backbone_config(hf) -> dict:
     """`ModernBertBackbone` arguments for a transformers ModernBertConfig (or its dict, as in
     a config.json, older field names included); raises UserError for what it cannot hold."""
-    from transformers import ModernBertConfig
-
     if isinstance(hf, dict):
-        hf = ModernBertConfig.from_dict(hf)
+        hf = _read(hf)
     _check(hf)
     return dict(
         vocabulary_size=hf.vocab_size,

@@ -12,11 +12,11 @@ Example:
 from __future__ import annotations
 
 from trainer.families.family import Family
-from trainer.families.modernbert import convert
-from trainer.families.modernbert.backbone import ModernBertBackbone
+from trainer.families.modernbert import attention, convert
+from trainer.families.modernbert.backbone import ModernBertBackbone, config_problem
 from trainer.families.modernbert.classifier import ModernBertTextClassifier
 from trainer.families.modernbert.masked_lm import ModernBertMaskedLM
-from trainer.families.modernbert.sizes import SIZES
+from trainer.families.modernbert.sizes import SIZES, Bounds
 
 # The classes `Family` finds by name in `models_module` (this module).
 __all__ = ["FAMILY", "ModernBertBackbone", "ModernBertMaskedLM", "ModernBertTextClassifier"]
@@ -53,9 +53,13 @@ FAMILY = Family(
     sizes=SIZES,
     dropout=0.0,  # ModernBERT pretrains without dropout (its configs' *_dropout are 0)
     token_args=_separator,
+    packed_rows_only=("separator_id",),
     own_attention=True,
     spare_embeddings=True,
     context_extension_args=("global_rope_theta",),  # ModernBERT: 10,000 -> 160,000 at 8,192
+    argument_bounds=Bounds,
+    config_rule=config_problem,  # heads of an even size; no fused path with attention dropout
+    device_rule=attention.training_problem,  # splash needs a TPU
     # ModernBERT's recipe (Warner et al. 2024, arXiv 2412.13663, "Training Settings"): 30 %
     # masking, a trapezoidal (warmup-stable-decay) schedule and StableAdamW's per-tensor update
     # clipping. Its other AdamW values (beta2 0.98, epsilon 1e-6) are the trainer's defaults;
