@@ -8,7 +8,7 @@ SHELL := /bin/bash
 # at spaces into words, each quoted the same way.
 USER_VARS := PYTHON DEMO DEMO_FAMILY DEMO_CORPUS_MB DEMO_STEPS DEMO_VOCAB DEMO_LENGTH DEMO_MASKING PUSH_TO \
   PROJECT REGION BUCKET INPUT TOKENIZER DATA OUTPUT MAX_LENGTH MAX_WORKERS TPU MODEL BATCH STEPS \
-  BACKEND ARGS TEST_WORKERS DEMO_FT_SEEDS DEMO_FT_EPOCHS DEMO_ML DEMO_ML_CHARS DEMO_ML_STEPS DEMO_ML_VOCAB DEMO_ML_MODEL \
+  BACKEND ARGS TEST_WORKERS DEMO_FT_SEEDS DEMO_FT_EPOCHS DEMO_FT_BUDGET DEMO_ML DEMO_ML_CHARS DEMO_ML_STEPS DEMO_ML_VOCAB DEMO_ML_MODEL \
   MASKING_STEPS MASKING_VARIANTS
 $(foreach v,$(USER_VARS),$(if $(filter command environment,$(firstword $(origin $(v)))),\
   $(eval override $(v) := $$(value $(v)))))
@@ -39,11 +39,14 @@ DEMO_MASKING ?= token
 DEMO_TOKENIZER = $(DEMO)/tokenizer-$(DEMO_VOCAB)
 D = $(call q,$(DEMO))
 DT = $(call q,$(DEMO_TOKENIZER))
-# The demo's downstream task (benchmarks/demo_task.py): seeds and epochs per fine-tune, sized so
-# that both fine-tunes (pretrained, from scratch) add ~2 minutes on 2 cores (docs/finetuning.md).
+# The demo's downstream task (benchmarks/demo_task.py): the model and random weights fine-tuned
+# with DEMO_FT_BUDGET labelled documents per label (the tiny size's default recipe: 20 epochs at
+# 3e-3, mean pooling) and with every label (DEMO_FT_EPOCHS epochs at that rate: 20 would take
+# ~15 minutes here), DEMO_FT_SEEDS each (docs/finetuning.md "The demo's downstream line").
 DEMO_FT_SEEDS ?= 1,2
 DEMO_FT_EPOCHS ?= 3
-DEMO_FT = --train $(D)/task/train.jsonl --dev $(D)/task/dev.jsonl --metric macro_f1 --seeds $(call q,$(DEMO_FT_SEEDS)) --epochs $(call q,$(DEMO_FT_EPOCHS)) --batch_size 32 --learning_rate 1e-3
+DEMO_FT_BUDGET ?= 16
+DEMO_FT = --dev $(D)/task/dev.jsonl --metric macro_f1 --seeds $(call q,$(DEMO_FT_SEEDS)) --batch_size 32
 PUSH_TO ?=  # e.g. hf://ORG/NAME: `make demo` then publishes the export (docs/publishing.md)
 LOCAL_BEAM := --runner=FnApiRunner
 # `make demo-multilingual`: Chinese, Japanese, Thai and English, whole-word masking (docs/languages.md)
@@ -203,10 +206,12 @@ demo: $(STAMP)
 	$(PY) -m trainer.plot --run_dir $(D)/train --output $(D)/train/curves.png
 	$(PY) -m trainer.fill_mask_demo --model $(D)/export/keras-hub --corpus $(D)/corpus.jsonl --validation_fraction 0.02 --num 10
 	$(PY) -m trainer.baseline --run_dir $(D)/train
-	$(PY) -m benchmarks.demo_task build --corpus $(D)/corpus.jsonl --output_dir $(D)/task
-	$(PY) -m trainer.finetune --model $(D)/train $(DEMO_FT) --output_dir $(D)/finetune/pretrained
-	$(PY) -m trainer.finetune --model $(D)/train $(DEMO_FT) --output_dir $(D)/finetune/scratch --from_scratch
-	$(PY) -m benchmarks.demo_task report --pretrained $(D)/finetune/pretrained --scratch $(D)/finetune/scratch --output $(D)/finetune/downstream.txt
+	$(PY) -m benchmarks.demo_task build --corpus $(D)/corpus.jsonl --output_dir $(D)/task --budget $(call q,$(DEMO_FT_BUDGET))
+	$(PY) -m trainer.finetune --model $(D)/train --train $(D)/task/train-$(call q,$(DEMO_FT_BUDGET)).jsonl $(DEMO_FT) --output_dir $(D)/finetune/pretrained-few
+	$(PY) -m trainer.finetune --model $(D)/train --train $(D)/task/train-$(call q,$(DEMO_FT_BUDGET)).jsonl $(DEMO_FT) --output_dir $(D)/finetune/scratch-few --from_scratch
+	$(PY) -m trainer.finetune --model $(D)/train --train $(D)/task/train.jsonl $(DEMO_FT) --epochs $(call q,$(DEMO_FT_EPOCHS)) --output_dir $(D)/finetune/pretrained-all
+	$(PY) -m trainer.finetune --model $(D)/train --train $(D)/task/train.jsonl $(DEMO_FT) --epochs $(call q,$(DEMO_FT_EPOCHS)) --output_dir $(D)/finetune/scratch-all --from_scratch
+	$(PY) -m benchmarks.demo_task report --finetune_dir $(D)/finetune --budgets few,all --output $(D)/finetune/downstream.txt
 	@echo; echo "Demo outputs (a second run reuses corpus and tokenizer, replaces the rest):"
 	@echo "  corpus            "$(D)"/corpus.jsonl"
 	@echo "  tokenizer         "$(DT)"/"
@@ -215,10 +220,10 @@ demo: $(STAMP)
 	@echo "  curves            "$(D)"/train/curves.png"
 	@echo "  exports           "$(D)"/export/keras-hub/ and "$(D)"/export/hf/"
 	@echo "  model cards       "$(D)"/export/keras-hub/README.md and "$(D)"/export/hf/README.md"
-	@echo "  downstream task   "$(D)"/task/{train,dev}.jsonl (which package a docstring came from)"
-	@echo "  fine-tunes        "$(D)"/finetune/{pretrained,scratch}/results.json"
+	@echo "  downstream task   "$(D)"/task/{train,train-N,dev}.jsonl (which package a docstring came from)"
+	@echo "  fine-tunes        "$(D)"/finetune/{pretrained,scratch}-{few,all}/results.json"
 	@echo "  final metrics     $$(cat $(D)/train/metrics.json | tr -d '\n ')"
-	@echo "  $$(cat $(D)/finetune/downstream.txt)"
+	@echo "$$(sed 's/^/  /' $(D)/finetune/downstream.txt)"
 
 # A few minutes on 2 cores: corpus, tokenizer, prepare, a tiny model a few dozen steps with
 # whole-word masking, then per language the tokenizer's figures and the run's metrics.

@@ -3,19 +3,23 @@ from, and the line that puts the fine-tuned scores of the pretrained model and o
 weights side by side.
 
     python -m benchmarks.demo_task build --corpus runs/demo/corpus.jsonl --output_dir TASK
-    python -m benchmarks.demo_task report --pretrained FT_PRE --scratch FT_SCRATCH
+    python -m benchmarks.demo_task report --finetune_dir FT --budgets few,all
 
 `build` labels every document of `beam_pipelines.demo_corpus` by the package of its `source`
 (the folder after `site-packages`, or `stdlib`), keeps the `--labels` packages with the most
 documents (at least `--min_per_label` each), takes the same number of documents of each (at
 most `--per_label`, chosen by a hash of the text, not by file order), cuts each text to
 `--max_chars` and writes `train.jsonl` and `dev.jsonl` (a document goes to dev when the hash
-of its text says so: one text is never in both). Same corpus, same files, byte for byte.
+of its text says so: one text is never in both), and `train-N.jsonl`, the first `--budget`
+training documents of each label (a small label budget). Same corpus, same files, byte for byte.
 The docstrings were also in the pretraining text, without their labels: the pretrained model
 has read dev's texts, random weights have not (docs/finetuning.md).
 
-`report` reads two `trainer.finetune` results.json files and prints one line: the dev score
-of each (mean ± std over its seeds) and the pretrained model's masked accuracy.
+`report` reads `trainer.finetune`'s results.json files, a pretrained and a from-scratch one per
+label budget (`FT/pretrained-few`, `FT/scratch-few`, then `-all`), and prints a line per budget
+(the dev score of each, mean ± std over its seeds, and the gap), the pretrained model's masked
+accuracy, and what pretraining saved: the smallest budget at which the pretrained model scores
+at least what random weights score with every label.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from common.flags import flag
 from trainer.finetuning import results as finetune_results
 
 STDLIB = "stdlib"
+SIDES = ("pretrained", "scratch")  # report's folders: {side}-{budget}
 PACKAGE_FOLDERS = ("site-packages", "dist-packages")
 
 
@@ -54,15 +59,23 @@ class BuildFlags:
         600,
         minimum=1,
     )
+    budget: int = flag(
+        "Also write train-N.jsonl: the first N training documents of each label, a small "
+        "label budget (what pretraining saves shows there); 0: none.",
+        16,
+        minimum=0,
+    )
 
 
 @dataclasses.dataclass
 class ReportFlags:
-    pretrained: str = flag(
-        "trainer.finetune's output folder for the pretrained model.", required=True
+    finetune_dir: str = flag(
+        "trainer.finetune's output folders are in it: pretrained-B/ and scratch-B/ (the "
+        "latter --from_scratch) for each label budget B.",
+        required=True,
     )
-    scratch: str = flag("trainer.finetune's output folder for --from_scratch.", required=True)
-    output: str = flag("Also write the line to this file.")
+    budgets: str = flag("The label budgets B, fewest labels first (comma-separated).", "few,all")
+    output: str = flag("Also write the lines to this file.")
 
 
 def package_of(source: str) -> str:
@@ -128,10 +141,24 @@ def split_task(by_label: dict, config: BuildFlags) -> tuple[list, list, list]:
     return sorted(names), train, dev
 
 
+def budget_rows(train: list, per_label: int) -> list:
+    """The first `per_label` rows of each label, in train's (hash) order."""
+    taken = collections.Counter()
+    kept = []
+    for row in train:
+        if taken[row["label"]] < per_label:
+            taken[row["label"]] += 1
+            kept.append(row)
+    return kept
+
+
 def build(config: BuildFlags) -> dict:
     """Writes the task; returns {labels, train, dev, per_label}."""
     names, train, dev = split_task(read_corpus(config.corpus), config)
-    for name, rows in (("train", train), ("dev", dev)):
+    files = [("train", train), ("dev", dev)]
+    if config.budget:
+        files.append((f"train-{config.budget}", budget_rows(train, config.budget)))
+    for name, rows in files:
         body = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         fs.write_bytes(fs.join(config.output_dir, f"{name}.jsonl"), body.encode("utf-8"))
     counts = collections.Counter(row["label"] for row in train + dev)
@@ -157,8 +184,8 @@ def _score(document: dict, metric: str) -> str:
     return f"{summary['mean']:.3f} ± {summary['std']:.3f} ({seeds} seeds{note})"
 
 
-def report_line(pretrained: dict, scratch: dict) -> str:
-    """One line: dev metric pretrained vs from scratch, and the masked accuracy."""
+def _check_pair(pretrained: dict, scratch: dict) -> str:
+    """The pair's selection metric, once both are known to be what their flags say."""
     metric = pretrained["scores"]["metric"]
     for document, scratch_run, flag_name in (
         (pretrained, False, "--pretrained"),
@@ -175,17 +202,68 @@ def report_line(pretrained: dict, scratch: dict) -> str:
             f"the two runs were selected on different metrics ({metric}, "
             f"{scratch['scores']['metric']}): not comparable"
         )
+    return metric
+
+
+def _masked(pretrained: dict) -> str:
     pre = pretrained["pretraining"]
-    masked = (
-        "unknown" if pre["masked_accuracy"] is None else f"{100 * pre['masked_accuracy']:.1f} %"
-    )
-    if pre["masked_accuracy"] is not None and pre["unigram_baseline"]:
+    if pre["masked_accuracy"] is None:
+        return "unknown"
+    masked = f"{100 * pre['masked_accuracy']:.1f} %"
+    if pre["unigram_baseline"]:
         masked += f", {pre['masked_accuracy'] / pre['unigram_baseline']:.1f}x the unigram baseline"
-    labels = len(pretrained["task"]["labels"] or ())
+    return masked
+
+
+def _labelled(document: dict) -> int:
+    return int(document.get("data", {}).get("train", {}).get("examples") or 0)
+
+
+def _mean(document: dict, metric: str) -> float:
+    return document["scores"]["summary"]["dev"][metric]["mean"]
+
+
+def report_lines(pairs: list[tuple[dict, dict]]) -> list[str]:
+    """A head line, one line per label budget (pretrained vs random weights, the gap), and,
+    with two budgets or more, what pretraining saved: the smallest budget whose pretrained
+    score reaches random weights' with the most labels."""
+    metrics = {_check_pair(pre, scratch) for pre, scratch in pairs}
+    if len(metrics) != 1:
+        raise UserError(f"the label budgets were selected on different metrics {sorted(metrics)}")
+    metric, (first, _) = metrics.pop(), pairs[0]
+    labels = len(first["task"]["labels"] or ())
+    lines = [
+        f"downstream ({labels}-label package task, dev {metric}; the model's masked accuracy "
+        f"{_masked(first)}):"
+    ]
+    for pre, scratch in pairs:
+        gap = _mean(pre, metric) - _mean(scratch, metric)
+        lines.append(
+            f"  {_labelled(pre):,} labelled documents: pretrained {_score(pre, metric)} vs "
+            f"random weights {_score(scratch, metric)}: {gap:+.3f}"
+        )
+    if len(pairs) > 1:
+        lines.append("  " + _saved(pairs, metric))
+    return lines
+
+
+def _saved(pairs: list[tuple[dict, dict]], metric: str) -> str:
+    most = max(pairs, key=lambda pair: _labelled(pair[1]))[1]
+    target, all_labels = _mean(most, metric), _labelled(most)
+    for pre, _ in sorted(pairs, key=lambda pair: _labelled(pair[0])):
+        if _mean(pre, metric) >= target and _labelled(pre) < all_labels:
+            share = 1 - _labelled(pre) / all_labels
+            return (
+                f"pretrained with {_labelled(pre):,} labels ({_mean(pre, metric):.3f}) scores "
+                f"at least what random weights score with {all_labels:,} ({target:.3f}): "
+                f"pretraining saved {100 * share:.0f} % of the labels"
+            )
+    fewer = [pre for pre, _ in pairs if _labelled(pre) < all_labels] or [pairs[0][0]]
+    closest = max(fewer, key=_labelled)  # the largest budget below all: the nearest miss
     return (
-        f"downstream ({labels}-label package task, dev {metric}): pretrained "
-        f"{_score(pretrained, metric)} vs from scratch {_score(scratch, metric)}; "
-        f"masked accuracy {masked}"
+        f"random weights with {all_labels:,} labels ({target:.3f}) score above the pretrained "
+        f"model with {_labelled(closest):,} ({_mean(closest, metric):.3f}): no labels saved "
+        "at these budgets"
     )
 
 
@@ -205,10 +283,18 @@ def main(argv=None) -> int:
         if command == "build":
             build(config)
         else:
-            line = report_line(_read_results(config.pretrained), _read_results(config.scratch))
-            print(line)
+            pairs = [
+                tuple(
+                    _read_results(fs.join(config.finetune_dir, f"{side}-{budget}"))
+                    for side in SIDES
+                )
+                for budget in config.budgets.split(",")
+                if budget
+            ]
+            text = "\n".join(report_lines(pairs)) + "\n"
+            print(text, end="")
             if config.output:
-                fs.write_bytes(config.output, (line + "\n").encode("utf-8"))
+                fs.write_bytes(config.output, text.encode("utf-8"))
 
     return run_cli(body, argv)
 

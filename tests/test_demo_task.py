@@ -117,7 +117,7 @@ def test_too_small_a_corpus_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "t").exists()
 
 
-def results(metric, scores, masked=None, baseline=None, collapsed=()):
+def results(metric, scores, masked=None, baseline=None, collapsed=(), examples=100):
     return {
         "scores": {
             "metric": metric,
@@ -129,59 +129,79 @@ def results(metric, scores, masked=None, baseline=None, collapsed=()):
         },
         "pretraining": {"masked_accuracy": masked, "unigram_baseline": baseline},
         "task": {"labels": ["a", "b", "c"]},
+        "data": {"train": {"examples": examples}},
     }
 
 
-def test_report_line_puts_both_models_side_by_side(tmp_path, capsys):
-    for name, document in (
-        ("pre", results("macro_f1", [0.8, 0.7], 0.3, 0.03)),
-        ("scratch", results("macro_f1", [0.5, 0.6], collapsed=[2])),
-    ):
+def _report(tmp_path, documents: dict, *extra) -> int:
+    for name, document in documents.items():
         (tmp_path / name).mkdir()
         (tmp_path / name / "results.json").write_text(json.dumps(document))
-    out = tmp_path / "line.txt"
-    assert (
-        demo_task.main(
-            [
-                "report",
-                "--pretrained",
-                str(tmp_path / "pre"),
-                "--scratch",
-                str(tmp_path / "scratch"),
-                "--output",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    line = capsys.readouterr().out.strip()
-    assert line == out.read_text().strip()
-    assert line == (
-        "downstream (3-label package task, dev macro_f1): pretrained 0.750 ± 0.010 "
-        "(2 seeds) vs from scratch 0.550 ± 0.010 (2 seeds, 1 collapsed); masked "
-        "accuracy 30.0 %, 10.0x the unigram baseline"
-    )
+    return demo_task.main(["report", "--finetune_dir", str(tmp_path), *extra])
+
+
+def test_report_puts_both_models_side_by_side_at_each_label_budget(tmp_path, capsys):
+    documents = {
+        "pretrained-few": results("macro_f1", [0.6, 0.7], 0.3, 0.03, examples=48),
+        "pretrained-all": results("macro_f1", [0.8, 0.7], 0.3, 0.03, examples=1200),
+        "scratch-few": results("macro_f1", [0.2, 0.3], examples=48),
+        "scratch-all": results("macro_f1", [0.5, 0.6], collapsed=[2], examples=1200),
+    }
+    out = tmp_path / "lines.txt"
+    assert _report(tmp_path, documents, "--output", str(out)) == 0
+    printed = capsys.readouterr().out
+    assert printed == out.read_text()
+    assert printed.splitlines() == [
+        "downstream (3-label package task, dev macro_f1; the model's masked accuracy 30.0 %, "
+        "10.0x the unigram baseline):",
+        "  48 labelled documents: pretrained 0.650 ± 0.010 (2 seeds) vs random weights "
+        "0.250 ± 0.010 (2 seeds): +0.400",
+        "  1,200 labelled documents: pretrained 0.750 ± 0.010 (2 seeds) vs random weights "
+        "0.550 ± 0.010 (2 seeds, 1 collapsed): +0.200",
+        "  pretrained with 48 labels (0.650) scores at least what random weights score with "
+        "1,200 (0.550): pretraining saved 96 % of the labels",
+    ]
+
+
+def test_report_says_when_no_labels_were_saved(tmp_path, capsys):
+    documents = {
+        "pretrained-few": results("accuracy", [0.4], examples=48),
+        "pretrained-all": results("accuracy", [0.8], examples=1200),
+        "scratch-few": results("accuracy", [0.3], examples=48),
+        "scratch-all": results("accuracy", [0.7], examples=1200),
+    }
+    assert _report(tmp_path, documents) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "random weights with 1,200 labels (0.700) score above the pretrained model" in last
+
+
+def test_build_writes_a_small_label_budget_from_train(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.jsonl")
+    train, _ = build(tmp_path, corpus, "task", "--labels", "3", "--budget", "4")
+    rows = [
+        json.loads(line) for line in (tmp_path / "task" / "train-4.jsonl").read_text().splitlines()
+    ]
+    assert {r["label"]: sum(x["label"] == r["label"] for x in rows) for r in rows} == {
+        "stdlib": 4,
+        "numpy": 4,
+        "pip": 4,
+    }
+    assert all(r in train for r in rows) and rows == [r for r in train if r in rows]
 
 
 def test_report_refuses_swapped_folders(tmp_path, capsys):
-    for name, from_scratch in (("pre", True), ("scratch", False)):
-        (tmp_path / name).mkdir()
-        document = dict(results("accuracy", [0.5]), model={"from_scratch": from_scratch})
-        (tmp_path / name / "results.json").write_text(json.dumps(document))
-    code = demo_task.main(
-        ["report", "--pretrained", str(tmp_path / "pre"), "--scratch", str(tmp_path / "scratch")]
-    )
+    documents = {
+        name: dict(results("accuracy", [0.5]), model={"from_scratch": from_scratch})
+        for name, from_scratch in (("pretrained-all", True), ("scratch-all", False))
+    }
+    assert _report(tmp_path, documents, "--budgets", "all") == 2
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "swapped" in err and "\n" not in err
+    assert "swapped" in err and "\n" not in err
 
 
-@pytest.mark.parametrize("missing", ["pre", "scratch"])
+@pytest.mark.parametrize("missing", ["pretrained-few", "scratch-all"])
 def test_report_without_a_fine_tune_is_one_line(tmp_path, capsys, missing):
-    for name in {"pre", "scratch"} - {missing}:
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "results.json").write_text(json.dumps(results("accuracy", [0.5])))
-    code = demo_task.main(
-        ["report", "--pretrained", str(tmp_path / "pre"), "--scratch", str(tmp_path / "scratch")]
-    )
+    names = {"pretrained-few", "scratch-few", "pretrained-all", "scratch-all"} - {missing}
+    assert _report(tmp_path, {name: results("accuracy", [0.5]) for name in names}) == 2
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "results.json does not exist" in err and "\n" not in err
+    assert f"{missing}/results.json does not exist" in err and "\n" not in err

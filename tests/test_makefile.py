@@ -128,25 +128,35 @@ def test_demo_gets_its_folder_intact(make, tmp_path):
 
 
 def test_demo_ends_with_the_downstream_task_in_its_folder(make):
-    code, calls, err = make("demo", DEMO=EVIL, DEMO_FT_SEEDS="4,5", DEMO_FT_EPOCHS="2")
+    code, calls, err = make(
+        "demo", DEMO=EVIL, DEMO_FT_SEEDS="4,5", DEMO_FT_EPOCHS="2", DEMO_FT_BUDGET="7"
+    )
     assert code == 0, err
     modules = [argv[1] for argv in calls]
     start = modules.index("benchmarks.demo_task")
     assert modules[start:] == [
         "benchmarks.demo_task",
-        "trainer.finetune",
-        "trainer.finetune",
+        *["trainer.finetune"] * 4,
         "benchmarks.demo_task",
     ]
-    build, pretrained, scratch, report = calls[start:]
+    build, *finetunes, report = calls[start:]
     assert build[2] == "build" and _after(build, "--output_dir") == EVIL + "/task"
-    for argv, name in ((pretrained, "pretrained"), (scratch, "scratch")):
+    assert _after(build, "--budget") == "7"
+    sides = [("pretrained", "few"), ("scratch", "few"), ("pretrained", "all"), ("scratch", "all")]
+    for argv, (side, budget) in zip(finetunes, sides):
         assert _after(argv, "--model") == EVIL + "/train"
-        assert _after(argv, "--train") == EVIL + "/task/train.jsonl"
-        assert _after(argv, "--seeds") == "4,5" and _after(argv, "--epochs") == "2"
-        assert _after(argv, "--output_dir") == f"{EVIL}/finetune/{name}"
-    assert "--from_scratch" in scratch and "--from_scratch" not in pretrained
-    assert report[2] == "report" and _after(report, "--scratch") == EVIL + "/finetune/scratch"
+        train = EVIL + ("/task/train-7.jsonl" if budget == "few" else "/task/train.jsonl")
+        assert _after(argv, "--train") == train and _after(argv, "--seeds") == "4,5"
+        # A few labels: the size's default recipe; all of them: fewer epochs, to fit the demo.
+        if budget == "all":
+            assert _after(argv, "--epochs") == "2"
+        else:
+            assert "--epochs" not in argv
+        assert "--learning_rate" not in argv
+        assert _after(argv, "--output_dir") == f"{EVIL}/finetune/{side}-{budget}"
+        assert ("--from_scratch" in argv) == (side == "scratch")
+    assert report[2] == "report" and _after(report, "--finetune_dir") == EVIL + "/finetune"
+    assert _after(report, "--budgets") == "few,all"
 
 
 def test_bench_masking_studies_the_demos_folder_with_the_values_given(make):
