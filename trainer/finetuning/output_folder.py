@@ -29,16 +29,16 @@ class OutputFolderError(UserError):
 
 def check(job_dirs: list[str]) -> None:
     """Refuses, in one line, a job folder whose logs/ holds anything but `seed-N/` folders:
-    clearing the earlier run's logs would delete it."""
+    clearing the earlier run's logs would delete it. `finetune` calls it before any work;
+    `clear_earlier_run` again, under the folder's lock, before it deletes."""
     for folder in dict.fromkeys(job_dirs):
         logs = fs.join(folder, results.LOGS)
         if not fs.is_remote(logs) and os.path.isfile(logs):
             raise OutputFolderError(
                 f"{logs} is a file, not a fine-tune's logs folder: choose another --output_dir."
             )
-        for path in sorted(_files(logs)):
-            first = path[len(logs) + 1 :].replace(os.sep, "/").split("/", 1)
-            if len(first) < 2 or not _SEED_LOGS.match(first[0]):
+        for path, entry in _entries(logs):
+            if not _SEED_LOGS.fullmatch(entry):
                 raise OutputFolderError(
                     f"{folder} holds {path}, which no fine-tune wrote: its logs/ would be "
                     "cleared for this run; choose another --output_dir."
@@ -53,11 +53,17 @@ def clear_earlier_run(output_dir: str, job_dirs: list[str]) -> None:
     for folder in dict.fromkeys(job_dirs):
         results.remove_stale(folder)
         logs = fs.join(folder, results.LOGS)
-        seeds = {p[len(logs) + 1 :].replace(os.sep, "/").split("/")[0] for p in _files(logs)}
-        for name in sorted(seeds):
-            fs.delete_tree(fs.join(logs, name))
+        for entry in sorted({entry for _, entry in _entries(logs)}):
+            fs.delete_tree(fs.join(logs, entry))
 
 
-def _files(folder: str) -> list[str]:
-    """Every file under `folder` (none when it does not exist)."""
-    return fs.files_under(folder) if fs.is_remote(folder) or os.path.isdir(folder) else []
+def _entries(logs: str) -> list[tuple[str, str]]:
+    """(file, the folder directly under `logs` that holds it) for every file under `logs`; a
+    file right in `logs` is its own entry with a trailing "/" (a name no folder matches)."""
+    if not (fs.is_remote(logs) or os.path.isdir(logs)):
+        return []
+    found = []
+    for path in sorted(fs.files_under(logs)):
+        first, *rest = path[len(logs) + 1 :].replace(os.sep, "/").split("/", 1)
+        found.append((path, first if rest else first + "/"))
+    return found

@@ -172,8 +172,8 @@ def load_source(source: ModelSource):
     if source.kind == "preset":
         if one_text == config:
             return keras_hub.models.MaskedLM.from_preset(source.path)
-        packed = {k: None for k in family.packed_rows_only}
-        backbone = keras_hub.models.Backbone.from_preset(source.path, **packed)
+        one_text_args = {k: one_text[k] for k in family.packed_rows_only}
+        backbone = keras_hub.models.Backbone.from_preset(source.path, **one_text_args)
         return keras_hub.models.MaskedLM.from_preset(source.path, backbone=backbone)
     masked_lm = build_masked_lm(source.family, one_text)
     load_weights(masked_lm, source.path)

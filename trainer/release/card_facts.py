@@ -24,7 +24,7 @@ import posixpath
 
 from common import fs, manifest
 from common.errors import UserError
-from trainer.release import baseline
+from trainer.release import baseline, export_folder
 from trainer.run_folder import attempts, run_dir
 from trainer.run_folder.run_dir import RUN_CONFIG, RunDir
 
@@ -60,7 +60,7 @@ def origin_checkpoint(source) -> str | None:
     for _ in range(_MAX_PRESET_HOPS):
         if run_dir.step_of(path) is not None:
             return path if fs.exists(path) else None
-        path = (config or {}).get("exported_from")
+        path = (config or {}).get(export_folder.EXPORTED_FROM)
         if not path:
             return None
         if run_dir.step_of(path) is None:  # another preset: read where it came from

@@ -125,7 +125,7 @@ def export_keras_hub(masked_lm, source, output_dir: str) -> str:
     else:
         os.makedirs(output_dir, exist_ok=True)
         _save_preset(masked_lm, output_dir)
-    run_config = {**source.run_config, "exported_from": source.path}
+    run_config = {**source.run_config, export_folder.EXPORTED_FROM: source.path}
     fs.write_json(fs.join(output_dir, run_dir.RUN_CONFIG), run_config)
     tokenizer_files.copy(
         source.tokenizer_dir, fs.join(output_dir, run_dir.TOKENIZER_DIR), source.max_sequence_length

@@ -18,13 +18,20 @@ import json
 import os
 import re
 
-from common import fs
+from common import fs, tokenizer_files
 from common.errors import UserError
 from trainer.release import card_text
+from trainer.release.model_card import README
 from trainer.run_folder import run_dir
 
-README = "README.md"
-_TOKENIZER_FILES = ("tokenizer.json", "special_tokens_map.json", "tokenizer_config.json")
+# The key of our run_config.json that only an export writes (`export.export_keras_hub`).
+EXPORTED_FROM = "exported_from"
+# What `tokenizer_files.copy` writes.
+_TOKENIZER_FILES = (
+    tokenizer_files.TOKENIZER_JSON,
+    tokenizer_files.SPECIAL_TOKENS_MAP,
+    tokenizer_files.TOKENIZER_CONFIG,
+)
 # What `export_hf` writes, and `export_keras_hub` (keras-hub's `save_to_preset`: its config,
 # metadata and weights, sharded weights with their index, a preprocessor's configs and assets;
 # then our run_config.json and tokenizer/ folder). Both formats write the card.
@@ -65,8 +72,7 @@ def check_replaceable(output_dir: str) -> None:
         why = f"it holds {files[0]} but no model card ({README}) that an export writes"
     raise NotAnExportError(
         f"{folder} is not an earlier output of trainer.export ({why}); it would be replaced "
-        "whole: "
-        "choose another --output_dir or empty it."
+        "whole: choose another --output_dir or empty it."
     )
 
 
@@ -95,7 +101,7 @@ def _is_ours(folder: str, names: list[str]) -> bool:
         return True
     if run_dir.RUN_CONFIG in names:
         try:
-            return "exported_from" in json.loads(_text(fs.join(folder, run_dir.RUN_CONFIG)))
+            return EXPORTED_FROM in json.loads(_text(fs.join(folder, run_dir.RUN_CONFIG)))
         except ValueError:
             return False
     return False
