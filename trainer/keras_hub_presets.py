@@ -1,19 +1,13 @@
 """`python -m trainer.keras_hub_presets`: keras-hub presets this trainer can start from.
 
-The code is in trainer/models/keras_hub_presets.py. Run as a command, this
-launcher chooses the Keras backend first (trainer/startup/launch.py); `main` is the command
-called from Python.
+The code is in trainer/models/keras_hub_presets.py.
+Run as a command, it chooses the Keras backend before Keras is imported
+(trainer/startup/launch.py); `main` is the command called from Python.
 """
 
+from trainer.startup import launch
 
-def main(argv=None) -> int:
-    """The command from Python (on the backend Keras was imported with)."""
-    from trainer.models.keras_hub_presets import main as command
-
-    return command(argv)
-
+main = launch.command("trainer.models.keras_hub_presets")
 
 if __name__ == "__main__":
-    from trainer.startup import launch
-
-    launch.run("trainer.models.keras_hub_presets")
+    launch.run(main.module)

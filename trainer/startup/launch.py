@@ -8,9 +8,10 @@ can (keras_hub/src/utils/tensor_utils.py); where it is not installed nothing imp
 (tests/trainer/test_no_tensorflow.py). Importing any `trainer` module does none of this: only
 a command (or a test's conftest, or a benchmark) asks for it.
 
-Example (trainer/task.py):
+Example (trainer/task.py, the whole launcher):
+    >>> main = launch.command("trainer.pretraining.task")
     >>> if __name__ == "__main__":
-    ...     launch.run("trainer.pretraining.task")
+    ...     launch.run(main.module)
 """
 
 from __future__ import annotations
@@ -38,3 +39,16 @@ def run(module: str) -> None:
     """`prepare`, then exits with `module.main()`'s status (its flags from the command line)."""
     prepare()
     sys.exit(importlib.import_module(module).main())
+
+
+def command(module: str):
+    """A launcher's `main(argv=None) -> int`: `module`'s command called from Python (on the
+    backend Keras was imported with), imported only when called so that importing the
+    launcher imports nothing of Keras."""
+
+    def main(argv=None) -> int:
+        return importlib.import_module(module).main(argv)
+
+    main.module = module
+    main.__doc__ = f"`{module}.main`: the command from Python."
+    return main
