@@ -87,10 +87,10 @@ def stop(*args, **kwargs):
 
 def entry_point(module):
     """The function `python -m module` calls (its `if __name__ == "__main__":` block)."""
-    source = pathlib.Path(module.__file__).read_text(encoding="utf-8")
-    launched = re.search(r'launch\.run\("([\w.]+)"\)', source)  # trainer's launchers
+    launched = getattr(getattr(module, "main", None), "module", None)  # trainer's launchers
     if launched:
-        return importlib.import_module(launched.group(1)).main
+        return importlib.import_module(launched).main
+    source = pathlib.Path(module.__file__).read_text(encoding="utf-8")
     found = re.search(r'__name__ == "__main__":\s*(?:sys\.exit\()?(\w+)\(', source)
     assert found, f"{module.__name__} has no __main__ block"
     return getattr(module, found.group(1))
