@@ -193,6 +193,64 @@ def _trimmed(text: str, start: int, width: int) -> tuple[str, str]:
     return window, ""
 
 
+class _Judged(NamedTuple):
+    """What the rules measure: the (sampled) text, its word units and their characters."""
+
+    text: str
+    words: list
+    chars: int  # the non-whitespace characters
+
+
+def _min_words(doc: _Judged, cfg: QualityConfig) -> Failure | None:
+    if len(doc.words) < cfg.min_words:
+        return Failure("min_words", len(doc.words), f"< {cfg.min_words}")
+    return None
+
+
+def _mean_word_length(doc: _Judged, cfg: QualityConfig) -> Failure | None:
+    """Judged only on a text mostly of a spaced script: only its words have a length."""
+    spaced = doc.words
+    if word_units.has_unspaced(doc.text):
+        spaced = [w for w in doc.words if word_units.is_spaced_word(w)]
+    if 2 * len(spaced) < len(doc.words):
+        return None
+    if _HANGUL.search(doc.text):
+        letters = word_letters(spaced)
+    else:
+        letters = doc.chars if spaced is doc.words else sum(map(len, spaced))
+    mean = letters / len(spaced)
+    if cfg.min_mean_word_length <= mean <= cfg.max_mean_word_length:
+        return None
+    bounds = f"[{cfg.min_mean_word_length:g}, {cfg.max_mean_word_length:g}]"
+    return Failure("mean_word_length", mean, f"outside {bounds}")
+
+
+def _non_alnum_fraction(doc: _Judged, cfg: QualityConfig) -> Failure | None:
+    symbols = 1 - sum(map(str.isalnum, doc.text)) / doc.chars
+    if symbols > cfg.max_non_alnum_fraction:
+        return Failure("non_alnum_fraction", symbols, f"> {cfg.max_non_alnum_fraction:g}")
+    return None
+
+
+def _duplicate_line_chars(doc: _Judged, cfg: QualityConfig) -> Failure | None:
+    duplicated = duplicate_line_chars(doc.text)
+    if duplicated > cfg.max_duplicate_line_chars:
+        return Failure("duplicate_line_chars", duplicated, f"> {cfg.max_duplicate_line_chars:g}")
+    return None
+
+
+def _top_ngrams(doc: _Judged, cfg: QualityConfig) -> Failure | None:
+    for n, limit in cfg.top_ngram_limits():
+        top = top_ngram_fraction(doc.words, n, doc.chars)
+        if top > limit:
+            return Failure(f"top_{n}gram", top, f"> {limit:g}")
+    return None
+
+
+# The checks in RULES order (cheapest first); each names the first rule of its own it fails.
+_CHECKS = (_min_words, _mean_word_length, _non_alnum_fraction, _duplicate_line_chars, _top_ngrams)
+
+
 def first_failure(text: str, cfg: QualityConfig) -> Failure | None:
     """The first rule (in RULES order: cheapest first) that `text` fails, or None.
     Empty or blank documents pass: they are counted as empty by the tokenizing step.
@@ -206,34 +264,11 @@ def first_failure(text: str, cfg: QualityConfig) -> Failure | None:
     words = word_units.units(text)
     if not words:
         return None
-    if len(words) < cfg.min_words:
-        return Failure("min_words", len(words), f"< {cfg.min_words}")
-    chars = sum(map(len, words))  # the non-whitespace characters
-    spaced = words
-    if word_units.has_unspaced(text):  # only words of spaced scripts have a length
-        spaced = [w for w in words if word_units.is_spaced_word(w)]
-    if 2 * len(spaced) >= len(words):  # mostly a spaced script: a word length means something
-        if _HANGUL.search(text):
-            letters = word_letters(spaced)
-        else:
-            letters = chars if spaced is words else sum(map(len, spaced))
-        mean = letters / len(spaced)
-        if not cfg.min_mean_word_length <= mean <= cfg.max_mean_word_length:
-            return Failure(
-                "mean_word_length",
-                mean,
-                f"outside [{cfg.min_mean_word_length:g}, {cfg.max_mean_word_length:g}]",
-            )
-    symbols = 1 - sum(map(str.isalnum, text)) / chars
-    if symbols > cfg.max_non_alnum_fraction:
-        return Failure("non_alnum_fraction", symbols, f"> {cfg.max_non_alnum_fraction:g}")
-    duplicated = duplicate_line_chars(text)
-    if duplicated > cfg.max_duplicate_line_chars:
-        return Failure("duplicate_line_chars", duplicated, f"> {cfg.max_duplicate_line_chars:g}")
-    for n, limit in cfg.top_ngram_limits():
-        top = top_ngram_fraction(words, n, chars)
-        if top > limit:
-            return Failure(f"top_{n}gram", top, f"> {limit:g}")
+    doc = _Judged(text, words, sum(map(len, words)))
+    for check in _CHECKS:
+        failure = check(doc, cfg)
+        if failure is not None:
+            return failure
     return None
 
 

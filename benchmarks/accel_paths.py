@@ -19,6 +19,7 @@ import keras
 import numpy as np
 
 from common import schema
+from trainer import families
 from trainer.data.masking import MaskingSpec
 from trainer.models import model
 from trainer.pretraining.optimization import build_optimizer
@@ -52,7 +53,8 @@ def compiled_step(shape: Shape, policy: str, fused: bool, ids=None):
     """(Keras' jitted train step, its state, a batch) of a fresh model. `ids`: the batch's
     token ids (default random words, one document per row)."""
     size, length, batch, vocab = shape.size, shape.length, shape.batch, shape.vocab
-    family, overrides, rate = shape.family, shape.overrides, shape.rate
+    family = families.get(shape.family)  # the shape names its family: a name enters here
+    overrides, rate = shape.overrides, shape.rate
     keras.mixed_precision.set_dtype_policy(policy)
     keras.utils.set_random_seed(0)
     config = model.backbone_config(family, size, vocab, length, overrides, SPECIAL_IDS)
@@ -92,7 +94,7 @@ def attention_kernel(length: int = 128, family: str = "roberta") -> str:
     fused attention, one layer (ModernBERT: two, a global and a local one): cuDNN's fused
     kernel (`__cudnn$fmha` custom calls, forward and backward) or not. Keras picks cuDNN
     when it can and falls back to XLA without a word otherwise."""
-    layers = {"num_layers": 2 if family == "modernbert" else 1}
+    layers = {"num_layers": layers_of_each_kind(family, length)}
     shape = Shape("base", length, 2, 1000, family, layers)
     step, state, data = compiled_step(shape, "mixed_bfloat16", True)
     text = step.lower(state, data).compile().as_text().lower()
@@ -102,6 +104,15 @@ def attention_kernel(length: int = 128, family: str = "roberta") -> str:
         if calls
         else "XLA attention (no cuDNN fused-attention call in the compiled step)"
     )
+
+
+def layers_of_each_kind(family: str, length: int) -> int:
+    """The fewest first layers of a `base` model that hold each kind of attention layer the
+    family's record lays out (`attention_windows`): one where every layer attends the whole
+    row; ModernBERT's two, a global and a local one."""
+    record = families.get(family)
+    windows = record.attention_windows(model.backbone_config(record, "base", 1000, length))
+    return max(windows.index(window) for window in set(windows)) + 1
 
 
 def time_steps(step, state, data, steps: int):

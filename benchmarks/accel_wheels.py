@@ -22,6 +22,8 @@ import subprocess
 import sys
 import zipfile
 
+from benchmarks.accel import shapes
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDER = ".accel-wheels"  # ignored by git (.gitignore); carried by the device's `run`
 SITE = "/tmp/accel-site"  # where the machine installs them (outside the repository copy)
@@ -231,15 +233,16 @@ def _requires(path: str) -> list[str]:
     ]
 
 
-def command(family: str = "roberta") -> str:
+def command(family: str = shapes.DEFAULT) -> str:
     """The one command line for the device's `run` (carry: [FOLDER]): install the wheels
     into SITE, then the quick benchmark of `family`, its table in the output and its JSON
-    in $OUT. ModernBERT (base at 512 and 1024) gets 520 s of the call's 600 (RoBERTa 480)."""
+    in $OUT. The default family's is the short one, within --quick's 480 s; another family
+    names itself and gets 520 s of the call's 600 (ModernBERT's base at 512 and 1024)."""
     install = (
         f"python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "
         f"--target {SITE} {FOLDER}/*.whl && PYTHONUNBUFFERED=1 "
     )
-    if family == "roberta":
+    if family == shapes.DEFAULT:
         return install + (
             f"timeout 560 python3 -m benchmarks.bench_accel --quick --torch yes --site {SITE} "
             f"--json $OUT/bench_accel.json"
@@ -255,7 +258,7 @@ def main(argv=None) -> int:
     parser.add_argument("action", choices=("download", "check", "command"))
     parser.add_argument("--folder", default=os.path.join(ROOT, FOLDER))
     parser.add_argument(
-        "--family", choices=("roberta", "modernbert"), default="roberta", help="for command"
+        "--family", choices=shapes.FAMILIES, default=shapes.DEFAULT, help="for command"
     )
     args = parser.parse_args(argv)
     if args.action == "command":

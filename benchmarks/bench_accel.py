@@ -14,9 +14,11 @@ packed documents, 30 % masking as its recipe) in PyTorch (bf16 autocast, SDPA at
 `torch.compile`, fused AdamW) at the same size, batch, length, masking rate and dropout.
 Needs JAX and PyTorch, no TensorFlow, no network (docs/benchmarks.md "On the GPU machine").
 
-Model FLOPs per token, the same for both: benchmarks/accel/shapes.py `flops_per_token` (the
-dense weights, the vocabulary projection at the masking rate, attention over the keys each
-layer attends). tokens/s ratios are TFLOP/s ratios. The parts: benchmarks/accel/.
+Model FLOPs per token, the same for both: the family record's `flops_per_token`
+(trainer/families/flops.py: the dense weights, the vocabulary projection at the masking rate,
+attention over the keys each layer attends), which the JAX child reads with the rest of the
+family's facts and prints first; the parent hands them to the PyTorch child (`--facts`).
+tokens/s ratios are TFLOP/s ratios. The parts: benchmarks/accel/.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def _text(data) -> str:
 
 def _check_configs(parser, args) -> None:
     """One line naming the bad entry of --configs (SIZE/LENGTH of the family's sizes)."""
-    sizes = shapes.SIZES[args.family]
+    sizes = shapes.SIZE_NAMES
     for entry in (args.configs or "").split(",") if args.configs else ():
         size, _, length = entry.partition("/")
         if size not in sizes or not length.isdigit() or int(length) < 2:
@@ -80,7 +82,7 @@ def parse(argv=None):
     parser.add_argument(
         "--family",
         choices=shapes.FAMILIES,
-        default="roberta",
+        default=shapes.DEFAULT,
         help="roberta (default: base and large at 128, 512) or modernbert (base at 512, 1024)",
     )
     parser.add_argument(
@@ -97,7 +99,10 @@ def parse(argv=None):
         "on an accelerator: batch 128 at 128, 32 at 512; 2048 on a CPU)",
     )
     parser.add_argument(
-        "--vocab", type=int, help="default 50265 (RoBERTa's), 50368 (ModernBERT's); 8000 on a CPU"
+        "--vocab",
+        type=int,
+        help="default: the family's published checkpoint's (RoBERTa 50265, ModernBERT 50368); "
+        "8000 on a CPU",
     )
     parser.add_argument("--interval", type=int, help="steps per timed interval")
     parser.add_argument("--intervals", type=int, default=3, help="the first one compiles")
@@ -119,6 +124,8 @@ def parse(argv=None):
     )
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--child", choices=("jax", "torch"), help=argparse.SUPPRESS)
+    # the family's facts, from the JAX child to the PyTorch child (JSON: ours.family_facts)
+    parser.add_argument("--facts", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     _check_configs(parser, args)
     return args
@@ -126,7 +133,8 @@ def parse(argv=None):
 
 def _defaults(args, accelerator: bool):
     args.batch_tokens = args.batch_tokens or (16384 if accelerator else 2048)
-    args.vocab = args.vocab or (shapes.VOCAB[args.family] if accelerator else 8000)
+    # None on an accelerator: the family's, which the JAX child reads from its record
+    args.vocab = args.vocab or (None if accelerator else 8000)
     args.interval = args.interval or ((20 if args.quick else 50) if accelerator else 3)
     return args
 
@@ -149,8 +157,15 @@ def main(argv=None) -> int:
     ours_result = _run_child("jax", args, forwarded, args.budget * 0.6)
     accelerator = bool(ours_result and ours_result["accelerator"])
     with_torch = args.torch == "yes" or (args.torch == "auto" and accelerator)
+    facts = (ours_result or {}).get("facts")
+    if with_torch and facts is None:
+        print("torch: not run: our side printed no facts of the family", file=sys.stderr)
     left = args.budget - (time.monotonic() - start)
-    theirs_result = _run_child("torch", args, forwarded, left) if with_torch else None
+    theirs_result = (
+        _run_child("torch", args, [*forwarded, "--facts", json.dumps(facts)], left)
+        if with_torch and facts
+        else None
+    )
     accelerator = accelerator or bool(theirs_result and theirs_result["accelerator"])
     lines = table.report(_defaults(args, accelerator), ours_result, theirs_result)
     print("\n".join(lines))

@@ -83,7 +83,6 @@ def time_keras(config: BenchFlags) -> dict:
     """Examples/s of the Keras fine-tuning step, as trainer.finetune builds and compiles it."""
     import keras
 
-    from trainer import families
     from trainer.finetuning import classifier
     from trainer.models import model_source
 
@@ -96,7 +95,7 @@ def time_keras(config: BenchFlags) -> dict:
     seq = config.seq or source.max_sequence_length
     ids, labels = random_batch(backbone.vocabulary_size, config.batch, seq)
     features = {"token_ids": ids, "padding_mask": np.ones_like(ids)}
-    if families.get(source.family).takes_segment_ids:
+    if source.family.takes_segment_ids:
         features["segment_ids"] = np.zeros_like(ids)
 
     def fit(steps):
@@ -141,7 +140,7 @@ def time_torch(config: BenchFlags) -> dict:
             path, num_labels=NUM_LABELS
         )
     seq = config.seq or source.max_sequence_length
-    vocab = int(source.run_config["backbone_config"]["vocabulary_size"])
+    vocab = int(source.record.backbone_config["vocabulary_size"])
     ids, labels = random_batch(vocab, config.batch, seq)
     inputs = {
         "input_ids": torch.tensor(ids, dtype=torch.long),

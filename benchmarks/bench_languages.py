@@ -3,7 +3,7 @@
     python -m benchmarks.bench_languages [--langs zh,ja,th,ko,de,ru,en] [--vocab_size 8000]
         [--max_chars 1500000] [--models unigram,bpe,wordpiece]
 
-For every language and tokenizer recipe of `beam_pipelines.train_tokenizer`, trains the
+For every language and tokenizer recipe of `beam_pipelines.tokenizer_models`, trains the
 recipe on 90 % of the language's documents (`benchmarks.system_texts`: gettext catalogs and
 man pages; English: the catalogs' English source strings) and measures on the other 10 %:
 
@@ -11,10 +11,10 @@ man pages; English: the catalogs' English source strings) and measures on the ot
   token (`unk %`), tokens per character (`tok/char`), and the vocabulary actually trained;
 * whole-word masking units (what `--masking whole_word` masks together: a word-start token
   and the continuation tokens after it), in tokens: mean, p99, max and the share of tokens
-  in units of more than 10 tokens, with the table of `tokenizer_files.word_starts` before
+  in units of more than 10 tokens, with the table of `word_tables.word_starts` before
   (space marks only) and after (plus a unit per Han/Kana character or Thai cluster) the
   rule for unspaced scripts, and then with the token after such a unit starting a word too
-  (`tokenizer_files.unit_tables`: a Latin run glued to Chinese is a word of its own), for
+  (`word_tables.unit_tables`: a Latin run glued to Chinese is a word of its own), for
   the units whose text begins with a character of a script written without spaces and
   (after) for the other units, words of spaced scripts (the Latin names and options in
   these texts); `same` says whether the first two tables are identical.
@@ -30,9 +30,9 @@ import zlib
 
 import numpy as np
 
-from beam_pipelines import train_tokenizer
+from beam_pipelines import tokenizer_models
 from benchmarks import system_texts
-from common import tokenizer_files, word_units
+from common import tokenizer_files, word_tables, word_units
 
 
 def split_documents(lang: str, max_chars: int) -> tuple[list[str], list[str]]:
@@ -55,7 +55,7 @@ def unit_lengths(encodings, texts, tables) -> tuple[np.ndarray, np.ndarray]:
     lengths = ([], [])
     for encoding, text in zip(encodings, texts):
         units = []  # [start offset, end offset, tokens]
-        starts = tokenizer_files.starts_in(encoding.ids, *tables)
+        starts = word_tables.starts_in(encoding.ids, *tables)
         for start, special, (a, b) in zip(starts, encoding.special_tokens_mask, encoding.offsets):
             if special:
                 continue
@@ -95,20 +95,20 @@ def coverage(tokenizer, encodings, texts) -> tuple[float, float]:
 
 def measure(lang: str, model: str, train: list[str], held_out: list[str], vocab_size: int):
     start = time.perf_counter()
-    tokenizer, trainer = train_tokenizer.build(model, vocab_size)
+    tokenizer, trainer = tokenizer_models.build(model, vocab_size)
     trainer.show_progress = False
-    if limit := train_tokenizer.alphabet_limit(model, vocab_size):  # as `train` does
-        train, _ = train_tokenizer.keep_common_characters(train, tokenizer, limit)
+    if limit := tokenizer_models.alphabet_limit(model, vocab_size):  # as `train` does
+        train, _ = tokenizer_models.keep_common_characters(train, tokenizer, limit)
     tokenizer.train_from_iterator(train, trainer=trainer)
     tokenizer_files.add_post_processor(tokenizer, model)
     seconds = time.perf_counter() - start
     encodings = tokenizer.encode_batch(held_out)
     unk, per_char = coverage(tokenizer, encodings, held_out)
-    before = tokenizer_files.word_starts(tokenizer, unspaced_units=False)
-    after = tokenizer_files.word_starts(tokenizer)
+    before = word_tables.word_starts(tokenizer, unspaced_units=False)
+    after = word_tables.word_starts(tokenizer)
     unspaced_before, _ = unit_lengths(encodings, held_out, (before,))
     unspaced_after, spaced_after = unit_lengths(encodings, held_out, (after,))
-    glued = unit_lengths(encodings, held_out, (after, *tokenizer_files.unit_tables(tokenizer)))
+    glued = unit_lengths(encodings, held_out, (after, *word_tables.unit_tables(tokenizer)))
     print(
         f"{lang:3} {model:9} {tokenizer.get_vocab_size():6d} {100 * unk:6.2f}% "
         f"{per_char:8.3f} | {unit_stats(unspaced_before)} | {unit_stats(unspaced_after)} | "
@@ -121,7 +121,7 @@ def measure(lang: str, model: str, train: list[str], held_out: list[str], vocab_
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--langs", default="zh,ja,th,ko,de,ru,en")
-    parser.add_argument("--models", default=",".join(train_tokenizer.MODELS))
+    parser.add_argument("--models", default=",".join(tokenizer_models.MODELS))
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument(
         "--max_chars",

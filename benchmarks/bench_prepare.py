@@ -167,7 +167,7 @@ def report_memory(corpus: str, tok_dir: str, out: str) -> None:
     )
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus_mb", type=float, default=20)
     parser.add_argument(
@@ -196,20 +196,27 @@ def main(argv=None) -> int:
         default=1,
         help="1: also measure peak memory at 1x and 4x the corpus (d)",
     )
-    args = parser.parse_args(argv)
-    os.makedirs(args.out, exist_ok=True)
+    return parser.parse_args(argv)
+
+
+def make_corpus(args) -> tuple[str, str]:
+    """(the corpus benchmarked, the corpus once): written unless already there."""
     corpus = os.path.join(args.out, f"corpus-{args.corpus_mb:g}mb.jsonl")
     if not os.path.exists(corpus):
         demo_corpus.write_corpus(corpus, int(args.corpus_mb * 1e6))
-    base_corpus = corpus
-    if args.repeat > 1:
-        repeated = corpus.replace(".jsonl", f"-x{args.repeat}.jsonl")
-        if not os.path.exists(repeated):
-            with open(corpus, "rb") as f:
-                data = f.read()
-            with open(repeated, "wb") as f:
-                f.write(data * args.repeat)
-        corpus = repeated
+    if args.repeat <= 1:
+        return corpus, corpus
+    repeated = corpus.replace(".jsonl", f"-x{args.repeat}.jsonl")
+    if not os.path.exists(repeated):
+        with open(corpus, "rb") as f:
+            data = f.read()
+        with open(repeated, "wb") as f:
+            f.write(data * args.repeat)
+    return repeated, corpus
+
+
+def make_tokenizer(args, base_corpus: str) -> str:
+    """The tokenizer folder, trained on `base_corpus` unless already there."""
     tok_dir = os.path.join(args.out, f"tokenizer-{args.model}")
     if not os.path.exists(os.path.join(tok_dir, "tokenizer.json")):
         train_tokenizer.train(
@@ -221,31 +228,47 @@ def main(argv=None) -> int:
                 max_documents=20000,
             )
         )
-    mb = os.path.getsize(corpus) / 1e6
-    variants = [("in-process runner, tokenizer threads on all cores", [])]
-    if args.workers:
+    return tok_dir
+
+
+IN_PROCESS = "in-process runner, tokenizer threads on all cores"  # the run (c) compares with
+
+
+def runner_variants(workers: int) -> list[tuple[str, list[str]]]:
+    """(label, runner flags) of each pipeline run (b): in-process, and with N workers."""
+    variants = [(IN_PROCESS, [])]
+    if workers:
         variants.append(
             (
-                f"{args.workers} worker processes",
-                ["--direct_running_mode=multi_processing", f"--direct_num_workers={args.workers}"],
+                f"{workers} worker processes",
+                ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"],
             )
         )
-    cleaning = [CLEANING[name] for name in args.cleaning.split(",") if name]
-    best, removed = {}, {}  # fastest of the trials, interleaved so noise hits all alike
+    return variants
+
+
+def time_trials(args, corpus: str, tok_dir: str, variants, cleaning) -> tuple[int, dict, dict]:
+    """(tokens, {label: fastest wall seconds}, {cleaning label: documents removed}) of
+    `args.trials` trials, interleaved so noise hits all alike."""
+    best, removed = {}, {}
+    prepared = os.path.join(args.out, "prepared")
     for _ in range(args.trials):
         tokens, seconds = ceiling(corpus, tok_dir, 1_000_000)
         best["ceiling"] = min(best.get("ceiling", seconds), seconds)
         for label, runner_args in variants:
-            wall, _ = run_pipeline(
-                corpus, tok_dir, os.path.join(args.out, "prepared"), runner_args, tokens
-            )
+            wall, _ = run_pipeline(corpus, tok_dir, prepared, runner_args, tokens)
             best[label] = min(best.get(label, wall), wall)
         for label, cleaning_args in cleaning:
             wall, removed[label] = run_pipeline(
-                corpus, tok_dir, os.path.join(args.out, "prepared"), [], tokens, cleaning_args
+                corpus, tok_dir, prepared, [], tokens, cleaning_args
             )
             best[label] = min(best.get(label, wall), wall)
-    cleaned = {label: best.pop(label) for label, _ in cleaning}
+    return tokens, best, removed
+
+
+def report_throughput(args, mb: float, tokens: int, best: dict, cleaned: dict, removed: dict):
+    """Prints (a) the ceiling, (b) each pipeline run against it, (c) each removal step's
+    cost against the first run (b); `best` holds the ceiling and (b), `cleaned` (c)."""
     ceiling_s = best.pop("ceiling")
     print(
         f"(a) encode_batch ceiling: {tokens:,} tokens in {ceiling_s:.1f} s = "
@@ -258,13 +281,26 @@ def main(argv=None) -> int:
             f"{args.trials}): {tokens:,} tokens in {wall:.1f} s = {tokens / wall:,.0f} "
             f"tokens/s; ratio (b)/(a) = {ceiling_s / wall:.2f}"
         )
-    none = best[variants[0][0]]
+    none = best[IN_PROCESS]
     for label, wall in cleaned.items():
         print(
             f"(c) prepare with {label}, in-process (best of {args.trials}): {wall:.1f} s, "
             f"{100 * (wall / none - 1):+.0f} % against removing nothing ({none:.1f} s); "
             f"{removed[label]:,} documents removed"
         )
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    corpus, base_corpus = make_corpus(args)
+    tok_dir = make_tokenizer(args, base_corpus)
+    mb = os.path.getsize(corpus) / 1e6
+    variants = runner_variants(args.workers)
+    cleaning = [CLEANING[name] for name in args.cleaning.split(",") if name]
+    tokens, best, removed = time_trials(args, corpus, tok_dir, variants, cleaning)
+    cleaned = {label: best.pop(label) for label, _ in cleaning}
+    report_throughput(args, mb, tokens, best, cleaned, removed)
     if args.memory:
         report_memory(corpus, tok_dir, args.out)
     return 0

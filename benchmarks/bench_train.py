@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import schema
+from trainer import families
 from trainer.data import splits as data
 from trainer.data.masking import MaskingSpec
 from trainer.families.sizes import SIZES
@@ -104,7 +105,8 @@ def bench_step(size, batch, seq, vocab, steps, precision="float32"):
     compiles; JAX's second was still measured slow here, so it is left out too)."""
     keras.mixed_precision.set_dtype_policy(precision)
     keras.utils.set_random_seed(0)
-    masked_lm = model.build_masked_lm("roberta", model.backbone_config("roberta", size, vocab, seq))
+    roberta = families.get("roberta")  # the family this benchmark measures: a name enters
+    masked_lm = model.build_masked_lm(roberta, model.backbone_config(roberta, size, vocab, seq))
     trainer_model = MaskedLMTrainer(masked_lm, MaskingSpec(vocab, 4, SPECIAL))
     trainer_model.compile(optimizer=build_optimizer(1e-4, 10_000, 100), jit_compile=True)
     rng = np.random.default_rng(0)

@@ -21,7 +21,7 @@ import json
 import random
 
 from benchmarks import bench_languages, system_texts
-from common import tokenizer_files
+from common import tokenizer_files, word_tables
 from tests.support import multilingual
 
 LANGS = ("zh", "ja", "th", "en")
@@ -54,7 +54,7 @@ def write_corpus(output: str, chars: int) -> None:
 
 def report(corpus: str, tokenizer_dir: str, run_dir: str | None) -> None:
     tokenizer, _ = tokenizer_files.load(tokenizer_dir)
-    tables = (tokenizer_files.word_starts(tokenizer), *tokenizer_files.unit_tables(tokenizer))
+    tables = (word_tables.word_starts(tokenizer), *word_tables.unit_tables(tokenizer))
     with open(corpus, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
     print(

@@ -3,14 +3,15 @@
     KERAS_BACKEND=jax python -m benchmarks.family_lengths [--size tiny] [--lengths 128,512,2048]
         [--batch_tokens 8192] [--rounds 3] [--steps 2]
 
-For each family and length, builds our MaskedLMTrainer (float32, the family's masking rate:
-RoBERTa 15 %, ModernBERT 30 %) and times Keras' own jitted train step (masking, forward,
-backward, AdamW) on one batch of packed documents (benchmarks/accel/synthetic.py: ModernBERT
-keeps them apart, RoBERTa attends across them), the same tokens per batch at every length.
+For each family and length, builds our MaskedLMTrainer (float32, the masking rate of the
+family's recipe: RoBERTa 15 %, ModernBERT 30 %) and times Keras' own jitted train step
+(masking, forward, backward, AdamW) on one batch of packed documents
+(benchmarks/accel/synthetic.py: ModernBERT keeps them apart, RoBERTa attends across them), the
+same tokens per batch at every length.
 The variants run in turn, `--rounds` times, so a busy machine slows all of them alike within
 a round. Prints each one's median ms per step, its ratio to the shortest length, and the ratio
-of the model FLOPs counted for it (benchmarks/accel/shapes.py): a step that grows faster than
-its FLOPs spends the difference outside the counted products.
+of the model FLOPs counted for it (the record's `flops_per_token`, trainer/families/flops.py):
+a step that grows faster than its FLOPs spends the difference outside the counted products.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ import statistics
 import numpy as np
 
 from benchmarks import accel_paths
-from benchmarks.accel import shapes, synthetic
+from benchmarks.accel import synthetic
+from trainer import families
+from trainer.models import model
 
+# The families compared, the last column dividing the second's step time by the first's.
 FAMILIES = ("roberta", "modernbert")
 
 
@@ -55,9 +59,8 @@ def build(args) -> dict:
         rng = np.random.default_rng(0)
         ids = synthetic.packed_rows(rng, batch, length, args.vocab, max(8, length // 4))
         for family in FAMILIES:
-            shape = accel_paths.Shape(
-                args.size, length, batch, args.vocab, family, rate=shapes.MASK_RATE[family]
-            )
+            rate = families.get(family).recipe_value("mlm_probability")
+            shape = accel_paths.Shape(args.size, length, batch, args.vocab, family, rate=rate)
             step, state, data = accel_paths.compiled_step(shape, "float32", False, ids)
             state = accel_paths.time_steps(step, state, data, 1)[1]  # compiles
             built[family, length] = [step, state, data]
@@ -80,9 +83,11 @@ def _batch(args, length: int) -> int:
 
 
 def step_flops(args, family: str, length: int) -> float:
-    """Model FLOPs of one step (benchmarks/accel/shapes.py per token, x tokens per batch)."""
+    """Model FLOPs of one step (the record's per token, x tokens per batch)."""
     tokens = _batch(args, length) * length
-    return tokens * shapes.flops_per_token(family, args.size, length, args.vocab)
+    record = families.get(family)  # a name enters: one of FAMILIES
+    config = model.backbone_config(record, args.size, args.vocab, length)
+    return tokens * record.flops_per_token(config, length)
 
 
 def table(args, medians: dict) -> list[str]:
@@ -95,7 +100,7 @@ def table(args, medians: dict) -> list[str]:
         + " | ".join(
             f"{family + ' ms':>13s}  {'x' + str(first) + ' (FLOPs)':>13s}" for family in FAMILIES
         )
-        + " | modernbert / roberta",
+        + f" | {FAMILIES[1]} / {FAMILIES[0]}",
     ]
     for length in args.lengths:
         cells = []
@@ -104,7 +109,7 @@ def table(args, medians: dict) -> list[str]:
             ms = 1000 * medians[family, length]
             grown = medians[family, length] / medians[family, first]
             cells.append(f"{ms:13.1f}  {grown:5.2f} ({counted:5.2f})")
-        ratio = medians["modernbert", length] / medians["roberta", length]
+        ratio = medians[FAMILIES[1], length] / medians[FAMILIES[0], length]
         lines.append(
             f"{length:6d}{_batch(args, length):6d} | " + " | ".join(cells) + f" | {ratio:9.2f}"
         )

@@ -8,9 +8,6 @@ own filesystem; everything else (manifests, tokenizer files) goes through here.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import errno
 import glob as local_glob
 import json
 import os
@@ -22,7 +19,6 @@ import warnings
 from typing import NamedTuple
 
 from common import decompress, staging
-from common.errors import UserError
 from common.staging import TEMP_PREFIX  # re-exported: fs.TEMP_PREFIX
 
 try:
@@ -261,6 +257,12 @@ def delete_trees_in(folder: str, pattern: str) -> None:
         delete_tree(path)
 
 
+def copy(sources: list[str], destinations: list[str]) -> None:
+    """Copies each source to its destination (server side on object stores), names taken
+    literally."""
+    FileSystems.copy(sources, destinations)
+
+
 def local_copy(path: str, local_path: str) -> None:
     with open(local_path, "wb") as f:
         f.write(read_bytes(path))
@@ -280,73 +282,11 @@ def identity(path: str) -> str:
     return f"{scheme}://{bucket}/{name}"
 
 
-# --- A folder written whole or not at all --------------------------------------------------
-
-
-class NotReplaceableError(UserError):
-    """The destination holds something that is not an earlier output of the same kind."""
-
-
-@contextlib.contextmanager
-def whole_folder(dest: str, markers: tuple[str, ...]):
-    """Yields a staging folder beside `dest`; once the block ends without error, what it
-    holds replaces `dest` whole (an earlier folder there is dropped, not merged). An error
-    or a stop (Ctrl-C, SIGTERM) in the block deletes the staging folder and leaves `dest`
-    exactly as it was.
-
-    `markers` are the paths inside a folder (`config.json`, `hf/config.json`) whose presence
-    makes it complete to its readers (keras-hub and transformers load nothing without
-    `config.json`). A non-empty `dest` that holds none of them is not an earlier output and
-    is refused before anything is written, and so is the current folder or one holding it:
-    replacing it would delete someone's files (a run folder holding an export deeper down
-    is not an export). Two writes into the same folder at once are not supported: each
-    deletes the stages of earlier, killed writes.
-
-    Local: the swap is one atomic exchange of the two folders (Linux `renameat2`), else two
-    renames (a kill between them, microseconds, leaves the old folder under `.tmp-*`).
-    Object stores have no rename: the staged files are copied in (server side) with every
-    marker deleted first and copied last, so `dest` is never a loadable mix; the previous
-    output survives every failure before that swap (the writing, where the disk or the
-    network fails), but a kill during the swap leaves `dest` without its markers."""
-    dest = dest.rstrip("/")
-    _check_replaceable(dest, markers)
-    parent, name = (
-        (dest.rsplit("/", 1) + [""])[:2]
-        if is_remote(dest)
-        else os.path.split(os.path.abspath(dest))
-    )
-    _delete_stale_stages(parent, name)
-    stage = join(parent, temp_name(name))
-    if not is_remote(stage):
-        os.makedirs(stage)
-    try:
-        yield stage
-        _swap_in(stage, dest, markers)
-    finally:
-        delete_tree(stage)
-
-
 def files_under(folder: str) -> list[str]:
     """Every file under a folder (an object-store prefix), at any depth."""
     if is_remote(folder):
         return glob_in(folder, "**")
     return [os.path.join(root, f) for root, _, files in os.walk(folder) for f in files]
-
-
-def _check_replaceable(dest: str, markers) -> None:
-    files = files_under(dest) if is_remote(dest) or os.path.isdir(dest) else []
-    if not is_remote(dest) and os.path.exists(dest) and not os.path.isdir(dest):
-        raise NotReplaceableError(f"{dest} is a file, not a folder to write into.")
-    here, there = (os.path.realpath(p) + os.sep for p in (os.getcwd(), dest))
-    if not is_remote(dest) and here.startswith(there):
-        raise NotReplaceableError(
-            f"{dest} holds the current folder; it would be replaced whole: choose another folder."
-        )
-    if files and not any(f[len(dest) + 1 :] in markers for f in files):
-        raise NotReplaceableError(
-            f"{dest} holds files that are not an earlier output of this command (e.g. "
-            f"{min(files)}); it would be replaced whole: choose another folder or empty it."
-        )
 
 
 _STAGE = staging.STAGED
@@ -356,56 +296,3 @@ def unstaged(path: str) -> str:
     """`path` with a staging folder's name (`.tmp-{uuid}-NAME`) read as NAME: what to show a
     user, who knows the folder they named."""
     return _STAGE.sub("", path)
-
-
-def _delete_stale_stages(parent: str, name: str) -> None:
-    """What a killed earlier write to the same folder left (SIGKILL runs no clean-up)."""
-    if is_remote(parent):
-        stale = {
-            p[len(parent) + 1 :].split("/", 1)[0]
-            for p in glob_in(parent, TEMP_PREFIX + "*-" + escape_glob(name) + "/**")
-        }
-    else:
-        stale = set(os.listdir(parent)) if os.path.isdir(parent) else set()
-    for entry in stale:
-        if _STAGE.match(entry) and entry[_STAGE.match(entry).end() :] == name:
-            delete_tree(join(parent, entry))
-
-
-def _swap_in(stage: str, dest: str, markers) -> None:
-    if not is_remote(dest):
-        if not os.path.exists(dest):
-            os.rename(stage, dest)
-        elif not _exchange(stage, dest):
-            aside = os.path.join(os.path.dirname(stage), temp_name(basename(dest)))
-            os.rename(dest, aside)
-            os.rename(stage, dest)
-            os.rename(aside, stage)  # the old folder, deleted with the stage
-        return
-    new = {f[len(stage) + 1 :] for f in files_under(stage)}
-    old = files_under(dest)
-    delete([f for f in old if f[len(dest) + 1 :] in markers])
-    for last in (False, True):  # the markers after everything they vouch for
-        names = sorted(n for n in new if (n in markers) == last)
-        if names:
-            FileSystems.copy(
-                [join(stage, n) for n in names],  # names taken literally
-                [join(dest, n) for n in names],
-            )
-    delete([f for f in old if f[len(dest) + 1 :] not in new])
-
-
-def _exchange(a: str, b: str) -> bool:
-    """Swaps two local paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the
-    system or filesystem cannot, so that the caller falls back to two renames."""
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-        return False
-    raise OSError(code, os.strerror(code), b)

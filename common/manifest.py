@@ -138,6 +138,20 @@ def read_manifest(
 ) -> Manifest:
     """Reads and validates a split's manifest; raises ManifestError with one clear reason."""
     split_dir = split_dir.rstrip("/")
+    manifest = _read_committed(split_dir)
+    if max_length is not None and manifest.max_length != max_length:
+        raise ManifestError(
+            f"{split_dir} holds sequences of length {manifest.max_length}, but "
+            f"{max_length} was asked for. Prepare the data again with --max_length {max_length}."
+        )
+    _check_tokenizer(split_dir, manifest, tokenizer_fingerprint, vocab_size)
+    if check_shards:
+        _check_shards(split_dir, manifest)
+    return manifest
+
+
+def _read_committed(split_dir: str) -> Manifest:
+    """The split's manifest, committed, parsed and of a format this code reads."""
     manifest_path = prepared_dir.manifest_path(split_dir)
     if not fs.exists(manifest_path):
         raise ManifestError(
@@ -156,11 +170,17 @@ def read_manifest(
             f"{manifest_path} has format version {manifest.format_version}; this code reads "
             f"version {FORMAT_VERSION}."
         )
-    if max_length is not None and manifest.max_length != max_length:
-        raise ManifestError(
-            f"{split_dir} holds sequences of length {manifest.max_length}, but "
-            f"{max_length} was asked for. Prepare the data again with --max_length {max_length}."
-        )
+    return manifest
+
+
+def _check_tokenizer(
+    split_dir: str,
+    manifest: Manifest,
+    tokenizer_fingerprint: str | None,
+    vocab_size: int | None,
+) -> None:
+    """The manifest's tokenizer record is one, and names the tokenizer asked for (if any)."""
+    manifest_path = prepared_dir.manifest_path(split_dir)
     if not isinstance(manifest.tokenizer, dict):
         raise ManifestError(
             f"{manifest_path} is not a valid manifest: its tokenizer record "
@@ -182,9 +202,6 @@ def read_manifest(
             f"{split_dir} has vocabulary size {manifest.tokenizer.get('vocab_size')}, "
             f"but the model expects {vocab_size}."
         )
-    if check_shards:
-        _check_shards(split_dir, manifest)
-    return manifest
 
 
 def mixed_runs(run_ids: dict) -> str | None:

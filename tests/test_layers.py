@@ -1,7 +1,7 @@
 """The packages' shape, as docs/development.md draws it: no import cycle among our modules
 (imports inside functions count: hiding a cycle there is still a cycle), `common/` imports
 neither half, the trainer imports nothing from `beam_pipelines/`, no production function over
-60 lines nor module over 450, trainer/'s rooms import only rooms below them, and the keyed hashes
+60 lines nor module over 400, trainer/'s rooms import only rooms below them, and the keyed hashes
 (BLAKE2b, splitmix64) only where their bits are the contract."""
 
 import ast
@@ -10,7 +10,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("common", "beam_pipelines", "trainer")
 MAX_FUNCTION_LINES = 60
-MAX_MODULE_LINES = 450
+MAX_MODULE_LINES = 400
 # The modules that may compute a keyed hash: its bits decide shards, dedup and splits, so a
 # second copy elsewhere could drift from them. Each entry says why it is one.
 HASH_HOMES = {
@@ -112,7 +112,7 @@ def test_no_production_function_over_60_lines():
     assert long == []
 
 
-def test_no_production_module_over_450_lines():
+def test_no_production_module_over_400_lines():
     long = [
         f"{path.relative_to(ROOT)}: {len(path.read_text(encoding='utf-8').splitlines())}"
         for path, _ in _modules().values()
@@ -189,8 +189,8 @@ def test_tf_distribute_code_lives_in_the_backend_room():
 # pretraining run itself (its command and setup) sits on top: it exports and pushes at its end.
 ROOMS = (
     "startup",
+    "families",  # below run_folder: a run's record (run_folder/run_record.py) holds a Family
     "run_folder",
-    "families",
     "data",
     "backends",
     "models",

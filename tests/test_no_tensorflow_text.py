@@ -68,8 +68,10 @@ for info in pkgutil.walk_packages(trainer.__path__, "trainer."):
         except ImportError as err:  # the TensorFlow backend's modules, on the JAX TPU stack
             if has_tensorflow or err.name != "tensorflow":
                 raise
+from trainer import families
 from trainer.models import model
-for family in ("roberta", "bert"):  # builds the keras-hub models our runs use
+for name in ("roberta", "bert"):  # builds the keras-hub models our runs use
+    family = families.get(name)
     lm = model.build_masked_lm(family, model.backbone_config(family, "tiny", 64, 16))
     feeds = {"token_ids": np.ones((2, 16), "int32"), "padding_mask": np.ones((2, 16), bool),
              "segment_ids": np.zeros((2, 16), "int32"), "mask_positions": np.zeros((2, 3), "int32")}

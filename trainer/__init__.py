@@ -1,18 +1,20 @@
 """Keras 3 / keras-hub masked-language-model trainer (TPU, GPU, CPU; TensorFlow or JAX).
 
-Rooms, in the order a run goes through them (a room imports only rooms above it; release/,
-which runs after training, is imported by no room before it: tests/test_layers.py):
+Rooms, bottom up (a room imports only rooms above it in this list, tests/test_layers.py
+ROOMS; release/, which runs after training, is imported by no room before it, and the
+pretraining run itself, which exports at its end, sits on top of them all):
 
     startup/      what a command does before Keras is imported: the backend, quiet TensorFlow,
                   the device flags
-    run_folder/   the files of a run folder, its lock, its attempts
-    backends/     all that differs between TensorFlow and JAX (devices, distribution)
     families/     one module (or folder) per model family: roberta, bert, modernbert
+    run_folder/   the files of a run folder, its run_config.json as a record (which holds a
+                  family), its lock, its attempts
     data/         pretraining input: shard lists, the data order, tf.data and grain, masking
+    backends/     all that differs between TensorFlow and JAX (devices, distribution)
     models/       building a model, finding a run's weights, checkpoints of others (--init_from)
     pretraining/  the pretraining run: flags, plan, train step, optimizer, schedule, callbacks
-    finetuning/   fine-tuning and scoring downstream (tasks, GLUE, Hub datasets)
     release/      after training: export, model card, push, predict, fill-mask, baseline, plot
+    finetuning/   fine-tuning and scoring downstream (tasks, GLUE, Hub datasets)
 
 The commands are thin launchers at this level (`python -m trainer.task`, `.finetune`,
 `.export`, `.predict`, `.fill_mask_demo`, `.baseline`, `.plot`, `.keras_hub_presets`): each

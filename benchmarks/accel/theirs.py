@@ -3,34 +3,37 @@
 autocast on a GPU, SDPA attention, `torch.compile`, fused AdamW.
 
 This process never imports the trainer (the carried Keras wheels are on the JAX child's path
-only), so ModernBERT's config is built here from transformers' own defaults, which are
-ModernBERT's layout (global every third layer, a 128-token band, its rotary thetas, no
-biases); tests/trainer/test_bench_accel.py checks it against trainer/families/modernbert/
-convert.py `hf_config`.
+only): the family's facts (each configuration's shape, the vocabulary, the masking rate, packed
+rows) come from its record through the JAX child (`--facts`, `ours.family_facts`), and
+transformers' config of each family is built here, ModernBERT's from transformers' own
+defaults, which are ModernBERT's layout (global every third layer, a 128-token band, its
+rotary thetas, no biases); tests/trainer/test_bench_accel.py checks it against
+trainer/families/modernbert/convert.py `hf_config`.
 
 transformers' ModernBERT attends across the documents packed in a row (SDPA with its
 sliding-window mask; only its flash-attention path, not used here, can separate documents)
 and numbers positions from the row's start: it gets the same packed ids as ours, and the
-same model FLOPs are counted for both (benchmarks/accel/shapes.py).
+same model FLOPs are counted for both (trainer/families/flops.py).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 
-from benchmarks.accel import child, peak, shapes, synthetic
+from benchmarks.accel import child, peak, synthetic
 
 MASK_ID = 4
 
 
-def hf_config(family: str, size: str, length: int, vocab: int, attention_dropout: float):
-    """The transformers config of our `size` (RoBERTa: the trainer's dropout 0.1; ModernBERT:
-    none, as its family pretrains)."""
+def hf_config(family: str, s: dict, length: int, vocab: int, attention_dropout: float):
+    """The transformers config of our shape `s` (the backbone's num_layers, num_heads,
+    hidden_dim, intermediate_dim; RoBERTa: the trainer's dropout 0.1; ModernBERT: none, as
+    its family pretrains)."""
     import transformers
 
-    s = shapes.SIZES[family][size]
     shape = dict(
         vocab_size=vocab,
         hidden_size=s["hidden_dim"],
@@ -38,6 +41,9 @@ def hf_config(family: str, size: str, length: int, vocab: int, attention_dropout
         num_attention_heads=s["num_heads"],
         intermediate_size=s["intermediate_dim"],
     )
+    # The record's `hf_config` cannot be imported here (no Keras): transformers' config of
+    # each family is written out instead, and tested equal to it (tests/test_family_names.py
+    # allows this one branch).
     if family == "modernbert":
         return transformers.ModernBertConfig(
             **shape,
@@ -58,13 +64,13 @@ def hf_config(family: str, size: str, length: int, vocab: int, attention_dropout
     )
 
 
-def _ids(family: str, rows: int, length: int, vocab: int, device: str, count: int = 4):
-    """A function that gives each step's ids [rows, length]: for ModernBERT `count` batches
-    of packed documents (synthetic.packed_rows, as our side reads them) in turn, held on the
-    device; for RoBERTa random words drawn on the device."""
+def _ids(packed: bool, rows: int, length: int, vocab: int, device: str, count: int = 4):
+    """A function that gives each step's ids [rows, length]: for a family that trains on
+    packed rows (ModernBERT) `count` batches of packed documents (synthetic.packed_rows, as
+    our side reads them) in turn, held on the device; else random words drawn on the device."""
     import torch
 
-    if family != "modernbert":
+    if not packed:
         return lambda: torch.randint(synthetic.FIRST_WORD, vocab, (rows, length), device=device)
     rng = np.random.default_rng(0)
     ids = synthetic.packed_rows(rng, count * rows, length, vocab, max(8, length // 4))
@@ -78,9 +84,10 @@ def train_torch(args, size: str, length: int, device: str, fused: bool) -> dict:
     import torch
     import transformers
 
-    family, batch = args.family, child.batch(args, length)
-    rate = shapes.MASK_RATE[family]
-    config = hf_config(family, size, length, args.vocab, 0.0 if fused else 0.1)
+    facts, batch = json.loads(args.facts), child.batch(args, length)
+    rate, vocab = facts["mask_rate"], facts["vocab"]
+    shape = facts["configs"][f"{size}/{length}"]
+    config = hf_config(args.family, shape, length, vocab, 0.0 if fused else 0.1)
     masked_lm = getattr(transformers, f"{type(config).__name__[: -len('Config')]}ForMaskedLM")
     model = masked_lm._from_config(config, attn_implementation="sdpa").to(device).train()
     optimizer = torch.optim.AdamW(
@@ -93,14 +100,13 @@ def train_torch(args, size: str, length: int, device: str, fused: bool) -> dict:
     )
     forward = torch.compile(model) if args.torch_compile else model
     ones = torch.ones(batch, length, dtype=torch.long, device=device)
-    next_ids = _ids(family, batch, length, args.vocab, device)
+    next_ids = _ids(facts["packed"], batch, length, vocab, device)
 
     def step():
         ids = next_ids()
-        # as our masking: special tokens are never chosen; 80 % of the chosen become [MASK]
-        chosen = torch.rand(ids.shape, device=device) < rate
-        if family == "modernbert":  # its packed rows hold [CLS] and [SEP] anywhere
-            chosen &= ids >= synthetic.FIRST_WORD
+        # as our masking: special tokens are never chosen (packed rows hold [CLS] and [SEP]
+        # anywhere; random words none); 80 % of the chosen become [MASK]
+        chosen = (torch.rand(ids.shape, device=device) < rate) & (ids >= synthetic.FIRST_WORD)
         replaced = chosen & (torch.rand(ids.shape, device=device) < 0.8)
         inputs = torch.where(replaced, MASK_ID, ids)
         with torch.autocast(device, torch.bfloat16, enabled=device == "cuda"):

@@ -30,40 +30,46 @@ def _reached(point: str, nth: int) -> bool:
     return _count[point] == nth
 
 
-def arm(point: str, nth: int) -> None:
-    acquire, upload, write_manifest = run_lock.acquire, fs.upload_stream, manifest.write_manifest
+def _half_then_die(chunks):
+    """The first chunk's first half, then the kill."""
+    for chunk in chunks:
+        yield chunk[: len(chunk) // 2]
+        _kill()
 
-    def acquire_then_die(*args, **kwargs):
-        held = acquire(*args, **kwargs)
-        if point == "locked":
+
+def _kill_after(call, due):
+    """`call`, then the kill when `due()` (asked after each call) says so."""
+
+    def wrapped(*args, **kwargs):
+        result = call(*args, **kwargs)
+        if due():
             _kill()
-        return held
+        return result
+
+    return wrapped
+
+
+def _watched_upload(upload, point: str, nth: int):
+    """`upload`, torn half-way through the nth shard file (`shard_write`), or followed by the
+    kill after it (`shards`); files other than shards go through untouched."""
 
     def watched_upload(path, chunks):
         if not path.endswith(".tfrecord"):
             return upload(path, chunks)
         if point == "shard_write" and _reached(point, nth):
-
-            def half_then_die():
-                for chunk in chunks:
-                    yield chunk[: len(chunk) // 2]
-                    _kill()
-
-            return upload(path, half_then_die())
+            return upload(path, _half_then_die(chunks))
         upload(path, chunks)
         if point == "shards" and _reached(point, nth):
             _kill()
 
-    def manifest_then_die(split_dir, found):
-        digest = write_manifest(split_dir, found)
-        if point == "commit" and _reached(point, nth):
-            _kill()
-        return digest
+    return watched_upload
 
-    run_lock.acquire, fs.upload_stream, manifest.write_manifest = (
-        acquire_then_die,
-        watched_upload,
-        manifest_then_die,
+
+def arm(point: str, nth: int) -> None:
+    run_lock.acquire = _kill_after(run_lock.acquire, lambda: point == "locked")
+    fs.upload_stream = _watched_upload(fs.upload_stream, point, nth)
+    manifest.write_manifest = _kill_after(
+        manifest.write_manifest, lambda: point == "commit" and _reached(point, nth)
     )
 
 

@@ -1,5 +1,5 @@
 """Long documents tokenized in pieces give the token stream of the whole document
-(beam_pipelines/text_pieces.py), for every recipe of train_tokenizer, and the pipeline's
+(beam_pipelines/text_pieces.py), for every recipe of tokenizer_models, and the pipeline's
 rows and counts do not change."""
 
 import apache_beam as beam
@@ -7,7 +7,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from tokenizers import Tokenizer, normalizers, pre_tokenizers
 
-from beam_pipelines import text_pieces, tokenization, train_tokenizer
+from beam_pipelines import text_pieces, tokenization, tokenizer_models
 from beam_pipelines.documents import Document
 from common import tokenizer_files
 
@@ -49,9 +49,9 @@ _GLUE = [
 ]
 
 
-@pytest.fixture(scope="module", params=train_tokenizer.MODELS)
+@pytest.fixture(scope="module", params=tokenizer_models.MODELS)
 def tokenizer(request, corpus_texts):
-    tokenizer, trainer = train_tokenizer.build(request.param, 700)
+    tokenizer, trainer = tokenizer_models.build(request.param, 700)
     trainer.show_progress = False
     tokenizer.train_from_iterator(corpus_texts[:300], trainer=trainer)
     tokenizer_files.add_post_processor(tokenizer, request.param)

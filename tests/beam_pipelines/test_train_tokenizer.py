@@ -9,8 +9,8 @@ import pytest
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
-from beam_pipelines import train_tokenizer
-from common import tokenizer_files
+from beam_pipelines import tokenizer_models, train_tokenizer
+from common import tokenizer_files, word_tables
 from tests.support import multilingual
 
 
@@ -182,13 +182,13 @@ def _unspaced_corpus(tmp_path, count=30):
     return str(path)
 
 
-@pytest.mark.parametrize("model", train_tokenizer.MODELS)
+@pytest.mark.parametrize("model", tokenizer_models.MODELS)
 def test_unspaced_scripts_get_short_whole_words_and_few_unknowns(tmp_path, model):
     """Each recipe on a small zh/ja/th/en corpus: every character of the held-out text is in
     the vocabulary and the units whole-word masking takes are a few tokens long."""
     tok_dir, _ = _train(tmp_path, input=_unspaced_corpus(tmp_path), model=model, vocab_size=1000)
     tokenizer, info = tokenizer_files.load(tok_dir)
-    table = tokenizer_files.word_starts(tokenizer)
+    table = word_tables.word_starts(tokenizer)
     for lang in multilingual.UNSPACED:
         held_out = multilingual.documents(lang, 5, seed=1)
         for encoding in tokenizer.encode_batch(held_out):
@@ -305,10 +305,10 @@ def test_the_same_corpus_gives_the_same_tokenizer_in_every_process(tmp_path, cor
 
 def test_canonical_ids_keep_the_specials_and_the_segmentation(tmp_path, corpus_texts):
     for model in ("unigram", "wordpiece"):
-        tokenizer, trainer = train_tokenizer.build(model, 500)
+        tokenizer, trainer = tokenizer_models.build(model, 500)
         trainer.show_progress = False
         tokenizer.train_from_iterator(corpus_texts[:300], trainer=trainer)
-        canonical = train_tokenizer.canonical_ids(tokenizer, model)
+        canonical = tokenizer_models.canonical_ids(tokenizer, model)
         for token in tokenizer_files.SPECIAL_TOKENS[model].values():
             assert canonical.token_to_id(token) == tokenizer.token_to_id(token)
         for text in corpus_texts[300:340]:

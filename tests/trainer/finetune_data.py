@@ -24,11 +24,13 @@ def tiny_masked_lm(family: str):
     """Seeded: a test's results must not depend on which tests ran before it in the process."""
     import keras
 
+    from trainer import families
     from trainer.models.model import build_masked_lm
 
     keras.utils.set_random_seed(0)
     return build_masked_lm(
-        family, dict(CONFIG, vocabulary_size=100, max_sequence_length=MAX_SEQUENCE_LENGTH)
+        families.get(family),
+        dict(CONFIG, vocabulary_size=100, max_sequence_length=MAX_SEQUENCE_LENGTH),
     )
 
 

@@ -66,30 +66,30 @@ class _SigtermAtStep(keras.callbacks.Callback):
             time.sleep(3)
 
 
-def arm(kill_point: str, nth: int) -> list:
-    """Wraps the file writers; returns extra callbacks for the train-step kill point."""
-    upload, write_json, publish = fs.upload_stream, fs.write_json, checkpoints.publish
+def _half_then_die(chunks):
+    """The first chunk's first half, then the kill."""
+    for chunk in chunks:
+        yield chunk[: len(chunk) // 2]
+        _kill()
 
+
+# The uploads a torn write kills: (a part of the path, the kill point), the first match wins.
+_TORN_WRITES = (("/checkpoints/", "checkpoint_write"), ("/backup/", "backup_write"))
+
+
+def _torn_upload(upload, kill_point: str, nth: int):
     def torn_upload(path, chunks):
-        kind = (
-            "checkpoint_write"
-            if "/checkpoints/" in path
-            else "backup_write"
-            if "/backup/" in path
-            else ""
-        )
+        kind = next((point for part, point in _TORN_WRITES if part in path), "")
         if kind and _reached(kind, kill_point, nth):
-
-            def half_then_die():
-                for chunk in chunks:
-                    yield chunk[: len(chunk) // 2]
-                    _kill()
-
-            return upload(path, half_then_die())
+            return upload(path, _half_then_die(chunks))
         if "/checkpoints/" in path and _reached("checkpoint_term", kill_point, nth):
             _kill(signal.SIGTERM)
         return upload(path, chunks)
 
+    return torn_upload
+
+
+def _watched_json(write_json, kill_point: str, nth: int):
     def watched_json(path, obj):
         if path.endswith("/metrics.json") and _reached("metrics", kill_point, nth):
             _kill()
@@ -97,31 +97,47 @@ def arm(kill_point: str, nth: int) -> list:
         if path.endswith("/history.json") and _reached("history", kill_point, nth):
             _kill()
 
+    return watched_json
+
+
+def _watched_publish(publish, kill_point: str, nth: int):
     def watched_publish(model, path, upload=True):
         publish(model, path, upload)
         if "/checkpoints/" in path and _reached("after_checkpoint", kill_point, nth):
             _kill()
 
-    fs.upload_stream, fs.write_json, checkpoints.publish = (
-        torn_upload,
-        watched_json,
-        watched_publish,
-    )
+    return watched_publish
+
+
+class _KillAtStep(keras.callbacks.Callback):
+    """SIGKILL at the `batches_past`-th train batch that ends at or past update `step`."""
+
+    def __init__(self, step: int, batches_past: int):
+        super().__init__()
+        self.step, self.batches_past = step, batches_past
+
+    def on_train_batch_end(self, batch, logs=None):
+        if update_count(self.model.optimizer) >= self.step:
+            _count["past"] = _count.get("past", 0) + 1
+            if _count["past"] == self.batches_past:
+                _kill()
+
+
+# The train-step kill points: which batch past update STEP dies. Under accumulation the batch
+# that completes update STEP is the first to see it.
+_BATCHES_PAST = {"mid_interval": 1, "mid_accumulation": 2}
+
+
+def arm(kill_point: str, nth: int) -> list:
+    """Wraps the file writers; returns extra callbacks for the train-step kill point."""
+    fs.upload_stream = _torn_upload(fs.upload_stream, kill_point, nth)
+    fs.write_json = _watched_json(fs.write_json, kill_point, nth)
+    checkpoints.publish = _watched_publish(checkpoints.publish, kill_point, nth)
     if kill_point == "sigterm_at":
         return [_SigtermAtStep(nth)]
-    if kill_point not in ("mid_interval", "mid_accumulation"):
-        return []
-    # Under accumulation the batch that completes update STEP is the first to see it.
-    batches_past = 1 if kill_point == "mid_interval" else 2
-
-    class KillAtStep(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            if update_count(self.model.optimizer) >= nth:
-                _count["past"] = _count.get("past", 0) + 1
-                if _count["past"] == batches_past:
-                    _kill()
-
-    return [KillAtStep()]
+    if kill_point in _BATCHES_PAST:
+        return [_KillAtStep(nth, _BATCHES_PAST[kill_point])]
+    return []
 
 
 def main(argv: list[str]) -> int:

@@ -122,6 +122,15 @@ def task_args(corpus, output_dir, *extra) -> list[str]:
     ]
 
 
+def saved_run(family: str = "roberta", backbone_config=None, **keys):
+    """The `RunRecord` of a run config holding only `keys` (besides its family and backbone):
+    what the plan and its checks read of a saved run."""
+    from trainer.run_folder.run_record import RunRecord
+
+    config = {"family": family, "backbone_config": backbone_config or {}, **keys}
+    return RunRecord.from_dict(config)
+
+
 class Preempted(Exception):
     pass
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from common import schema
+from trainer import families
 from trainer.data.masking import MaskingSpec
 from trainer.models import model
 from trainer.pretraining.optimization import build_optimizer
@@ -20,6 +21,7 @@ from trainer.pretraining.train_step import ROW, STEP, MaskedLMTrainer
 
 VOCAB, LENGTH, BATCH = 100, 32, 4
 TINY = {"num_layers": 2, "num_heads": 2, "hidden_dim": 32, "intermediate_dim": 64}
+ROBERTA = families.get("roberta")
 
 
 @pytest.fixture
@@ -30,8 +32,8 @@ def mixed_bfloat16():
 
 
 def _trainer(fused: bool):
-    config = model.backbone_config("roberta", "tiny", VOCAB, LENGTH, TINY)
-    masked_lm = model.build_masked_lm("roberta", config)
+    config = model.backbone_config(ROBERTA, "tiny", VOCAB, LENGTH, TINY)
+    masked_lm = model.build_masked_lm(ROBERTA, config)
     model.bf16_lm_head(masked_lm)
     if fused:
         assert model.fuse_attention(masked_lm) == TINY["num_layers"]
@@ -79,8 +81,8 @@ def test_fused_attention_hands_the_attention_op_a_full_padding_mask(monkeypatch)
         "dot_product_attention",
         lambda *a, **k: masks.append(tuple(k["mask"].shape)) or original(*a, **k),
     )
-    config = model.backbone_config("roberta", "tiny", VOCAB, LENGTH, TINY)
-    backbone = model.build_masked_lm("roberta", config).backbone
+    config = model.backbone_config(ROBERTA, "tiny", VOCAB, LENGTH, TINY)
+    backbone = model.build_masked_lm(ROBERTA, config).backbone
     ids = _batch()[schema.INPUT_IDS]
     padding = (np.arange(LENGTH)[None, :] < np.array([[LENGTH], [20], [7], [1]])).astype("int32")
     inputs = {"token_ids": ids, "padding_mask": padding}

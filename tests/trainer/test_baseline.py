@@ -40,6 +40,8 @@ def _run_without_training(corpus, run_dir, **config):
     fs.write_json(
         run.run_config,
         {
+            "family": "roberta",
+            "backbone_config": {},
             "train_data": corpus["train"],
             "eval_data": corpus["eval"],
             "max_length": SEQ_LEN,

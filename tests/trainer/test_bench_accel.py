@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from benchmarks import accel_wheels, bench_accel
-from benchmarks.accel import shapes, synthetic, theirs
+from benchmarks.accel import ours, shapes, synthetic, table, theirs
 from tests.support import gpu_image
 
 jax_pass = pytest.mark.skipif(
@@ -68,11 +68,11 @@ def test_cpu_mode_trains_modernbert_on_packed_documents_beside_transformers(tmp_
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     with open(tmp_path / "out.json") as f:
         out = json.load(f)
-    ours, theirs_run = out["ours"]["runs"]["tiny/128"], out["torch"]["runs"]["tiny/128"]
+    our_run, theirs_run = out["ours"]["runs"]["tiny/128"], out["torch"]["runs"]["tiny/128"]
     # the family's recipe on both sides; our layers took the path they record
-    assert ours["mask_rate"] == theirs_run["mask_rate"] == 0.3
-    assert ours["attention_paths"] == {"portable": 2}
-    assert ours["examples_per_second"] > 0 and theirs_run["examples_per_second"] > 0
+    assert our_run["mask_rate"] == theirs_run["mask_rate"] == 0.3
+    assert our_run["attention_paths"] == {"portable": 2}
+    assert our_run["examples_per_second"] > 0 and theirs_run["examples_per_second"] > 0
     row = next(line for line in result.stdout.splitlines() if line.startswith("tiny"))
     assert row.split("|")[-1].strip().endswith("x")  # both sides measured: a ratio
     assert "tiny/128 portable x2" in result.stdout
@@ -92,45 +92,87 @@ def test_the_pytorch_side_trains_roberta_for_masked_lm_at_the_same_shape():
                 "--intervals",
                 "2",
                 "--no_torch_compile",
+                "--configs",
+                "tiny/32",
             ]
         ),
         accelerator=False,
     )
+    args.facts = json.dumps(ours.family_facts(args, accelerator=False))  # as the parent does
     result = theirs.train_torch(args, "tiny", 32, "cpu", fused=True)
     assert result["batch"] == 2 and result["examples_per_second"] > 0
 
 
-def test_the_benchmark_counts_flops_of_the_trainers_sizes():
+@pytest.mark.parametrize("family", shapes.FAMILIES)
+def test_the_family_facts_the_jax_child_prints_are_its_records(family):
+    from trainer import families
     from trainer.families.sizes import SIZES
+    from trainer.models import model
 
-    assert shapes.SIZES["roberta"] == SIZES
-    # RoBERTa-base at 128: 6 x 85 M dense weights dominate; the head at 15 % and attention
-    # add 6.8 % and 2.8 %.
-    per_token = shapes.flops_per_token("roberta", "base", 128, 50265)
-    assert 5.5e8 < per_token < 5.7e8
-    dense = 12 * (4 * 768**2 + 2 * 768 * 3072) + 768**2
-    assert shapes.dense_weights("roberta", "base") == dense
-    assert per_token == 6 * dense + 6 * 768 * 50265 * 0.15 + 12 * 12 * 768 * 128
+    record = families.get(family)
+    assert tuple(record.sizes or SIZES) == shapes.SIZE_NAMES  # what the parent's --configs takes
+    argv = ["--family", family, "--configs", "base/512,tiny/128"]
+    args = bench_accel._defaults(bench_accel.parse(argv), accelerator=True)
+    facts = json.loads(json.dumps(ours.family_facts(args, accelerator=True)))  # as printed
+    # on an accelerator, the vocabulary of the family's published checkpoint
+    assert facts["vocab"] == record.hub_vocabulary
+    assert facts["mask_rate"] == record.recipe_value("mlm_probability")
+    assert facts["packed"] == bool(record.packed_rows_only)
+    config = model.backbone_config(record, "base", record.hub_vocabulary, 512)
+    assert facts["configs"]["base/512"] == {
+        **{k: config[k] for k in ours.SHAPE},
+        "flops_per_token": record.flops_per_token(config, 512),
+    }
+    assert set(facts["configs"]) == {"base/512", "tiny/128"}
 
 
-def test_modernbert_flops_count_geglu_and_local_layers_within_their_band():
-    from trainer.families.modernbert import sizes as modernbert
-    from trainer.families.modernbert.record import FAMILY
+def test_modernbert_trains_its_recipe_on_packed_rows_and_retries_on_xla_attention():
+    args = bench_accel._defaults(bench_accel.parse(["--family", "modernbert"]), True)
+    facts = ours.family_facts(args, accelerator=True)
+    assert (facts["vocab"], facts["mask_rate"], facts["packed"]) == (50368, 0.3, True)
+    assert ours.unfused("modernbert") == (
+        "--config",
+        """--config '{"attention_path": "portable"}'""",
+    )
+    assert ours.unfused("roberta") == ("--fused_attention", "--fused_attention false")
+    args = bench_accel._defaults(bench_accel.parse([]), True)
+    facts = ours.family_facts(args, accelerator=True)
+    assert (facts["vocab"], facts["mask_rate"], facts["packed"]) == (50265, 0.15, False)
 
-    assert shapes.SIZES["modernbert"] == modernbert.SIZES
-    assert shapes.MASK_RATE["modernbert"] == FAMILY.pretraining_recipe["mlm_probability"]
-    # Wqkv 3h² + Wo h² + GeGLU Wi h x 2i + Wo i x h, no biases; the head's h x h
-    dense = 22 * (4 * 768**2 + 3 * 768 * 1152) + 768**2
-    assert shapes.dense_weights("modernbert", "base") == dense
-    # 8 global layers (0, 3, ..., 21) see 1024 keys; 14 local ones ±64 (129 inside the
-    # row, fewer within 64 of its ends: 129 - 4160 / 1024 on average)
-    keys = 8 * 1024 + 14 * (129 - 4160 / 1024)
-    expected = 6 * dense + 6 * 768 * 50368 * 0.3 + 12 * 768 * keys
-    assert shapes.flops_per_token("modernbert", "base", 1024, 50368) == pytest.approx(expected)
-    # the band against the mask the model applies, where it is shorter than the row and not
-    band = np.abs(np.arange(300)[:, None] - np.arange(300)[None]) <= 64
-    assert shapes.keys_per_query(300, 128) == pytest.approx(band.sum() / 300)
-    assert shapes.keys_per_query(50, 128) == 50
+
+def test_the_table_counts_flops_from_the_facts_our_side_printed():
+    args = bench_accel._defaults(bench_accel.parse(["--configs", "tiny/128"]), False)
+    facts = {
+        "vocab": 8000,
+        "mask_rate": 0.15,
+        "packed": False,
+        "configs": {"tiny/128": {"flops_per_token": 1e6}},
+    }
+    result = {
+        "device": "CPU",
+        "accelerator": False,
+        "peak": 1e11,
+        "attention": "n/a on a CPU",
+        "facts": facts,
+        "runs": {"tiny/128": {"examples_per_second": 10.0}},
+    }
+    lines = table.report(args, result, None)
+    row = next(line for line in lines if line.startswith("tiny"))
+    assert row.split("|")[1].split() == ["1,280", "1.28", "1.3%"]  # 1,280 tokens/s x 1e6
+    assert "roberta: 15 % masking (its pretraining default) on both sides" in lines
+
+
+def test_the_parent_and_the_pytorch_side_import_nothing_of_the_trainer():
+    # the parent must not initialise a device, and neither has Keras on the GPU machine
+    code = (
+        "import sys; import benchmarks.bench_accel, benchmarks.accel.theirs, "
+        "benchmarks.accel_wheels; "
+        "print(sorted(m for m in ('trainer', 'keras', 'jax', 'torch') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]"
 
 
 def test_packed_rows_hold_several_documents_each_opened_by_cls():
@@ -145,16 +187,18 @@ def test_packed_rows_hold_several_documents_each_opened_by_cls():
 
 
 def test_the_pytorch_modernbert_is_the_trainers_modernbert_in_transformers():
+    from trainer import families
     from trainer.families.modernbert import convert
     from trainer.models import model
 
     for size in ("tiny", "base"):
-        ours = convert.hf_config(model.backbone_config("modernbert", size, 8000, 1024))
-        mine = theirs.hf_config("modernbert", size, 1024, 8000, 0.0).to_dict()
-        fields = [k for k in ours.to_dict() if not k.endswith("token_id")]
+        backbone = model.backbone_config(families.get("modernbert"), size, 8000, 1024)
+        trainers = convert.hf_config(backbone)
+        mine = theirs.hf_config("modernbert", backbone, 1024, 8000, 0.0).to_dict()
+        fields = [k for k in trainers.to_dict() if not k.endswith("token_id")]
         skipped = {"max_position_embeddings", "transformers_version", "architectures"}
         assert {k: mine.get(k) for k in fields if k not in skipped} == {
-            k: v for k, v in ours.to_dict().items() if k in fields and k not in skipped
+            k: v for k, v in trainers.to_dict().items() if k in fields and k not in skipped
         }
 
 

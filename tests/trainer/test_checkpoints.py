@@ -14,6 +14,7 @@ import pytest
 
 from common import fs, tokenizer_files
 from tests.support.full_disk import FullDiskFile
+from trainer import families
 from trainer.models import checkpoints, model_source
 from trainer.models.model import backbone_config, build_masked_lm
 from trainer.run_folder.run_dir import RunDir
@@ -94,7 +95,8 @@ def make_training_dir(root: str, family: str):
     fp = tokenizer_files.save(tokenizer, os.path.join(output_dir, "tokenizer"), special, 512)
     _, info = tokenizer_files.load(os.path.join(output_dir, "tokenizer"))
     assert info.fingerprint == fp
-    config = backbone_config(family, "tiny", info.vocab_size, MAX_LENGTH, TINY)
+    record = families.get(family)
+    config = backbone_config(record, "tiny", info.vocab_size, MAX_LENGTH, TINY)
     fs.write_json(
         os.path.join(output_dir, "run_config.json"),
         {
@@ -109,7 +111,7 @@ def make_training_dir(root: str, family: str):
     import keras
 
     keras.utils.set_random_seed(7)  # the same initial weights every run: no flaky near-ties
-    masked_lm = build_masked_lm(family, config)
+    masked_lm = build_masked_lm(record, config)
     for step in STEPS:
         randomize(masked_lm, seed=step)
         checkpoints.publish(masked_lm, RunDir(output_dir).checkpoint(step))
@@ -138,22 +140,22 @@ def test_latest_checkpoint_is_highest_step(runs, tmp_path):
 @pytest.mark.parametrize("family", ["roberta", "bert"])
 def test_load_output_dir_gives_latest_checkpoint(runs, family):
     output_dir, trained = runs[family]
-    masked_lm, run_config, tokenizer_dir = model_source.load_masked_lm(output_dir)
+    masked_lm, record, tokenizer_dir = model_source.load_masked_lm(output_dir)
     assert type(masked_lm) is type(trained)
     assert_same_weights(masked_lm, trained)
-    assert run_config["family"] == family
+    assert record.family.name == family and record.size == "tiny"
     assert tokenizer_dir == os.path.join(output_dir, "tokenizer")
 
 
 def test_load_one_checkpoint_file(runs):
     output_dir, trained = runs["roberta"]
     path = os.path.join(output_dir, "checkpoints", "ckpt-00000900.weights.h5")
-    masked_lm, run_config, _ = model_source.load_masked_lm(path)
+    masked_lm, record, _ = model_source.load_masked_lm(path)
     # The earlier step: weights differ from the latest ones by the last step's noise.
     first = masked_lm.weights[0].numpy()
     assert not np.array_equal(first, trained.weights[0].numpy())
     assert model_source.resolve(path).path == path
-    assert run_config["max_length"] == MAX_LENGTH
+    assert record.max_length == MAX_LENGTH
 
 
 def test_errors_are_one_sentence(runs, tmp_path):

@@ -3,11 +3,12 @@ the family it needs, and where the data's stream starts."""
 
 import pytest
 
-from trainer import families
 from trainer.pretraining import context_extension
 from trainer.pretraining.plan import PlanError
+from trainer.run_folder.run_record import RunRecord
 
 SAVED = {
+    "family": "modernbert",
     "max_length": 32,
     "train_data_digest": "a",
     "seed": 1,
@@ -21,13 +22,17 @@ LONGER = {
 }
 
 
+def _record(config, **changed):
+    return RunRecord.from_dict({**config, **changed})
+
+
 def test_the_data_its_length_and_the_familys_arguments_may_change_nothing_else():
-    view = context_extension.allowed(SAVED, LONGER, families.get("modernbert"), "run")
+    view = context_extension.allowed(_record(SAVED), _record(LONGER), "run")
     assert {k: view[k] for k in LONGER} == LONGER  # check_continuation then sees no change
-    wider = {**LONGER, "backbone_config": {**LONGER["backbone_config"], "num_heads": 4}}
-    view = context_extension.allowed(SAVED, wider, families.get("modernbert"), "run")
+    wider = _record(LONGER, backbone_config={**LONGER["backbone_config"], "num_heads": 4})
+    view = context_extension.allowed(_record(SAVED), wider, "run")
     assert view["backbone_config"]["num_heads"] == 2  # still the saved one: refused later
-    assert context_extension.changes(SAVED, LONGER) == {
+    assert context_extension.changes(_record(SAVED), _record(LONGER)) == {
         "max_length": [32, 64],
         "train_data_digest": ["a", "b"],
         "backbone_config.global_rope_theta": [1e4, 1.6e5],
@@ -38,20 +43,23 @@ def test_the_data_its_length_and_the_familys_arguments_may_change_nothing_else()
 @pytest.mark.parametrize("family", ["roberta", "bert"])
 def test_a_family_with_a_position_table_cannot_be_extended(family):
     with pytest.raises(PlanError, match="only a family with rotary positions"):
-        context_extension.allowed(SAVED, LONGER, families.get(family), "run")
+        context_extension.allowed(
+            _record(SAVED, family=family), _record(LONGER, family=family), "run"
+        )
 
 
 def test_an_extension_goes_to_a_longer_length():
-    shorter = {**LONGER, "max_length": 16}
+    shorter = _record(LONGER, max_length=16)
     with pytest.raises(PlanError, match="goes to a longer --max_length"):
-        context_extension.allowed(SAVED, shorter, families.get("modernbert"), "run")
+        context_extension.allowed(_record(SAVED), shorter, "run")
 
 
 def test_the_data_stream_starts_where_the_data_changed_and_stays_there():
-    assert context_extension.data_start_step(None, LONGER, 0) == 0
-    assert context_extension.data_start_step(SAVED, LONGER, 40) == 40  # the extension
-    resumed = {**LONGER, "data_start_step": 40}
-    assert context_extension.data_start_step(resumed, LONGER, 60) == 40  # a resume inside it
+    saved, longer = _record(SAVED), _record(LONGER)
+    assert context_extension.data_start_step(None, longer, 0) == 0
+    assert context_extension.data_start_step(saved, longer, 40) == 40  # the extension
+    resumed = _record(LONGER, data_start_step=40)
+    assert context_extension.data_start_step(resumed, longer, 60) == 40  # a resume inside it
 
 
 def test_what_any_restart_may_change_an_extension_may_change_and_help_and_docs_say_so():
@@ -63,9 +71,9 @@ def test_what_any_restart_may_change_an_extension_may_change_and_help_and_docs_s
     from common import flags
     from trainer.pretraining import config, plan
 
-    saved, now = {**SAVED, "learning_rate": 8e-4}, {**LONGER, "learning_rate": 3e-4}
-    view = context_extension.allowed(saved, now, families.get("modernbert"), "run")
-    plan.check_continuation(view, now, "run")  # nothing refused
+    saved, now = _record(SAVED, learning_rate=8e-4), _record(LONGER, learning_rate=3e-4)
+    view = context_extension.allowed(saved, now, "run")
+    plan.check_continuation(view, now.raw, "run")  # nothing refused
     (field,) = [f for f in flags.flag_fields(config.TrainConfig) if f.name == "extend_context"]
     help_text = " ".join(field.metadata["help"].split())
     docs = pathlib.Path(__file__).parents[2] / "docs" / "modernbert.md"

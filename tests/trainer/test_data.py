@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from common.manifest import ManifestError
 from tests.trainer.mlm_data import make_tokenizer, repetitive_sequences, write_split
+from trainer.data import read_errors
 from trainer.data import splits as data
 
 
@@ -271,7 +272,7 @@ def test_a_split_replaced_under_a_running_trainer_is_named(tmp_path, keep_manife
         '{"num_layers": 1, "num_heads": 1, "hidden_dim": 16, "intermediate_dim": 16}',
     )
     replace = _replace_split_at(2, corpus["train"], old, info, keep_manifest)
-    expected = data.MissingShardError if keep_manifest else data.SplitReplacedError
+    expected = read_errors.MissingShardError if keep_manifest else read_errors.SplitReplacedError
     with pytest.raises(expected) as caught:
         task.run(task.parse_args(args), extra_callbacks=[replace])
     message = str(caught.value)
@@ -293,8 +294,8 @@ def test_records_shorter_than_the_manifest_length_are_one_line(tmp_path, info, p
         manifest_path.read_text().replace('"max_length": 28', '"max_length": 32')
     )
     source = data.resolve_split(str(tmp_path / "short"), info)
-    with pytest.raises(data.UnparsableRecordError) as caught:
-        with data.replaced_splits_named(source):
+    with pytest.raises(read_errors.UnparsableRecordError) as caught:
+        with read_errors.replaced_splits_named(source):
             next(iter(data.eval_dataset(source, 16, pipeline=pipeline)))
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"a record of {tmp_path / 'short'} ")

@@ -16,6 +16,7 @@ import pytest
 from common import tfrecord
 from tests.support import no_tensorflow
 from tests.trainer.mlm_data import make_tokenizer, repetitive_sequences, write_split
+from trainer.data import read_errors
 from trainer.data import splits as data
 
 TF, GRAIN = data.TF_DATA, data.GRAIN
@@ -134,8 +135,8 @@ def test_a_record_failing_its_checksum_is_one_line(tmp_path, info, pipeline):
     write_split(str(tmp_path / "bad"), *_rows(48), info, num_shards=2)
     source = data.resolve_split(str(tmp_path / "bad"), info)
     _corrupt_first_record(source.files[1])
-    with pytest.raises(data.UnparsableRecordError) as caught:
-        with data.replaced_splits_named(source):
+    with pytest.raises(read_errors.UnparsableRecordError) as caught:
+        with read_errors.replaced_splits_named(source):
             list(data.eval_dataset(source, 8, pipeline=pipeline))
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"a record of {tmp_path / 'bad'} ")
@@ -151,13 +152,13 @@ def test_a_deleted_shard_and_a_replaced_split_are_one_line(tmp_path, info, pipel
     source = data.resolve_split(split_dir, info)
     share = data.PipelineShare(pipeline=pipeline)
     os.remove(old[1])
-    with pytest.raises(data.MissingShardError) as caught:
-        with data.replaced_splits_named(source):
+    with pytest.raises(read_errors.MissingShardError) as caught:
+        with read_errors.replaced_splits_named(source):
             _batches(data.train_dataset(source, 4, seed=0, share=share), 12)
     assert str(caught.value).startswith(f"{old[1]} is gone although")
     write_split(split_dir, *_rows(30, seed=9), info, num_shards=1)  # a prepare rerun
-    with pytest.raises(data.SplitReplacedError, match="changed while this run was reading"):
-        with data.replaced_splits_named(source):
+    with pytest.raises(read_errors.SplitReplacedError, match="changed while this run was reading"):
+        with read_errors.replaced_splits_named(source):
             _batches(data.train_dataset(source, 4, seed=0, share=share), 12)
 
 
@@ -209,8 +210,10 @@ def test_a_shard_shorter_than_its_manifest_is_one_line_not_a_short_batch(tmp_pat
         records = list(tfrecord.records(f))
     with open(old[0], "wb") as f:  # same name, 5 records fewer than the manifest counts
         f.write(tfrecord.frame(records[:-5]))
-    with pytest.raises(data.UnparsableRecordError, match=f"{old[0]} ends before its record 15"):
-        with data.replaced_splits_named(source):
+    with pytest.raises(
+        read_errors.UnparsableRecordError, match=f"{old[0]} ends before its record 15"
+    ):
+        with read_errors.replaced_splits_named(source):
             list(data.eval_dataset(source, 4, pipeline=GRAIN))
 
 

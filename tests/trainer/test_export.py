@@ -94,8 +94,9 @@ def test_keras_hub_preset_round_trip(exported, family):
         np.asarray(case["keras"](inputs, training=False)),
     )
     # Our loader takes the preset too, with the run config and tokenizer we put in it.
-    _, run_config, tokenizer_dir = model_source.load_masked_lm(preset)
-    assert run_config["family"] == family and run_config["max_length"] == MAX_LENGTH
+    _, record, tokenizer_dir = model_source.load_masked_lm(preset)
+    assert record.family.name == family and record.max_length == MAX_LENGTH
+    assert record.exported_from == model_source.resolve(case["run"]).path
     assert tokenizer_dir == os.path.join(preset, "tokenizer")
 
 
@@ -186,25 +187,24 @@ def test_hf_export_from_the_preset_is_the_same(exported, tmp_path):
         np.testing.assert_array_equal(first[name], second[name], err_msg=name)
 
 
-def test_weight_table_must_cover_the_model(exported, monkeypatch):
+def test_weight_table_must_cover_the_model(exported):
     import dataclasses
 
     from trainer import families
 
     roberta = families.get("roberta")
     fewer = dataclasses.replace(roberta, weight_rows=roberta.weight_rows[:-1])
-    monkeypatch.setattr(families, "get", lambda name: fewer)
     with pytest.raises(export.ExportError, match="unlisted variables.*mlm_head/output_bias"):
-        export.hf_state_dict(exported["roberta"]["keras"], "roberta", pad_id=1)
+        export.hf_state_dict(exported["roberta"]["keras"], fewer, pad_id=1)
 
 
 def test_refuses_a_tokenizer_that_is_not_the_trained_one(exported):
     import dataclasses
 
     source = model_source.resolve(exported["roberta"]["run"])
-    run_config = {**source.run_config, "tokenizer": {"fingerprint": "0" * 64}}
+    record = dataclasses.replace(source.record, tokenizer={"fingerprint": "0" * 64})
     with pytest.raises(export.ExportError, match="not the tokenizer the model was trained with"):
-        export._tokenizer_info(dataclasses.replace(source, run_config=run_config))
+        export._tokenizer_info(dataclasses.replace(source, record=record))
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):

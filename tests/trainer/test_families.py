@@ -15,9 +15,9 @@ def test_flag_choices_are_the_registered_families():
 def test_a_built_model_and_its_preset_name_lead_back_to_the_record(name):
     record = families.get(name)
     config = backbone_config(
-        name, "tiny", 100, 16, dict(num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32)
+        record, "tiny", 100, 16, dict(num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32)
     )
-    masked_lm = build_masked_lm(name, config)
+    masked_lm = build_masked_lm(record, config)
     assert families.of_model(masked_lm) is record
     assert families.of_registered_name(record.registered_name) is record
     assert ("segment_ids" in masked_lm.input) is record.takes_segment_ids
@@ -46,7 +46,7 @@ def test_every_family_answers_every_field_of_its_record(name):
     rows = record.layer_rows
     per_layer = [len(rows(i) if callable(rows) else rows) for i in range(2)]
     assert len(table) == len(record.weight_rows) + sum(per_layer)
-    built = model.build_masked_lm(name, backbone_config(name, "tiny", 100, 16))
+    built = model.build_masked_lm(record, backbone_config(record, "tiny", 100, 16))
     assert {k for k, _, _ in record.weight_table(built.backbone.num_layers) if k} == {
         v.path for v in built.weights
     }, "the weight table must name every variable of the model"
@@ -54,7 +54,7 @@ def test_every_family_answers_every_field_of_its_record(name):
     assert set(record.tied.values()) <= hf_names, "a tied copy must equal a tensor we write"
     assert not any(h.startswith(record.not_mlm) for h in hf_names)
     assert record.preset_tokenizer == () or record.preset_tokenizer[1] in ("bpe", "wordpiece")
-    config = backbone_config(name, "tiny", 100, 16)
+    config = backbone_config(record, "tiny", 100, 16)
     assert record.max_positions(config) in (16, None)
 
 

@@ -78,7 +78,7 @@ def test_labels_are_named_by_train_in_sorted_order_and_regression_reads_numbers(
 
 def test_roberta_packs_a_pair_as_s_a_sep_sep_b_sep_without_segments(tokenizer):
     tok, info = tokenizer
-    packed = packing.Packer(tok, info, "roberta", 16).pack(["w0 w1"], ["w2"])
+    packed = packing.Packer(tok, info, families.get("roberta"), 16).pack(["w0 w1"], ["w2"])
     cls, sep = info.special_token_ids["cls_token"], info.special_token_ids["sep_token"]
     assert packed.rows == [[cls, 5, 6, sep, sep, 7, sep]]
     features = packed.features(10, info.pad_id, with_segments=False)
@@ -89,17 +89,18 @@ def test_roberta_packs_a_pair_as_s_a_sep_sep_b_sep_without_segments(tokenizer):
 
 def test_bert_packs_a_pair_with_segment_ids_after_the_first_separator(tokenizer):
     tok, info = tokenizer
-    packed = packing.Packer(tok, info, "bert", 16).pack(["w0 w1"], ["w2 w3"])
+    bert = families.get("bert")
+    packed = packing.Packer(tok, info, bert, 16).pack(["w0 w1"], ["w2 w3"])
     cls, sep = info.special_token_ids["cls_token"], info.special_token_ids["sep_token"]
     assert packed.rows == [[cls, 5, 6, sep, 7, 8, sep]]
     assert packed.segments == [[0, 0, 0, 0, 1, 1, 1]]
-    single = packing.Packer(tok, info, "bert", 16).pack(["w4"])
+    single = packing.Packer(tok, info, bert, 16).pack(["w4"])
     assert single.rows == [[cls, 9, sep]] and single.segments == [[0, 0, 0]]
 
 
 def test_over_long_texts_are_cut_longest_first_and_counted(tokenizer):
     tok, info = tokenizer
-    packer = packing.Packer(tok, info, "bert", 8)  # 5 tokens of text in a pair
+    packer = packing.Packer(tok, info, families.get("bert"), 8)  # 5 tokens of text in a pair
     long_first = " ".join(f"w{i}" for i in range(10))
     packed = packer.pack([long_first, "w1"], ["w2 w3", "w4"])
     assert packed.truncated == 1

@@ -116,15 +116,15 @@ def test_the_glue_score_is_the_mean_of_task_means_two_metrics_averaged_first():
 
 def test_glue_recipes_state_their_source_and_give_the_small_tasks_more_seeds():
     assert "glue_jobs.py" in glue.RECIPE_SOURCE and "MosaicBERT" in glue.RECIPE_SOURCE
-    recipe = glue.TASKS["mrpc"].recipe
-    assert (recipe.learning_rate, recipe.epochs, recipe.batch_size) == (8e-5, 10, 32)
-    assert all(len(glue.TASKS[n].recipe.seeds) == 5 for n in glue.MNLI_STARTED)
-    assert len(glue.TASKS["mnli"].recipe.seeds) < len(glue.TASKS["sst2"].recipe.seeds)
+    defaults = glue.TASKS["mrpc"].defaults
+    assert (defaults.learning_rate, defaults.epochs, defaults.batch_size) == (8e-5, 10, 32)
+    assert all(len(glue.TASKS[n].defaults.seeds) == 5 for n in glue.MNLI_STARTED)
+    assert len(glue.TASKS["mnli"].defaults.seeds) < len(glue.TASKS["sst2"].defaults.seeds)
     config = finetune.FinetuneFlags(
-        model="m", output_dir="o", task="mrpc", glue_dir="g", learning_rate=1e-3
+        model="m", output_dir="o", task="mrpc", glue_dir="g", learning_rate="1e-3"
     )
-    assert config.recipe("f1", recipe).learning_rate == 1e-3  # the flag wins
-    assert config.recipe("f1", recipe).epochs == 10 and config.seed_list(recipe.seeds) == [
+    assert config.recipe("f1", defaults).learning_rate == 1e-3  # the flag wins
+    assert config.recipe("f1", defaults).epochs == 10 and config.seed_list(defaults.seeds) == [
         1,
         2,
         3,

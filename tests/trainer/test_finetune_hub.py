@@ -168,7 +168,7 @@ def test_task_without_glue_dir_loads_nyu_mll_glue_by_name(cache, capsys):
     assert set(splits) == {"train", "dev"} and len(splits["dev"]) == 12
     assert set(splits["train"].raw_labels) == {"0", "1"}  # equivalent is GLUE's 1
     assert source["id"] == "nyu-mll/glue" and source["revision"] == "f" * 40
-    tasks = jobs.glue_jobs(_config(task="mrpc"))
+    tasks = jobs.build(_config(task="mrpc"), ("base", "hidden_dim 768"))
     assert tasks[0].dataset["splits"] == {"train": "train", "dev": "validation"}
 
 

@@ -13,6 +13,7 @@ import pytest
 from common.errors import UserError
 from tests.trainer import finetune_data as fd
 from tests.trainer import mlm_data
+from trainer import families
 from trainer.finetuning import datasets, finetune, glue, jobs, packing
 
 SINGLE = datasets.TaskSpec("classification", "sentence", None, "label")
@@ -82,7 +83,7 @@ def test_a_field_over_pythons_csv_limit_reads_whole_and_is_truncated_at_packing(
     assert split.texts == [long, "w6"]
     mlm_data.make_tokenizer(tmp_path / "tokenizer")
     tokenizer, info = tokenizer_files.load(str(tmp_path / "tokenizer"))
-    packed = packing.Packer(tokenizer, info, "roberta", 16).pack(split.texts)
+    packed = packing.Packer(tokenizer, info, families.get("roberta"), 16).pack(split.texts)
     assert packed.truncated == 1 and len(packed.rows[0]) == 16  # as JSONL's long texts
 
 

@@ -3,6 +3,7 @@
 The size rule and the flags are checked without a model; `auto` and the mean-pooled head on
 the tests' fresh tiny model (1 layer, hidden 32) and a few dozen examples: seconds."""
 
+import dataclasses
 import json
 import os
 
@@ -11,13 +12,14 @@ import pytest
 
 from common import flags
 from tests.trainer import finetune_data as fd
+from tests.trainer import mlm_data
 from trainer.finetuning import config, finetune, jobs, recipes
 
 JAX = os.environ.get("KERAS_BACKEND") == "jax"
 
 
-def _run_config(model, hidden):
-    return {"model": model, "backbone_config": {"hidden_dim": hidden}}
+def _run_config(size, hidden, **keys):
+    return mlm_data.saved_run(backbone_config={"hidden_dim": hidden}, size=size, **keys)
 
 
 def test_the_size_is_the_recorded_name_when_the_width_agrees_else_the_width_decides():
@@ -25,21 +27,26 @@ def test_the_size_is_the_recorded_name_when_the_width_agrees_else_the_width_deci
     assert recipes.model_size(_run_config("small", 256))[0] == "small"
     # --config changed the width of a "tiny" run: the width decides.
     assert recipes.model_size(_run_config("tiny", 768)) == ("base", "hidden_dim 768")
-    assert recipes.model_size({"backbone_config": {"hidden_dim": 1024}})[0] == "large"
-    assert recipes.model_size({"backbone_config": {"hidden_dim": 32}})[0] == "tiny"
+    assert recipes.model_size(_run_config(None, 1024))[0] == "large"
+    assert recipes.model_size(_run_config(None, 32))[0] == "tiny"
+    # After --init_from `model` is the flag's unused default: the width decides.
+    continued = _run_config("from --init_from", 128, model="base")
+    assert recipes.model_size(continued) == ("tiny", "hidden_dim 128")
+    old = mlm_data.saved_run(backbone_config={"hidden_dim": 128}, model="tiny")  # no `size`
+    assert recipes.model_size(old) == ("tiny", "run_config.json's model")
 
 
 def test_tiny_and_small_get_their_own_rate_and_base_keeps_the_glue_recipe():
-    tiny, base = recipes.own_recipe("tiny"), recipes.own_recipe("base")
+    tiny, base = recipes.own_defaults("tiny"), recipes.own_defaults("base")
     assert (tiny.learning_rate, tiny.epochs) == recipes.SIZE_RECIPES["tiny"]
     assert tiny.learning_rate >= 10 * base.learning_rate
     assert (base.learning_rate, base.epochs, base.batch_size) == (4e-5, 5, 16)
-    assert recipes.own_recipe("large") == base
+    assert recipes.own_defaults("large") == base
     assert recipes.pooling(None, "tiny") == "mean" and recipes.pooling(None, "base") == "cls"
     assert recipes.pooling("cls", "tiny") == "cls" and recipes.pooling("mean", "large") == "mean"
-    mrpc = finetune.glue.TASKS["mrpc"].recipe
-    assert recipes.glue_recipe(mrpc, "base") == mrpc
-    small = recipes.glue_recipe(mrpc, "small")
+    mrpc = finetune.glue.TASKS["mrpc"].defaults
+    assert recipes.glue_defaults(mrpc, "base") == mrpc
+    small = recipes.glue_defaults(mrpc, "small")
     assert small.learning_rate == recipes.SIZE_RECIPES["small"][0]
     assert (small.epochs, small.batch_size, small.seeds) == (mrpc.epochs, 32, mrpc.seeds)
 
@@ -58,14 +65,27 @@ def _config(*extra):
     return finetune.FinetuneFlags(model="m", output_dir="o", train="t", dev="d", **dict(extra))
 
 
+def _job(config, size):
+    (job,) = jobs.build(config, (size, "run_config.json's model"))
+    return job
+
+
 def test_a_flag_the_user_gives_wins_over_the_size(monkeypatch):
     monkeypatch.setattr(jobs, "read_task", lambda config: ({}, ("a", "b"), {}, None))
-    default = jobs.own_job(_config(), "tiny").recipe
-    assert (default.learning_rate, default.epochs) == recipes.SIZE_RECIPES["tiny"]
-    given = jobs.own_job(_config(("learning_rate", "4e-5"), ("epochs", 3)), "tiny").recipe
-    assert (given.learning_rate, given.epochs) == (4e-5, 3)
-    assert "by model size" in jobs.own_job(_config(), "tiny").recipe_source
-    assert "cramming" in jobs.own_job(_config(), "base").recipe_source
+    default = _job(_config(), "tiny")
+    assert (default.recipe.learning_rate, default.recipe.epochs) == recipes.SIZE_RECIPES["tiny"]
+    assert default.settings.pooling == "mean" and "size tiny" in default.settings.recipe_by_size
+    given = _job(_config(("learning_rate", "4e-5"), ("epochs", 3), ("pooling", "cls")), "tiny")
+    assert (given.recipe.learning_rate, given.recipe.epochs) == (4e-5, 3)
+    assert given.settings.pooling == "cls"
+    assert "by model size" in default.recipe_source
+    assert "cramming" in _job(_config(), "base").recipe_source
+    # auto: a marker around the size's rate, never a string; the job itself never changes.
+    auto = _job(_config(("learning_rate", "auto")), "tiny")
+    assert auto.recipe.learning_rate == recipes.Auto(recipes.SIZE_RECIPES["tiny"][0])
+    assert auto.recipe.learning_rate.grid() == recipes.auto_grid(recipes.SIZE_RECIPES["tiny"][0])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        auto.recipe = given.recipe
 
 
 def test_auto_grid_and_bad_rates():

@@ -5,6 +5,7 @@ global batch (`--batch_size`) is split over the replicas; the last, partial batc
 epoch and of a prediction is padded to a multiple of the replicas with rows that weigh
 nothing, so both runs see the same examples with the same weights."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -145,17 +146,19 @@ def test_pod_hosts_that_fine_tune_different_data_are_refused_before_training():
         host_0["digest"] = values[0]
         return [values]
 
-    job_run.check_hosts_agree(types.SimpleNamespace(gather=remember), _config("here"), data)
+    job_run.check_hosts_agree(types.SimpleNamespace(gather=remember), _flags("here"), data)
     pod = types.SimpleNamespace(gather=lambda values: [[host_0["digest"]], values])
     # Another --output_dir on host 1 is no disagreement: only process 0 writes.
-    job_run.check_hosts_agree(pod, _config("there"), data)
+    job_run.check_hosts_agree(pod, _flags("there"), data)
     with pytest.raises(UserError, match="hosts fine-tune different data or flags"):
-        job_run.check_hosts_agree(pod, _config("here", "--learning_rate", "1e-3"), data)
+        job_run.check_hosts_agree(pod, _flags("here", "--learning_rate", "1e-3"), data)
     other = protocol.TaskData("classification", 2, data.train, (data.dev[0], np.ones(2, "int32")))
     with pytest.raises(UserError, match="hosts fine-tune different data or flags"):
-        job_run.check_hosts_agree(pod, _config("here"), other)
+        job_run.check_hosts_agree(pod, _flags("here"), other)
 
 
-def _config(output_dir, *extra):
+def _flags(output_dir, *extra) -> dict:
+    """Every flag as parsed, as a job carries them (`jobs.Settings.flags`)."""
     args = ["--model", "m", "--train", "t.csv", "--dev", "d.csv", "--output_dir", output_dir]
-    return flags.parse(flags.ArgumentParser(), finetune.FinetuneFlags, [*args, *extra])
+    parsed = flags.parse(flags.ArgumentParser(), finetune.FinetuneFlags, [*args, *extra])
+    return dataclasses.asdict(parsed)

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from common.errors import UserError
-from tests.trainer.mlm_data import SEQ_LEN, make_tokenizer, task_args
-from trainer.models import init_from, model
+from tests.trainer.mlm_data import SEQ_LEN, make_tokenizer, saved_run, task_args
+from trainer.models import init_from, model, starting_point
 from trainer.release import export
 
 torch = pytest.importorskip("torch")
@@ -96,7 +96,7 @@ def logits(masked_lm, hf, family, pad_id):
 def test_roberta_logits_match_transformers_after_load(tmp_path):
     hf = hf_checkpoint(tmp_path, "roberta")  # a non-zero token-type row: folded, not dropped
     initial, masked_lm = loaded(tmp_path)
-    assert (initial.family, initial.kind) == ("roberta", "hf")
+    assert (initial.family.name, initial.kind) == ("roberta", "hf")
     assert initial.backbone_config["max_sequence_length"] == SEQ_LEN
     ours, theirs = logits(masked_lm, hf, "roberta", pad_id=1)
     diff = np.abs(ours - theirs).max()
@@ -125,7 +125,7 @@ def test_export_of_the_loaded_model_is_the_input_checkpoint(tmp_path, family):
 
     hf_checkpoint(tmp_path, family, pad_id=0, canonical=True)
     initial, masked_lm = loaded(tmp_path)
-    exported = export.hf_state_dict(masked_lm, family, initial.pad_id)
+    exported = export.hf_state_dict(masked_lm, initial.family, initial.pad_id)
     original = load_file(str(tmp_path / "model.safetensors"))
     assert exported.keys() == original.keys()
     for name, value in original.items():
@@ -192,9 +192,9 @@ def test_a_tokenizer_json_without_its_config_is_checked_by_size_and_pad(tmp_path
         initial.tokenizer is None and "note: the checkpoint's tokenizer" in capsys.readouterr().out
     )
     info = tokenizer_files.TokenizerInfo("f" * 64, VOCAB, {"pad_token": 0})
-    init_from.check_tokenizer(initial, info, "data-tokenizer")  # size and pad agree
+    starting_point.check_tokenizer(initial, info, "data-tokenizer")  # size and pad agree
     with pytest.raises(init_from.InitFromError, match="pads with id 3"):
-        init_from.check_tokenizer(
+        starting_point.check_tokenizer(
             initial,
             tokenizer_files.TokenizerInfo("f" * 64, VOCAB, {"pad_token": 3}),
             "data-tokenizer",
@@ -345,13 +345,10 @@ def test_continued_run_starts_at_the_checkpoint_loss_and_restarts_as_a_run(
 def test_model_card_says_what_the_model_was_continued_from():
     from trainer.release import card_text
 
-    config = {
-        "init_from": {"path": "ckpt/hf", "kind": "hf", "digest": "ab" * 32},
-        "train_data": "data/train",
-    }
-    origin = card_text._origin(config)
+    initial = {"path": "ckpt/hf", "kind": "hf", "digest": "ab" * 32}
+    origin = card_text._origin(saved_run(init_from=initial, train_data="data/train"))
     assert "continued from `ckpt/hf`" in origin and "abab" in origin and "data/train" in origin
-    assert card_text._origin({"init_from": None}) == "pretrained from scratch"
+    assert card_text._origin(saved_run(init_from=None)) == "pretrained from scratch"
 
 
 @pytest.mark.parametrize("layout", ["run", "preset"])
@@ -366,8 +363,8 @@ def test_our_run_folder_and_preset_load_exactly(tmp_path, layout):
     )
     initial = init_from.resolve(path if layout == "run" else str(tmp_path / "export"))
     assert initial.kind == {"run": "checkpoint", "preset": "preset"}[layout]
-    assert initial.tokenizer is not None and initial.family == "bert"
-    masked_lm = model.build_masked_lm("bert", initial.backbone_config)
+    assert initial.tokenizer is not None and initial.family.name == "bert"
+    masked_lm = model.build_masked_lm(initial.family, initial.backbone_config)
     init_from.load_into(masked_lm, initial)
     assert_same_weights(masked_lm, trained)
 
@@ -401,7 +398,7 @@ def test_bert_with_the_exact_gelu_loads_with_logit_parity(tmp_path):
     ours, theirs = logits(masked_lm, hf, "bert", pad_id=0)
     diff = np.abs(ours - theirs).max()
     # What refusing the checkpoint avoided: the same weights under keras-hub's tanh GELU.
-    tanh = model.build_masked_lm("bert", {**initial.backbone_config, "activation": None})
+    tanh = model.build_masked_lm(initial.family, {**initial.backbone_config, "activation": None})
     tanh.set_weights(masked_lm.get_weights())
     approximate, _ = logits(tanh, hf, "bert", pad_id=0)
     print(
@@ -420,10 +417,10 @@ def test_bert_with_the_exact_gelu_exports_back_as_gelu(tmp_path):
     initial, masked_lm = loaded(tmp_path)
     ids = {"pad_token": 0, "cls_token": None, "sep_token": None}
     info = tokenizer_files.TokenizerInfo("f" * 64, VOCAB, ids)
-    config = export.hf_config("bert", initial.backbone_config, info)
+    config = export.hf_config(initial.family, initial.backbone_config, info)
     assert config.hidden_act == "gelu"
     again = transformers.BertForMaskedLM(config).eval()
-    state = export.hf_state_dict(masked_lm, "bert", 0)
+    state = export.hf_state_dict(masked_lm, initial.family, 0)
     again.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()}, strict=False)
     ours, theirs = logits(masked_lm, keras_hub_head(again), "bert", pad_id=0)
     assert np.abs(ours - theirs).max() <= TOLERANCE
@@ -503,7 +500,7 @@ def test_a_hub_id_is_recorded_as_the_repo_and_its_commit(offline_hub):
     recorded = initial.record()
     assert recorded["path"] == "org/tiny-roberta" and recorded["revision"] == sha
     assert len(recorded["digest"]) == 64 and recorded["kind"] == "hf"
-    origin = card_text._origin({"init_from": recorded, "train_data": "data/train"})
+    origin = card_text._origin(saved_run(init_from=recorded, train_data="data/train"))
     assert f"continued from `org/tiny-roberta` @ `{sha}`" in origin
 
 
@@ -566,7 +563,7 @@ def test_a_keras_hub_preset_of_another_trainer_loads_with_its_tokenizer(tmp_path
 
     original, keras_tokenizer = keras_hub_preset(tmp_path / "preset", family)
     initial, masked_lm = loaded(tmp_path / "preset")
-    assert (initial.kind, initial.family) == ("preset", family)
+    assert (initial.kind, initial.family.name) == ("preset", family)
     assert_same_weights(masked_lm, original)
     args = ["--preset", str(tmp_path / "preset"), "--output_dir", str(tmp_path / "tok")]
     assert keras_hub_presets.main(args) == 0
@@ -602,11 +599,11 @@ def test_a_preset_name_is_read_from_the_kagglehub_cache_offline(kagglehub_cache)
     """keras-hub's names carry their Kaggle version, so a cached download needs no network."""
     cache_preset("keras/roberta/keras/roberta_base_en/3", "roberta")  # a tiny stand-in
     initial = init_from.resolve("roberta_base_en")
-    assert initial.family == "roberta" and initial.tokenizer is not None
+    assert initial.family.name == "roberta" and initial.tokenizer is not None
     assert initial.record()["path"] == "roberta_base_en" and initial.record()["revision"] == "3"
     cache_preset("someone/tiny/keras/tiny_bert/2", "bert")
     initial = init_from.resolve("kaggle://someone/tiny/keras/tiny_bert/2")
-    assert initial.family == "bert" and initial.record()["revision"] == "2"
+    assert initial.family.name == "bert" and initial.record()["revision"] == "2"
 
 
 def test_a_preset_name_not_cached_offline_is_one_line(kagglehub_cache):

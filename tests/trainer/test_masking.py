@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from common import tokenizer_files
+from common import word_tables
 from trainer.data.masking import MaskingSpec, content_keys, mask_tokens, train_keys, uniforms
 
 
@@ -189,7 +189,7 @@ SPAN = MaskingSpec(vocab_size=100, mask_id=4, special_ids=SPECIAL, masking="span
 # As WWM, with ids 50..59 (starts) and 90..94 (continuations) ending a unit of an unspaced
 # script (a Han character, '版' / '版' after '▁...'), 60..64 continuing a character (a
 # combining mark, a byte of a character), 65..69 ending with a Han character's first bytes and
-# 95..99 holding continuation bytes only (`tokenizer_files.ENDS_*`): the token after a unit
+# 95..99 holding continuation bytes only (`word_tables.ENDS_*`): the token after a unit
 # starts a word (a Latin run glued to Chinese) unless it is mid-character.
 GLUED = MaskingSpec(
     vocab_size=100,
@@ -229,7 +229,7 @@ def _units(ids, mask, spec):
     units = []
     for row in range(len(ids)):
         start = None
-        starts = tokenizer_files.starts_in(
+        starts = word_tables.starts_in(
             ids[row], spec.word_starts, spec.unit_ends, spec.mid_character
         )
         for pos in range(ids.shape[1] + 1):
@@ -298,14 +298,14 @@ def test_whole_words_are_never_split(spec):
 
 def test_a_token_after_an_unspaced_unit_starts_a_word_unless_it_continues_it():
     """A Latin run glued to Chinese (`文件foo.txt`) is a word of its own: the table of word
-    starts alone cannot tell, the token before decides (`tokenizer_files.unit_tables`)."""
+    starts alone cannot tell, the token before decides (`word_tables.unit_tables`)."""
     from trainer.data.masking import _word_starts
 
     ids, _ = _words_batch(256)
     got = keras.ops.convert_to_numpy(compiled(lambda i: _word_starts(i, GLUED))(ids))
     expected = np.array(
         [
-            tokenizer_files.starts_in(row, GLUED.word_starts, GLUED.unit_ends, GLUED.mid_character)
+            word_tables.starts_in(row, GLUED.word_starts, GLUED.unit_ends, GLUED.mid_character)
             for row in ids
         ]
     )

@@ -11,8 +11,9 @@ import pytest
 from huggingface_hub import ModelCard
 
 from common import manifest
-from tests.trainer.mlm_data import CARD_RUN_STEPS
+from tests.trainer.mlm_data import CARD_RUN_STEPS, saved_run
 from trainer.release import baseline, card_facts, export, model_card
+from trainer.run_folder.run_record import RunRecord
 
 OPTIONS = model_card.CardOptions(language="en", license="apache-2.0")
 
@@ -177,7 +178,7 @@ def test_an_accumulated_run_says_how_its_global_batch_is_made():
         "grad_accum_steps": 8,
         "total_steps": 10,
     }
-    facts = card_facts.CardFacts(config, 1, {}, 10, None, None, None, None)
+    facts = card_facts.CardFacts(saved_run(**config), 1, {}, 10, None, None, None, None)
     assert (
         "| global batch | 64 sequences (4 per replica x 2 x 8 accumulated micro-batches) |"
         in card_text.recipe_section(facts)
@@ -213,7 +214,7 @@ def test_a_restarted_run_states_each_attempts_recipe_with_its_steps():
     history = attempts.history({**first, "attempts": history}, second, 400)
     history = attempts.history({**second, "attempts": history}, second, 400)  # a kill at 450
     assert [a["start_step"] for a in history] == [0, 400]
-    config = {**second, "attempts": history}
+    config = saved_run(**second, attempts=history)
     facts = card_facts.CardFacts(
         config, 1, {}, 600, None, None, None, None, attempts=tuple(attempts.spans(history, 600))
     )
@@ -270,6 +271,6 @@ def test_a_run_continued_from_a_model_is_named_after_that_model_not_a_flag(sourc
         "backbone_config": {},
         "tokenizer": {"vocab_size": 100},
     }
-    facts = card_facts.CardFacts(config, 1, {}, 10, None, None, None, None)
+    facts = card_facts.CardFacts(RunRecord.from_dict(config), 1, {}, 10, None, None, None, None)
     assert model_card.model_name(facts) == name
     assert "--init_from" not in card_text.model_section(facts)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.trainer.mlm_data import saved_run
 from trainer.pretraining.plan import (
     DEFAULT_LEARNING_RATES,
     PlanError,
@@ -45,12 +46,12 @@ def test_the_last_segment_ends_at_the_total_and_a_finished_run_has_none():
 
 
 def test_warmup_is_kept_from_the_first_plan():
-    assert make_plan(200, 40, 40, 1, 0.05, saved={"warmup_steps": 6}).warmup_steps == 6
-    assert make_plan(200, 40, 40, 1, 0.05, saved={}).warmup_steps == 10
+    assert make_plan(200, 40, 40, 1, 0.05, saved=saved_run(warmup_steps=6)).warmup_steps == 6
+    assert make_plan(200, 40, 40, 1, 0.05, saved=saved_run()).warmup_steps == 10
 
 
 def test_a_total_inside_the_saved_warmup_replans_it_so_the_rate_reaches_zero():
-    saved = {"warmup_steps": 50_000}  # planned for 1,000,000 steps
+    saved = saved_run(warmup_steps=50_000)  # planned for 1,000,000 steps
     plan = make_plan(40, 20, 20, 1, 0.05, saved=saved)
     assert plan.warmup_steps == 2
     assert "warmup of 50000 steps: warmup re-planned to 2 steps" in warmup_change(saved, plan)
@@ -87,8 +88,9 @@ def test_learning_rate_default_by_size_flag_wins_and_a_resumed_run_keeps_its_rat
     assert learning_rate(None, "tiny", None) == DEFAULT_LEARNING_RATES["tiny"]
     assert learning_rate(None, "base", None) == DEFAULT_LEARNING_RATES["base"]
     assert DEFAULT_LEARNING_RATES["tiny"] > DEFAULT_LEARNING_RATES["base"]
-    assert learning_rate(3e-4, "tiny", {"learning_rate": 1e-4}) == 3e-4  # explicit flag
-    assert learning_rate(None, "tiny", {"learning_rate": 1e-4}) == 1e-4  # started with it
+    started = saved_run(learning_rate=1e-4)
+    assert learning_rate(3e-4, "tiny", started) == 3e-4  # explicit flag
+    assert learning_rate(None, "tiny", started) == 1e-4  # started with it
 
 
 def test_pod_hosts_that_see_another_run_are_refused_alike_in_one_line():

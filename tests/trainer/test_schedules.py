@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tests.trainer.mlm_data import task_args
+from tests.trainer.mlm_data import saved_run, task_args
 from trainer import families
 from trainer.families import recipe_flags
 from trainer.pretraining import pretrain_recipe, task
@@ -51,7 +51,8 @@ def test_the_plan_places_the_decay_by_ratio_or_by_the_flags():
     plan = make_plan(1000, 100, 100, 1, 0.05, decay=DecayFlags(0.2))
     assert (plan.warmup_steps, plan.decay) == (50, (800, 200))
     assert make_plan(1003, 1003, 1003, 1, 0.0, decay=DecayFlags(0.2)).decay == (803, 200)
-    explicit = make_plan(700, 100, 100, 1, 0.05, {"warmup_steps": 50}, DecayFlags(0.2, 600, 100))
+    saved = saved_run(warmup_steps=50)
+    explicit = make_plan(700, 100, 100, 1, 0.05, saved, DecayFlags(0.2, 600, 100))
     assert (explicit.warmup_steps, explicit.decay) == (50, (600, 100))
     assert make_plan(1000, 100, 100, 1, 0.05).decay is None  # linear
     with pytest.raises(PlanError, match="inside the warmup of 500 steps"):
@@ -60,10 +61,10 @@ def test_the_plan_places_the_decay_by_ratio_or_by_the_flags():
 
 def test_a_decay_before_the_resume_step_is_refused_unless_the_run_already_decayed_from_it():
     plan = TrainPlan(80, 20, 1, 2, 20, decay_start=40, decay_steps=40)
-    check_decay_start({"decay_start_step": 0}, plan, 40, "run", from_step=40)  # S = R
-    check_decay_start({"decay_start_step": 40}, plan, 60, "run", from_step=40)  # resumed
+    check_decay_start(saved_run(decay_start_step=0), plan, 40, "run", from_step=40)  # S = R
+    check_decay_start(saved_run(decay_start_step=40), plan, 60, "run", from_step=40)  # resumed
     check_decay_start(None, plan, 60, "run", from_step=None)  # placed by --decay_ratio
-    for saved in ({"decay_start_step": 80}, {"decay_start_step": None}, None):
+    for saved in (saved_run(decay_start_step=80), saved_run(decay_start_step=None), None):
         with pytest.raises(PlanError) as refused:
             check_decay_start(saved, plan, 60, "run", from_step=40)
         assert "trained 60 steps without decaying from step 40" in str(refused.value)
@@ -118,7 +119,8 @@ def test_a_flag_wins_then_the_resumed_run_then_the_family_recipe_then_the_defaul
     chosen = pretrain_recipe.apply(given, recipe, None)
     assert (chosen.mlm_probability, chosen.schedule, chosen.update_clipping) == (0.2, "wsd", "on")
     assert (chosen.adam_beta2, chosen.adam_epsilon, chosen.decay_ratio) == (0.98, 1e-6, 0.2)
-    resumed = pretrain_recipe.apply(given, recipe, {"schedule": "linear", "adam_beta2": 0.95})
+    saved = saved_run(schedule="linear", adam_beta2=0.95)
+    resumed = pretrain_recipe.apply(given, recipe, saved)
     assert (resumed.schedule, resumed.adam_beta2, resumed.update_clipping) == ("linear", 0.95, "on")
     # Without a recipe every value is today's default: existing runs train as before.
     plain = pretrain_recipe.apply(plain_flags(tmp_path), {}, None)

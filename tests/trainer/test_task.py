@@ -38,6 +38,7 @@ def test_eval_loss_falls_clearly(full_run):
 @pytest.mark.slow
 def test_output_dir_follows_the_export_contract(full_run, corpus):
     from trainer.models.model import build_masked_lm
+    from trainer.run_folder.run_record import RunRecord
 
     run_config = json.loads((full_run / "run_config.json").read_text())
     assert run_config["family"] == "roberta" and run_config["size"] == "tiny"
@@ -64,7 +65,8 @@ def test_output_dir_follows_the_export_contract(full_run, corpus):
         _history(full_run)[0]
     )
 
-    masked_lm = build_masked_lm(run_config["family"], run_config["backbone_config"])
+    record = RunRecord.read(str(full_run / "run_config.json"))
+    masked_lm = build_masked_lm(record.family, record.backbone_config)
     fresh = masked_lm.get_weights()
     masked_lm.load_weights(str(full_run / "checkpoints" / "ckpt-00000120.weights.h5"))
     changed = [not np.allclose(a, b) for a, b in zip(fresh, masked_lm.get_weights())]

@@ -5,19 +5,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from trainer import families
 from trainer.data.masking import MaskingSpec
 from trainer.models.model import backbone_config, build_masked_lm
 from trainer.pretraining.optimization import build_optimizer
 from trainer.pretraining.train_step import MaskedLMTrainer
+
+BERT = families.get("bert")
 
 
 @pytest.mark.slow
 def test_bert_trains_from_raw_batches_with_jit_compile():
     keras.utils.set_random_seed(0)
     config = backbone_config(
-        "bert", "tiny", 100, 16, dict(num_layers=1, hidden_dim=32, intermediate_dim=64)
+        BERT, "tiny", 100, 16, dict(num_layers=1, hidden_dim=32, intermediate_dim=64)
     )
-    model = MaskedLMTrainer(build_masked_lm("bert", config), MaskingSpec(100, 4, (0, 1, 2, 3, 4)))
+    model = MaskedLMTrainer(build_masked_lm(BERT, config), MaskingSpec(100, 4, (0, 1, 2, 3, 4)))
     ids = np.random.default_rng(0).integers(5, 100, (32, 16)).astype("int32")
     ids[:, 0], ids[:, -1] = 2, 3
     batch = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
@@ -39,9 +42,9 @@ def test_ids_outside_the_vocabulary_make_the_compiled_loss_nan_not_zero():
     perplexity 1.0): the stop on a non-finite loss never fired. Both backends now say NaN."""
     keras.utils.set_random_seed(0)
     config = backbone_config(
-        "bert", "tiny", 100, 16, dict(num_layers=1, hidden_dim=16, intermediate_dim=32)
+        BERT, "tiny", 100, 16, dict(num_layers=1, hidden_dim=16, intermediate_dim=32)
     )
-    model = MaskedLMTrainer(build_masked_lm("bert", config), MaskingSpec(100, 4, (0, 1, 2, 3, 4)))
+    model = MaskedLMTrainer(build_masked_lm(BERT, config), MaskingSpec(100, 4, (0, 1, 2, 3, 4)))
     ids = np.random.default_rng(0).integers(5, 100, (8, 16)).astype("int32")
     model({"input_ids": ids, "attention_mask": np.ones_like(ids)})  # built on good ids
     model.compile(optimizer=build_optimizer(1e-2, 20, 2), jit_compile=True)

@@ -18,7 +18,7 @@ Three modes (`MaskingSpec.masking`), all with fixed shapes and the same 15 % bud
 
 * `token`: positions chosen independently (BERT, RoBERTa).
 * `whole_word`: all sub-tokens of a chosen word together (BERT-wwm); a word starts at a
-  token the tokenizer marks as a word start (`common.tokenizer_files.word_starts`), so words
+  token the tokenizer marks as a word start (`common.word_tables.word_starts`), so words
   are whitespace-delimited for Metaspace/byte-level tokenizers and BERT-pre-tokenized for
   WordPiece, and in scripts written without spaces (Chinese, Japanese, Thai, ...) every
   token that begins a character (cluster) starts one (`common.word_units`), and so does
@@ -70,7 +70,7 @@ class MaskingSpec:
     random_fraction: float = 0.1  # of the selected: replaced by a random non-special token
     masking: str = "token"  # one of MODES
     word_starts: tuple = ()  # whole_word: per token id, True where a token starts a word
-    # whole_word, optional (`tokenizer_files.unit_tables`): per token id, how it ends (0 in
+    # whole_word, optional (`word_tables.unit_tables`): per token id, how it ends (0 in
     # no unit of an unspaced script, 1 with one, 2 inside one's bytes, 3 continuation bytes
     # only) and whether it begins mid-character (then it continues).
     unit_ends: tuple = ()
@@ -240,7 +240,7 @@ def _unit_starts(input_ids, candidates, uniform, spec: MaskingSpec):
 
 def _word_starts(input_ids, spec: MaskingSpec):
     """bool [batch, length]: a word-start token, or one after the end of a unit of an
-    unspaced script that does not continue its character (`tokenizer_files.starts_in` is
+    unspaced script that does not continue its character (`word_tables.starts_in` is
     the same steps in NumPy: continuation bytes end the unit whose first bytes came up to
     3 tokens before)."""
 
@@ -254,7 +254,7 @@ def _word_starts(input_ids, spec: MaskingSpec):
     if not spec.unit_ends:
         return starts
     code = table(spec.unit_ends, np.int32)
-    tail, inside = ops.equal(code, 3), ops.equal(code, 2)  # tokenizer_files.ENDS_*
+    tail, inside = ops.equal(code, 3), ops.equal(code, 2)  # word_tables.ENDS_*
     in_unit = inside
     for _ in range(3):
         in_unit = ops.logical_or(inside, ops.logical_and(tail, after(in_unit)))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import trainer.families.activation as activation
 from trainer.families.encoder_weights import (
     ENCODER_LAYER,
+    HF_COMPUTED,
     common_backbone_config,
     copy,
     hf_common_config,
     transpose,
 )
-from trainer.families.family import Family
+from trainer.families.family import SET_BY_TRAINER, Family
 
 ROWS = (
     ("token_embedding/embeddings", "bert.embeddings.word_embeddings.weight", copy),
@@ -78,6 +79,7 @@ FAMILY = Family(
     },
     not_mlm=("bert.pooler.", "cls.seq_relationship."),
     hub_checkpoint="google-bert/bert-base-uncased",
+    hub_vocabulary=30522,
     preset_tokenizer=("keras_hub>BertTokenizer", "wordpiece"),
     pair_separators=1,
     positions="absolute",
@@ -87,5 +89,7 @@ FAMILY = Family(
         "bert-base-cased": "base",
         "bert-large-uncased": "large",
     },
+    set_by_trainer=SET_BY_TRAINER,
+    hf_computed=HF_COMPUTED,
     activation=ACTIVATION,
 )

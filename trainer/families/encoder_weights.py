@@ -164,6 +164,27 @@ ENCODER_LAYER = (
 )
 
 
+# The transformers config fields of RoBERTa and BERT that change what the model computes
+# (`Family.hf_computed`): a config --init_from reads must say of each what `hf_config` would
+# write for the backbone it converts to, else the logits would differ.
+HF_COMPUTED = (
+    "hidden_act",
+    "layer_norm_eps",
+    "type_vocab_size",
+    "max_position_embeddings",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "vocab_size",
+    "attention_probs_dropout_prob",
+    "tie_word_embeddings",
+    "is_decoder",
+    "add_cross_attention",
+    "position_embedding_type",
+)
+
+
 def hf_common_config(backbone_config: dict, special_token_ids: dict) -> dict:
     """transformers config fields that RoBERTa and BERT share."""
     return dict(

@@ -7,7 +7,17 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 
+import trainer.families.flops as flops
+from trainer.families.recipe_flags import DEFAULTS as RECIPE_DEFAULTS
 from trainer.families.recipe_flags import check as check_recipe
+
+# The backbone arguments the trainer sets for every family, and from what (a record's
+# `set_by_trainer` starts from these).
+SET_BY_TRAINER = {
+    "vocabulary_size": "the tokenizer",
+    "max_sequence_length": "the data",
+    "dtype": "--precision",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +45,9 @@ class Family:
     # The transformers checkpoint that keras-hub converted its presets of this family from
     # (named when a keras-hub preset holds no masked-LM head).
     hub_checkpoint: str
+    # Its vocabulary (config.json vocab_size): what a benchmark builds the family's published
+    # shape with (benchmarks/accel/).
+    hub_vocabulary: int
     # The keras-hub tokenizer class (a preset's tokenizer.json "registered_name") and the
     # `tokenizers` model kind it converts to (trainer/models/keras_hub_presets.py); () for none.
     preset_tokenizer: tuple[str, str] | tuple[()]
@@ -49,6 +62,13 @@ class Family:
     hf_positions_after_pad: bool
     # Names of transformers configs (the legacy `--pretrained_model_config`) -> our size.
     legacy_configs: Mapping[str, str]
+    # Backbone arguments the trainer fills in itself -> from what ("the tokenizer"): --config
+    # may not give them (trainer/models/model.py refuses each in one line).
+    set_by_trainer: Mapping[str, str]
+    # Fields of the transformers config that change what the model computes: a config that
+    # --init_from reads must say of each what `hf_config` writes for the backbone it converts
+    # to (trainer/models/init_from.py), else the logits would differ.
+    hf_computed: tuple[str, ...]
     # The feed-forward activation keras-hub hard-codes in the backbone's encoder layers
     # (trainer/families/activation.py sets another when a checkpoint needs it).
     activation: str = "gelu"
@@ -81,6 +101,16 @@ class Family:
     # Before a run builds its model: (backbone config, the data's sequence length) -> one
     # sentence on why it cannot train on this machine (a kernel that needs a TPU), or None.
     device_rule: Callable[[dict, int], str | None] = lambda config, length: None  # noqa: E731
+    # Model FLOPs (`flops_per_token`): True where the feed-forward is gated (GeGLU: its input
+    # projection is hidden x 2 intermediate, the input and its gate), False for one
+    # hidden x intermediate projection.
+    gated_feed_forward: bool = False
+    # (backbone config) -> per layer, the band of keys a local layer attends (|i - j| <=
+    # band // 2), None for a layer that attends the whole row.
+    attention_windows: Callable[[dict], tuple] = lambda c: (None,) * c["num_layers"]  # noqa: E731
+    # Backbone arguments that keep a backbone which picks its own attention kernel
+    # (`own_attention`) on the portable path, where --fused_attention false cannot.
+    portable_attention: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
     def fits_tokenizer(self, backbone_config: dict, tokens: int) -> bool:
         """Whether a tokenizer of `tokens` ids can drive the model's embedding."""
@@ -95,6 +125,18 @@ class Family:
 
     def __post_init__(self):
         check_recipe(self.name, self.pretraining_recipe)
+
+    def recipe_value(self, flag: str):
+        """The pretraining default of `flag` for this family: its recipe's, else the
+        trainer's (trainer/families/recipe_flags.py); a run's flags may still change it."""
+        return self.pretraining_recipe.get(flag, RECIPE_DEFAULTS[flag])
+
+    def flops_per_token(self, backbone_config: dict, length: int, mask_rate=None) -> float:
+        """Model FLOPs of one token in one training step at sequence `length`
+        (trainer/families/flops.py); `mask_rate`: the share of tokens the LM head scores,
+        by default the family's recipe's."""
+        rate = self.recipe_value("mlm_probability") if mask_rate is None else mask_rate
+        return flops.per_token(self, backbone_config, length, rate)
 
     def weight_table(self, num_layers: int) -> list[tuple]:
         """The mapping rows of one model, with layer indices and prefixes filled in."""

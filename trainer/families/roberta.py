@@ -7,13 +7,14 @@ import numpy as np
 import trainer.families.activation as activation
 from trainer.families.encoder_weights import (
     ENCODER_LAYER,
+    HF_COMPUTED,
     common_backbone_config,
     copy,
     hf_common_config,
     inverse_of,
     transpose,
 )
-from trainer.families.family import Family
+from trainer.families.family import SET_BY_TRAINER, Family
 
 TOKEN_TYPE = "roberta.embeddings.token_type_embeddings.weight"
 
@@ -101,9 +102,12 @@ FAMILY = Family(
     },
     not_mlm=("roberta.pooler.",),
     hub_checkpoint="FacebookAI/roberta-base",
+    hub_vocabulary=50265,
     preset_tokenizer=("keras_hub>RobertaTokenizer", "bpe"),
     pair_separators=2,
     positions="absolute",
     hf_positions_after_pad=True,
     legacy_configs={"roberta-base": "base", "roberta-large": "large"},
+    set_by_trainer=SET_BY_TRAINER,
+    hf_computed=HF_COMPUTED,
 )

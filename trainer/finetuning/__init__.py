@@ -10,6 +10,6 @@ family's classifier on the pretrained or a fresh backbone), `recipes` (the recip
 `protocol` (seeds, epochs, selection on dev, collapse), `auto_rate` (`--learning_rate auto`),
 `pretraining` (the masked accuracy of the model being judged), `results` (results.json and the
 printed table), `output_folder` (what an earlier run left), `card_scores` (the scores into an
-export's model cards), `jobs` and `job_run` (the tasks of one command, each run) and `finetune`
-(the command).
+export's model cards), `jobs` (the flags resolved once: one frozen `Job` per task) and
+`job_run` (each job run) and `finetune` (the command).
 """

@@ -1,12 +1,14 @@
 """`--learning_rate auto`: fine-tune one seed at each rate of a small grid around the size's
-default (`recipes.auto_grid`), keep the rate with the best dev score, then run every seed at
-it. MosaicBERT and ModernBERT choose their rate per task in the same way (a sweep on dev);
-one seed per rate keeps the cost to the grid's size in runs, recorded beside the choice.
+default (the job's rate is a `recipes.Auto`: `Auto.grid`), keep the rate with the best dev
+score, then run every seed at it. MosaicBERT and ModernBERT choose their rate per task in the
+same way (a sweep on dev); one seed per rate keeps the cost to the grid's size in runs,
+recorded beside the choice.
 
 The grid's runs see dev only; test is scored by the seeds at the chosen rate alone.
 
 Example:
     >>> recipe, sweep = choose(backbone, data, job, jit_compile=False, runtime=None)
+    >>> job = dataclasses.replace(job, recipe=recipe)   # the job at the chosen rate
     >>> sweep["chosen"], [row["dev"] for row in sweep["grid"]]
     (0.001, [0.41, 0.47, 0.52, 0.49])
 """
@@ -17,16 +19,17 @@ import dataclasses
 import time
 
 from common.errors import UserError
-from trainer.finetuning import protocol, recipes
+from trainer.finetuning import protocol
 
 
 def choose(backbone, data, job, jit_compile: bool, runtime, say=print) -> tuple:
-    """(the job's recipe at the chosen rate, the sweep's record for results.json)."""
+    """(a new recipe: the job's at the chosen rate, the sweep's record for results.json); the
+    job's own recipe (its rate `recipes.Auto`) stays as it was."""
     started = time.perf_counter()
-    metric, seed = job.recipe.metric, job.seeds[0]
+    metric, seed, auto = job.recipe.metric, job.seeds[0], job.recipe.learning_rate
     dev_only = dataclasses.replace(data, test=None)  # the grid never sees test
     grid, best = [], None
-    for rate in recipes.auto_grid(job.recipe.learning_rate):
+    for rate in auto.grid():
         recipe = dataclasses.replace(job.recipe, learning_rate=rate)
         models = protocol.SeedModels(backbone, dev_only, recipe, jit_compile, runtime)
         record = protocol.run_seed(models, seed)
@@ -52,7 +55,7 @@ def choose(backbone, data, job, jit_compile: bool, runtime, say=print) -> tuple:
         )
     sweep = {
         "grid": grid,
-        "centre": job.recipe.learning_rate,
+        "centre": auto.centre,
         "seed": seed,
         "metric": metric,
         "chosen": best["learning_rate"],

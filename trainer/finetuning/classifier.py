@@ -19,7 +19,6 @@ import copy
 import keras
 
 from common.errors import UserError
-from trainer import families
 from trainer.finetuning import pooling, task_kinds
 from trainer.models import model, model_source
 from trainer.pretraining.optimization import AdamWSettings, build_optimizer
@@ -36,16 +35,16 @@ class PretrainedBackbone:
     ):
         self.source = source
         self.pooling = pooling  # what the head reads: trainer/finetuning/pooling.py
-        self.family = families.get(source.family)
+        self.family = source.family
         if not self.family.classifier_class:
             raise UserError(
-                f"{source.path} is a {source.family} model, which has no classifier to "
+                f"{source.path} is a {self.family.name} model, which has no classifier to "
                 "fine-tune yet (keras-hub has none); export it (python -m trainer.export "
                 "--format hf) and fine-tune it with transformers."
             )
         # One text per row (a literal `<s>` in it opens no second document), as transformers
         # computes the export.
-        self.config = self.family.one_document_per_row(source.run_config["backbone_config"])
+        self.config = self.family.one_document_per_row(source.record.backbone_config)
         self.from_scratch = from_scratch
         # Read even from scratch: a model path that does not load is an error either way.
         masked_lm = model_source.load_source(source)
@@ -55,7 +54,7 @@ class PretrainedBackbone:
 
     def check_tokenizer(self, info) -> None:
         """The tokenizer's ids must fit the model's embedding table."""
-        trained = self.source.run_config.get("tokenizer", {}).get("fingerprint")
+        trained = self.source.record.tokenizer.get("fingerprint")
         if trained and trained != info.fingerprint:
             raise UserError(
                 f"{self.source.tokenizer_dir} is not the tokenizer the model was "
@@ -83,9 +82,7 @@ class PretrainedBackbone:
         `fused_attention`."""
         keras.utils.set_random_seed(seed)
         # The policy passed, not set process-wide: nothing else built later inherits it.
-        backbone = model.build_backbone(
-            self.family.name, self.config, model.dtype_policy(precision)
-        )
+        backbone = model.build_backbone(self.family, self.config, model.dtype_policy(precision))
         if not self.from_scratch:
             backbone.set_weights(self.weights)
         classifier = self.family.classifier_cls()(

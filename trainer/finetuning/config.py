@@ -13,7 +13,7 @@ import dataclasses
 
 from common import flags
 from common.flags import flag
-from trainer.finetuning import datasets, glue, metrics, pooling, protocol, recipes, task_kinds
+from trainer.finetuning import datasets, glue, metrics, pooling, recipes, task_kinds
 from trainer.run_folder.lock_flags import LockFlags
 from trainer.startup import keras_backend
 from trainer.startup.device_flags import DeviceFlags
@@ -21,7 +21,7 @@ from trainer.startup.device_flags import DeviceFlags
 ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
 # cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files with a
 # base or large model (tiny and small: trainer/finetuning/recipes.py).
-DEFAULT_RECIPE = recipes.GLUE_RECIPE
+DEFAULTS = recipes.CRAMMING_DEFAULTS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,9 +151,11 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
         problem = flags.out_of_bounds(FinetuneFlags, self)
         if problem:
             raise ValueError(problem)
-        flags.resolve(self, learning_rate=recipes.parse_rate(self.learning_rate))
+        # Raises for a malformed rate; the flag keeps the text given (a `recipes.Recipe` holds
+        # the number, or `recipes.Auto`).
+        recipes.rate(self.learning_rate, DEFAULTS.learning_rate)
         self.check_devices()
-        self.seed_list(DEFAULT_RECIPE.seeds)  # raises for a malformed list
+        self.seed_list(DEFAULTS.seeds)  # raises for a malformed list
         self._check_sources()
         if self.task:
             return
@@ -229,7 +231,7 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
                 f"and revision were fixed when it was saved; drop {', '.join(given)}"
             )
 
-    def seed_list(self, default=DEFAULT_RECIPE.seeds) -> list[int]:
+    def seed_list(self, default=DEFAULTS.seeds) -> list[int]:
         if self.seeds is None:
             return list(default)
         try:
@@ -247,14 +249,13 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
             self.task_type, self.text_column, self.text_pair_column, self.label_column
         )
 
-    def recipe(self, metric: str, default: glue.Recipe = DEFAULT_RECIPE) -> protocol.Recipe:
+    def recipe(self, metric: str, default: glue.TaskDefaults = DEFAULTS) -> recipes.Recipe:
         """The flags where given, else `default` (the model size's, cramming's, or a GLUE
-        task's own); with --learning_rate auto, the default rate is the grid's centre."""
-        given = isinstance(self.learning_rate, float)
-        return protocol.Recipe(
+        task's own); with --learning_rate auto, `recipes.Auto` around the default rate."""
+        return recipes.Recipe(
             self.epochs or default.epochs,
             self.batch_size or default.batch_size,
-            self.learning_rate if given else default.learning_rate,
+            recipes.rate(self.learning_rate, default.learning_rate),
             self.warmup_ratio,
             self.weight_decay,
             metric,

@@ -60,28 +60,32 @@ def finetune(config: FinetuneFlags) -> dict | None:
     from trainer.run_folder import folder_lock
 
     source = resolve_model(config.model)
-    size = recipes.model_size(source.run_config)
-    tasks = jobs.glue_jobs(config, size[0]) if config.task else [jobs.own_job(config, size[0])]
-    pooled = recipes.pooling(config.pooling, size[0])
-    for job in tasks:
-        job.extra_protocol["recipe_by_size"] = recipes.source_note(*size)
-        job.extra_protocol["pooling"] = pooled
+    size = recipes.model_size(source.record)
+    tasks = jobs.build(config, size)  # the flags, resolved once: nothing below reads them
     output_folder.check([job.output_dir for job in tasks])  # before any work: one line
     cards = card_scores.writable(card_scores.readmes(config.card)) if config.card else []
     runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
     with folder_lock.held(config, runtime.chief), interruption.watching(runtime) as watch:
-        backbone = PretrainedBackbone(source, config.from_scratch, pooled)
+        backbone = PretrainedBackbone(source, config.from_scratch, tasks[0].settings.pooling)
         pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
         if pretrained["warning"] and not config.from_scratch:
             job_run.say(runtime, f"warning: {pretrained['warning']}")
         if runtime.chief:
             output_folder.clear_earlier_run(config.output_dir, [job.output_dir for job in tasks])
         if config.task == "glue":
-            document = glue_run(config, runtime, source, backbone, pretrained, tasks, watch)
-        else:
-            document = job_run.run_job(
-                config, runtime, source, backbone, pretrained, tasks[0], watch=watch
+            document = glue_run(
+                runtime, source, backbone, pretrained, tasks, config.mnli_start, watch
             )
+            document["protocol"] = {
+                "recipe_source": glue.RECIPE_SOURCE,
+                "mnli_start": config.mnli_start,
+                "glue_dir": config.glue_dir,
+                "dataset": None if config.glue_dir else glue.HUB_ID,
+            }
+            if runtime.chief:
+                results.write(config.output_dir, document)
+        else:
+            document = job_run.run_job(runtime, source, backbone, pretrained, tasks[0], watch=watch)
     if not runtime.chief:
         return None
     found = card_scores.entries(document) if cards else []
@@ -93,11 +97,11 @@ def finetune(config: FinetuneFlags) -> dict | None:
 
 
 def glue_run(
-    config, runtime, source, backbone, pretrained: dict, tasks: list[jobs.Job], watch=None
+    runtime, source, backbone, pretrained: dict, tasks: list[jobs.Job], mnli_start: bool, watch=None
 ) -> dict:
-    """Every GLUE task in turn (MNLI first), then the summary and the GLUE score in
-    `{output_dir}/results.json`. With --mnli_start, RTE, MRPC and STS-B start from the
-    backbone of MNLI's best seed at its best epoch."""
+    """Every GLUE task in turn (MNLI first), then the summary and the GLUE score (the caller
+    adds the protocol and writes `{output_dir}/results.json`). With `mnli_start`, RTE, MRPC
+    and STS-B start from the backbone of MNLI's best seed at its best epoch."""
     best = {"score": None, "weights": None}
 
     def keep_best(record, model):
@@ -112,27 +116,16 @@ def glue_run(
     documents = {}
     for job in tasks:
         start = backbone
-        if config.mnli_start and job.name in glue.MNLI_STARTED:
+        if mnli_start and job.name in glue.MNLI_STARTED:  # its job says so (`jobs.glue_jobs`)
             if best["weights"] is None:
                 raise UserError("--mnli_start: every MNLI seed diverged, none to start from")
             start = backbone.started_from(best["weights"])
-            job.extra["start"] = "MNLI's best seed (--mnli_start)"
-        keep = keep_best if config.mnli_start and job.name == "mnli" else None
-        documents[job.name] = job_run.run_job(
-            config, runtime, source, start, pretrained, job, keep, watch
-        )
+        keep = keep_best if mnli_start and job.name == "mnli" else None
+        documents[job.name] = job_run.run_job(runtime, source, start, pretrained, job, keep, watch)
         job_run.say(runtime, results.table(documents[job.name]))
     document = glue_summary(documents)
     document["pretraining"] = pretrained
     document["model"] = next(iter(documents.values()))["model"]
-    document["protocol"] = {
-        "recipe_source": glue.RECIPE_SOURCE,
-        "mnli_start": config.mnli_start,
-        "glue_dir": config.glue_dir,
-        "dataset": None if config.glue_dir else glue.HUB_ID,
-    }
-    if runtime.chief:
-        results.write(config.output_dir, document)
     return document
 
 

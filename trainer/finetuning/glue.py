@@ -5,7 +5,7 @@
 folder of the `nyu-mll/glue` config (`DIR/cola/train`, `DIR/mnli/validation_matched`, ...).
 Each task brings its columns, its label order (class 1 is GLUE's positive class, so binary
 F1 is MRPC's and QQP's F1), its task type, the metric that selects the epoch and those it
-reports, and its recipe (`RECIPE_SOURCE`).
+reports, and its defaults: rate, epochs, batch and seeds (`RECIPE_SOURCE`).
 
 The files' quirks, as GLUE ships them: CoLA's train.tsv and dev.tsv have no header row
 (source, label, original label, sentence); MRPC's header begins with a byte-order mark;
@@ -61,7 +61,11 @@ LEFT_OUT = {"wnli": "no submitted system beat its majority class (BERT, Devlin e
 
 
 @dataclasses.dataclass(frozen=True)
-class Recipe:
+class TaskDefaults:
+    """What a task runs with where the flags do not say (a GLUE task's own, cramming's for a
+    task of one's own files, a size's: `recipes`). Not a `recipes.Recipe`: it holds the seeds,
+    and the warmup, weight decay and metric come from elsewhere (flags, the task)."""
+
     learning_rate: float
     epochs: int
     batch_size: int
@@ -78,7 +82,7 @@ class GlueTask:
     labels: tuple  # class names in id order; () for regression
     metric: str  # selects the epoch
     reported: tuple  # what the task (and the GLUE score) reports
-    recipe: Recipe
+    defaults: TaskDefaults  # rate, epochs, batch, seeds (ModernBERT's: RECIPE_SOURCE)
     hf_text: str = ""  # the save_to_disk columns, where they differ from the TSV's
     hf_pair: str | None = None
     hf_labels: tuple = ()  # the ClassLabel names in id order, where they differ
@@ -109,7 +113,7 @@ TASKS = {
             _BINARY,
             "mcc",
             ("mcc",),
-            Recipe(5e-5, 10, 32, _MID),
+            TaskDefaults(5e-5, 10, 32, _MID),
             hf_labels=("unacceptable", "acceptable"),
             no_header=("source", "label", "original_label", "sentence"),
         ),
@@ -122,7 +126,7 @@ TASKS = {
             _BINARY,
             "accuracy",
             ("accuracy",),
-            Recipe(3e-5, 3, 16, _MID),
+            TaskDefaults(3e-5, 3, 16, _MID),
             hf_labels=("negative", "positive"),
         ),
         GlueTask(
@@ -134,7 +138,7 @@ TASKS = {
             _BINARY,
             "f1",
             ("accuracy", "f1"),
-            Recipe(8e-5, 10, 32, _SMALL),
+            TaskDefaults(8e-5, 10, 32, _SMALL),
             "sentence1",
             "sentence2",
             ("not_equivalent", "equivalent"),
@@ -148,7 +152,7 @@ TASKS = {
             _BINARY,
             "f1",
             ("accuracy", "f1"),
-            Recipe(3e-5, 5, 16, _MID),
+            TaskDefaults(3e-5, 5, 16, _MID),
             hf_labels=("not_duplicate", "duplicate"),
         ),
         GlueTask(
@@ -160,7 +164,7 @@ TASKS = {
             (),
             "spearman",
             ("pearson", "spearman"),
-            Recipe(3e-5, 10, 32, _SMALL),
+            TaskDefaults(3e-5, 10, 32, _SMALL),
             hf_pair="sentence2",
             hf_text="sentence1",
         ),
@@ -173,7 +177,7 @@ TASKS = {
             ("contradiction", "entailment", "neutral"),
             "accuracy",
             ("accuracy",),
-            Recipe(5e-5, 2, 64, _LARGE),
+            TaskDefaults(5e-5, 2, 64, _LARGE),
             "premise",
             "hypothesis",
             ("entailment", "neutral", "contradiction"),
@@ -191,7 +195,7 @@ TASKS = {
             ("entailment", "not_entailment"),
             "accuracy",
             ("accuracy",),
-            Recipe(1e-5, 10, 16, _MID),
+            TaskDefaults(1e-5, 10, 16, _MID),
         ),
         GlueTask(
             "rte",
@@ -202,7 +206,7 @@ TASKS = {
             ("entailment", "not_entailment"),
             "accuracy",
             ("accuracy",),
-            Recipe(1e-5, 3, 16, _SMALL),
+            TaskDefaults(1e-5, 3, 16, _SMALL),
         ),
     )
 }

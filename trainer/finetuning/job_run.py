@@ -3,7 +3,7 @@ seed fine-tuned on the run's devices (`protocol.run_seed`), its results document
 by the chief, written; a pod's hosts first check that they fine-tune the same thing.
 
 Example:
-    >>> document = run_job(config, runtime, source, backbone, pretrained, job, watch=watch)
+    >>> document = run_job(runtime, source, backbone, pretrained, job, watch=watch)
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from trainer.finetuning import (
     interruption,
     jobs,
     protocol,
+    recipes,
     results,
     unscored,
 )
@@ -27,7 +28,7 @@ from trainer.pretraining import plan as plans
 
 
 def run_job(
-    config, runtime, source, backbone, pretrained: dict, job: jobs.Job, after_seed=None, watch=None
+    runtime, source, backbone, pretrained: dict, job: jobs.Job, after_seed=None, watch=None
 ) -> dict:
     """Fine-tunes every seed of one job on `runtime`'s devices; returns its results document,
     written by the chief (process 0 of a JAX pod; the others compute the same and write
@@ -35,18 +36,20 @@ def run_job(
     interrupted, and `Terminated` ends the command."""
     from trainer.finetuning.classifier import jit_default
 
-    data, counts, info = jobs.pack_task(config, source, job)
+    data, counts, info = jobs.pack_task(source, job)
     backbone.check_tokenizer(info)
-    check_hosts_agree(runtime, config, data)
-    jit = jit_default(config.jit_compile, runtime.device.jit)
+    check_hosts_agree(runtime, job.settings.flags, data)
+    jit = jit_default(job.settings.jit_compile, runtime.device.jit)
     sweep = None
-    if config.learning_rate == "auto":
-        chosen = auto_rate.choose(backbone, data, job, jit, runtime, lambda t: say(runtime, t))
-        job.recipe, sweep = chosen
+    if isinstance(job.recipe.learning_rate, recipes.Auto):
+        recipe, sweep = auto_rate.choose(
+            backbone, data, job, jit, runtime, lambda t: say(runtime, t)
+        )
+        job = dataclasses.replace(job, recipe=recipe)  # the seeds run at the chosen rate
     models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime)
     scalars = results.Scalars(job.output_dir) if runtime.chief else None
     records = []
-    document = _document(config, source, backbone, job, counts)
+    document = _document(source, backbone, job, counts)
     document["learning_rate_sweep"] = sweep
     try:
         for seed in job.seeds:
@@ -121,12 +124,12 @@ def say(runtime, text: str) -> None:
 _WRITES_ONLY = ("output_dir", "card")
 
 
-def check_hosts_agree(runtime, config, data: protocol.TaskData) -> None:
-    """On a JAX pod every process must fine-tune the same examples with the same flags: each
-    trains on its share of the same global batches, and processes that disagree would call
-    different collectives (one waits for ever) or score other examples. Compared before the
-    first collective of the training: the packed arrays and the flags, but not where the
-    chief writes."""
+def check_hosts_agree(runtime, flags: dict, data: protocol.TaskData) -> None:
+    """On a JAX pod every process must fine-tune the same examples with the same flags (`flags`:
+    every flag as parsed, `jobs.Settings.flags`): each trains on its share of the same global
+    batches, and processes that disagree would call different collectives (one waits for
+    ever) or score other examples. Compared before the first collective of the training: the
+    packed arrays and the flags, but not where the chief writes."""
     if runtime.gather is None:
         return
     fingerprint = hashlib.sha256()
@@ -136,7 +139,7 @@ def check_hosts_agree(runtime, config, data: protocol.TaskData) -> None:
         for name in sorted(features):
             fingerprint.update(name.encode() + np.ascontiguousarray(features[name]).tobytes())
         fingerprint.update(np.ascontiguousarray(targets).tobytes())
-    chosen = {k: v for k, v in dataclasses.asdict(config).items() if k not in _WRITES_ONLY}
+    chosen = {k: v for k, v in flags.items() if k not in _WRITES_ONLY}
     seen = [row[0] for row in runtime.gather([plans.digest([chosen, fingerprint.hexdigest()])])]
     if len(set(seen)) > 1:
         hosts = ", ".join(f"host {i} {value:07x}" for i, value in enumerate(seen))
@@ -146,13 +149,13 @@ def check_hosts_agree(runtime, config, data: protocol.TaskData) -> None:
         )
 
 
-def _document(config, source, backbone, job: jobs.Job, counts: dict) -> dict:
+def _document(source, backbone, job: jobs.Job, counts: dict) -> dict:
     import keras
 
     return {
         "protocol": {
-            **dataclasses.asdict(config),
-            "seeds": job.seeds,
+            **job.settings.flags,
+            "seeds": list(job.seeds),
             "epochs": job.recipe.epochs,
             "batch_size": job.recipe.batch_size,
             "learning_rate": job.recipe.learning_rate,
@@ -160,18 +163,19 @@ def _document(config, source, backbone, job: jobs.Job, counts: dict) -> dict:
             "max_length": counts["train"]["max_length"],
             "backend": keras.backend.backend(),
             "recipe_source": job.recipe_source,
-            **job.extra_protocol,
+            "recipe_by_size": job.settings.recipe_by_size,
+            "pooling": job.settings.pooling,
             "selection": "best epoch on dev by the metric",
             "notes": results.PROTOCOL_NOTES,
             "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, "
             "global norm clip 1.0, linear warmup then linear decay to 0",
         },
         "model": {
-            "path": config.model,
+            "path": job.settings.model,
             "kind": source.kind,
             "checkpoint": source.path,
-            "family": source.family,
-            "from_scratch": config.from_scratch,
+            "family": source.family.name,
+            "from_scratch": job.settings.from_scratch,
             "backbone_parameters": backbone.parameters,
         },
         "task": {

@@ -1,6 +1,13 @@
-"""The tasks of a fine-tuning command: each read whole and checked before any model loads
-(`read_task`: the user's files or a Hugging Face dataset; `glue_jobs`: GLUE's tasks), then
-tokenized and packed with the model's own tokenizer (`pack_task`)."""
+"""The tasks of a fine-tuning command, resolved once from its flags (`build`): one frozen `Job`
+per task, each read whole and checked before any model loads (`read_task`: the user's files or
+a Hugging Face dataset; `glue_jobs`: GLUE's tasks), then tokenized and packed with the model's
+own tokenizer (`pack_task`). Nothing below this module reads the flags: each takes its `Job`.
+
+Example:
+    >>> tasks = build(config, recipes.model_size(source.record))
+    >>> tasks[0].recipe.learning_rate, tasks[0].seeds, tasks[0].settings.pooling
+    (0.003, (1, 2, 3), 'mean')
+"""
 
 from __future__ import annotations
 
@@ -9,54 +16,77 @@ import os
 
 from common import fs, tokenizer_files
 from common.errors import UserError
-from trainer import families
 from trainer.finetuning import datasets, glue, packing, protocol, recipes, results, task_kinds
 
 DEFAULT_MAX_LENGTH = 128  # cramming's GLUE length
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What every job of one command runs with, resolved from the flags once."""
+
+    model: str  # --model as given (results.json names it)
+    from_scratch: bool
+    pooling: str  # --pooling, else the size's
+    recipe_by_size: str  # which size gave the defaults, and why (`recipes.source_note`)
+    max_length: int | None  # --max_length; None: the default or the model's positions
+    jit_compile: str  # --jit_compile: auto, true or false (the devices decide `auto`)
+    # Every flag as parsed, a record, not read field by field: results.json's protocol opens
+    # with them, and a pod's hosts compare them (`job_run.check_hosts_agree`).
+    flags: dict
+
+
+@dataclasses.dataclass(frozen=True)
 class Job:
-    """One task to fine-tune: its splits read, labels, recipe, seeds and where results go."""
+    """One task to fine-tune: its splits read, labels, recipe, seeds and where results go.
+    Built once (`build`) and never changed: `--learning_rate auto` runs a new `Job` at the
+    chosen rate (`job_run.run_job`)."""
 
     name: str
     task_type: str
     splits: dict
     names: tuple | None
-    recipe: protocol.Recipe
-    seeds: list
+    recipe: recipes.Recipe
+    seeds: tuple
     output_dir: str
-    recipe_source: str | None = None  # None: cramming's (results.RECIPE_SOURCE)
+    settings: Settings
+    recipe_source: str = results.RECIPE_SOURCE  # cramming's
     extra: dict = dataclasses.field(default_factory=dict)  # added to the document's "task"
     dataset: dict | None = None  # a dataset loaded by name: id, config, revision, splits
 
-    def __post_init__(self):
-        self.recipe_source = self.recipe_source or results.RECIPE_SOURCE
 
-    extra_protocol: dict = dataclasses.field(default_factory=dict)  # added to "protocol"
+def build(config, size: tuple[str, str]) -> list[Job]:
+    """The jobs of the command's flags `config` for a model of `size` (`recipes.model_size`:
+    its name and how it was found): GLUE's tasks, or the one task of the user's data."""
+    settings = Settings(
+        config.model,
+        config.from_scratch,
+        recipes.pooling(config.pooling, size[0]),
+        recipes.source_note(*size),
+        config.max_length,
+        config.jit_compile,
+        dataclasses.asdict(config),
+    )
+    if config.task:
+        return glue_jobs(config, size[0], settings)
+    return [own_job(config, size[0], settings)]
 
 
 def _targets(job_splits: dict, spec, names) -> dict:
     return {name: datasets.encode_labels(split, spec, names) for name, split in job_splits.items()}
 
 
-def read_hub_splits(config, spec) -> tuple[dict, dict]:
-    """({split: Split}, provenance) of --hf_dataset: the splits asked for or the defaults, said
-    in one printed line; a default test split without labels is left out, and said."""
+def read_hub_splits(loaded, asked: dict, spec) -> tuple[dict, dict]:
+    """({split: Split}, provenance) of the --hf_dataset `loaded` (`hub.load`): the splits
+    `asked` for ({"train": --train_split, ...}) or the defaults, said in one printed line; a
+    default test split without labels is left out, and said."""
     from trainer.finetuning import hub
 
-    loaded = hub.load(
-        config.hf_dataset,
-        config.hf_config,
-        config.hf_revision,
-        hint="--hf_dataset DIR",
-    )
-    asked = {"train": config.train_split, "dev": config.dev_split, "test": config.test_split}
     used = hub.choose_splits(loaded, asked)
     splits, notes = {}, []
     for ours, theirs in list(used.items()):
         columns, rows, classes = datasets.dataset_rows(loaded.splits[theirs])
-        if ours == "test" and not config.test_split and hub.unlabelled(rows, spec.label_column):
+        if ours == "test" and not asked["test"] and hub.unlabelled(rows, spec.label_column):
             del used[ours]  # GLUE's test splits: -1 everywhere
             notes.append(f"its {theirs} split has no labels (not scored)")
             continue
@@ -95,7 +125,13 @@ def read_task(config) -> tuple[dict, tuple | None, dict, dict | None]:
     spec = config.spec()
     source = None
     if config.hf_dataset:
-        splits, source = read_hub_splits(config, spec)
+        from trainer.finetuning import hub
+
+        loaded = hub.load(
+            config.hf_dataset, config.hf_config, config.hf_revision, hint="--hf_dataset DIR"
+        )
+        asked = {"train": config.train_split, "dev": config.dev_split, "test": config.test_split}
+        splits, source = read_hub_splits(loaded, asked, spec)
     else:
         paths = {"train": config.train, "dev": config.dev, "test": config.test}
         splits = {
@@ -125,7 +161,7 @@ def read_task(config) -> tuple[dict, tuple | None, dict, dict | None]:
     return splits, names, _targets(splits, spec, names), source
 
 
-def own_job(config, size: str = "base") -> Job:
+def own_job(config, size: str, settings: Settings) -> Job:
     """The task of the user's own files; its recipe the flags', else the model size's."""
     splits, names, _, source = read_task(config)
     return Job(
@@ -133,17 +169,19 @@ def own_job(config, size: str = "base") -> Job:
         config.task_type,
         splits,
         names,
-        config.recipe(config.metric, recipes.own_recipe(size)),
-        config.seed_list(),
+        config.recipe(config.metric, recipes.own_defaults(size)),
+        tuple(config.seed_list()),
         config.output_dir,
-        recipe_source=recipes.SIZE_SOURCE if size in recipes.SIZE_RECIPES else None,
+        settings,
+        recipes.SIZE_SOURCE if size in recipes.SIZE_RECIPES else results.RECIPE_SOURCE,
         dataset=source,
     )
 
 
-def glue_jobs(config, size: str = "base") -> list[Job]:
+def glue_jobs(config, size: str, settings: Settings) -> list[Job]:
     """Every GLUE task asked for, read whole before any model is loaded; a tiny or small
-    model's rate replaces the task's (`recipes.glue_recipe`)."""
+    model's rate replaces the task's (`recipes.glue_defaults`). With --mnli_start, RTE, MRPC
+    and STS-B say they start from MNLI's best seed (`finetune.glue_run` starts them so)."""
     jobs = []
     for task in glue.tasks_of(config.task):
         source = None
@@ -158,15 +196,18 @@ def glue_jobs(config, size: str = "base") -> list[Job]:
         extra = {"glue": task.name, "reported": list(task.reported)}
         if task.name == "mnli":
             extra.update(test_split="dev_mismatched (reported as accuracy_mm)", test_label="dev_mm")
+        if config.mnli_start and task.name in glue.MNLI_STARTED:
+            extra["start"] = "MNLI's best seed (--mnli_start)"
         jobs.append(
             Job(
                 task.name,
                 task.task_type,
                 splits,
                 task.labels or None,
-                config.recipe(task.metric, recipes.glue_recipe(task.recipe, size)),
-                config.seed_list(task.recipe.seeds),
+                config.recipe(task.metric, recipes.glue_defaults(task.defaults, size)),
+                tuple(config.seed_list(task.defaults.seeds)),
                 folder,
+                settings,
                 glue.RECIPE_SOURCE,
                 extra,
                 source,
@@ -175,11 +216,12 @@ def glue_jobs(config, size: str = "base") -> list[Job]:
     return jobs
 
 
-def pack_task(config, source, job: Job):
+def pack_task(source, job: Job):
     """(TaskData: the splits tokenized and packed as numpy, per split its counts, the
     tokenizer's ids)."""
     tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
-    max_length = config.max_length or min(DEFAULT_MAX_LENGTH, source.max_sequence_length)
+    given = job.settings.max_length
+    max_length = given or min(DEFAULT_MAX_LENGTH, source.max_sequence_length)
     if max_length > source.max_sequence_length:
         raise UserError(
             f"--max_length {max_length} is more than the model's "
@@ -190,7 +232,7 @@ def pack_task(config, source, job: Job):
     packer = packing.Packer(tokenizer, info, source.family, max_length)
     packed = {name: packer.pack(split.texts, split.pairs) for name, split in job.splits.items()}
     length = max(len(row) for p in packed.values() for row in p.rows)
-    segments = families.get(source.family).takes_segment_ids
+    segments = source.family.takes_segment_ids
     arrays = {
         name: (p.features(length, info.pad_id, segments), targets[name])
         for name, p in packed.items()

@@ -15,7 +15,7 @@ too long for `max_length` is cut, the longer of the two texts first (transformer
 pretraining used), to one length: the longest packed example of all splits.
 
 Example:
-    >>> packer = Packer(tokenizer, info, "roberta", max_length=128)
+    >>> packer = Packer(tokenizer, info, source.family, max_length=128)  # a Family
     >>> packed = packer.pack(["a text"], ["its pair"])
     >>> packed.features(16, info.pad_id, with_segments=False)["token_ids"].shape
     (1, 16)
@@ -30,7 +30,7 @@ import dataclasses
 import numpy as np
 
 from common import tokenizer_files
-from trainer import families
+from trainer.families.family import Family
 
 
 @dataclasses.dataclass
@@ -72,13 +72,13 @@ def truncate_pair(first: list, second: list | None, budget: int) -> tuple[list, 
 class Packer:
     """Tokenizes and packs texts for one family and maximum length."""
 
-    def __init__(self, tokenizer, info, family: str, max_length: int):
+    def __init__(self, tokenizer, info, family: Family, max_length: int):
         self.tokenizer = tokenizer_files.text_only(tokenizer)  # text is text: no control ids
         tokenizer.no_truncation()
         tokenizer.no_padding()
         self.family = family
         # Separators between the texts of a pair (two in RoBERTa, one in BERT): read once.
-        self.pair_separators = families.get(family).pair_separators
+        self.pair_separators = family.pair_separators
         self.max_length = max_length
         self.cls_id = info.special_token_ids["cls_token"]
         self.sep_id = info.special_token_ids["sep_token"]

@@ -25,19 +25,9 @@ import time
 import numpy as np
 
 from trainer import backends
-from trainer.finetuning import classifier, divergence, metrics, task_kinds
+from trainer.finetuning import classifier, divergence, metrics, recipes, task_kinds
 
 COLLAPSE_MARGIN = 1e-6  # "no better than constant": within float noise of it
-
-
-@dataclasses.dataclass(frozen=True)
-class Recipe:
-    epochs: int
-    batch_size: int
-    learning_rate: float
-    warmup_ratio: float
-    weight_decay: float
-    metric: str
 
 
 @dataclasses.dataclass
@@ -173,12 +163,16 @@ class SeedModels:
     for tracing and compiling the step again (tens of seconds on a CPU) and each starts as if
     alone."""
 
-    def __init__(self, backbone, data: TaskData, recipe: Recipe, jit_compile: bool, runtime=None):
+    def __init__(
+        self, backbone, data: TaskData, recipe: recipes.Recipe, jit_compile: bool, runtime=None
+    ):
         """`runtime`: the run's devices (`trainer.backends.Runtime`; None: one device, float32).
         The model is built in its scope (TensorFlow: the strategy's; JAX: the DataParallel set
         globally) with its precision and attention (`trainer.backends.devices.DeviceSettings`), each
         global batch of `recipe.batch_size` is split over its replicas, and on a JAX pod each
         process gives its share of every batch."""
+        if isinstance(recipe.learning_rate, recipes.Auto):  # the optimizer needs a number
+            raise TypeError("--learning_rate auto: choose the rate first (auto_rate.choose)")
         self.backbone, self.data, self.recipe = backbone, data, recipe
         self.jit_compile = jit_compile
         self.scope = runtime.scope if runtime else contextlib.nullcontext

@@ -7,18 +7,20 @@ far larger rates: on the man-page task of docs/finetuning.md ("Recipe by size") 
 model at cramming's 4e-5 stayed near the majority class, and pretrained scored no better
 than random weights, while the rate of `SIZE_RECIPES` scored above a TF-IDF baseline. So
 tiny and small get their own rate and epochs; base and large keep GLUE's recipes. A flag the
-user gives always wins (`FinetuneFlags.recipe`).
+user gives always wins (`FinetuneFlags.recipe`, which makes the one `Recipe` a job runs with).
 
-The size is the name the pretraining run recorded (`run_config.json` `model`, as
-`--model tiny` wrote it), kept when the backbone's width is that size's; otherwise (an
-export from elsewhere, `--config` that changed the width) the largest named size whose
-`hidden_dim` the backbone reaches.
+The size is the name the pretraining run recorded (`RunRecord.size`: what `--model tiny`
+wrote), kept when the backbone's width is that size's; otherwise (a run continued from a
+model with --init_from, an export from elsewhere, `--config` that changed the width) the
+largest named size whose `hidden_dim` the backbone reaches.
 
 Example:
-    >>> model_size({"model": "tiny", "backbone_config": {"hidden_dim": 128}})
+    >>> model_size(source.record)   # a tiny run's: run_config.json {"size": "tiny", ...}
     ('tiny', "run_config.json's model")
-    >>> own_recipe("tiny").learning_rate
+    >>> own_defaults("tiny").learning_rate
     0.003
+    >>> rate("auto", 0.003)
+    Auto(centre=0.003)
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from trainer.families import sizes
 from trainer.finetuning import glue
 
 # cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files.
-GLUE_RECIPE = glue.Recipe(learning_rate=4e-5, epochs=5, batch_size=16, seeds=(1, 2, 3))
+CRAMMING_DEFAULTS = glue.TaskDefaults(learning_rate=4e-5, epochs=5, batch_size=16, seeds=(1, 2, 3))
 
 # Rate and epochs by size where GLUE's base-sized recipe does not fit (docs/finetuning.md
 # "Recipe by size"). tiny: the rate the best of 3e-4, 1e-3 and 3e-3 on dev, pretrained, 3
@@ -57,10 +59,10 @@ SIZE_SOURCE = (
 AUTO_FACTORS = (0.1, 0.3, 1.0, 3.0)
 
 
-def model_size(run_config: dict) -> tuple[str, str]:
-    """(named size, how it was found) of a model's run_config (`ModelSource.run_config`)."""
-    hidden = int(run_config.get("backbone_config", {}).get("hidden_dim", 0))
-    named = run_config.get("model")
+def model_size(record) -> tuple[str, str]:
+    """(named size, how it was found) of a model's `RunRecord` (`ModelSource.record`)."""
+    hidden = int(record.backbone_config.get("hidden_dim", 0))
+    named = record.size
     if named in sizes.SIZES and sizes.SIZES[named]["hidden_dim"] == hidden:
         return named, "run_config.json's model"
     fits = [n for n in sizes.NAMES if sizes.SIZES[n]["hidden_dim"] <= hidden] or [sizes.NAMES[0]]
@@ -78,20 +80,20 @@ def by_size(field: str) -> str:
     return ", ".join(f"{name} {value}" for name, value in values.items())
 
 
-def own_recipe(size: str) -> glue.Recipe:
-    """The recipe for a task of the user's own files at `size`."""
+def own_defaults(size: str) -> glue.TaskDefaults:
+    """The defaults of a task of the user's own files at `size`."""
     if size not in SIZE_RECIPES:
-        return GLUE_RECIPE
+        return CRAMMING_DEFAULTS
     rate, epochs = SIZE_RECIPES[size]
-    return dataclasses.replace(GLUE_RECIPE, learning_rate=rate, epochs=epochs)
+    return dataclasses.replace(CRAMMING_DEFAULTS, learning_rate=rate, epochs=epochs)
 
 
-def glue_recipe(task_recipe: glue.Recipe, size: str) -> glue.Recipe:
-    """A GLUE task's own recipe, its rate the size's where GLUE's does not fit (its epochs,
+def glue_defaults(task_defaults: glue.TaskDefaults, size: str) -> glue.TaskDefaults:
+    """A GLUE task's own defaults, its rate the size's where GLUE's does not fit (its epochs,
     batch and seeds stay: MNLI's 393k examples need no 10 epochs)."""
     if size not in SIZE_RECIPES:
-        return task_recipe
-    return dataclasses.replace(task_recipe, learning_rate=SIZE_RECIPES[size][0])
+        return task_defaults
+    return dataclasses.replace(task_defaults, learning_rate=SIZE_RECIPES[size][0])
 
 
 def pooling(given: str | None, size: str) -> str:
@@ -114,14 +116,41 @@ def auto_grid(centre: float) -> list[float]:
     return [float(f"{centre * factor:.2g}") for factor in AUTO_FACTORS]
 
 
-def parse_rate(value) -> float | str | None:
-    """--learning_rate: a positive number, or `auto` (None: not given)."""
-    if value is None or value == "auto":
-        return value
+@dataclasses.dataclass(frozen=True)
+class Auto:
+    """`--learning_rate auto`: the rate is one of `grid()` around `centre` (the default rate),
+    chosen on dev (`auto_rate.choose`, which gives the job a new `Recipe` at that rate)."""
+
+    centre: float
+
+    def grid(self) -> list[float]:
+        return auto_grid(self.centre)
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """What one job trains with: the flags where given, else its `glue.TaskDefaults`
+    (`FinetuneFlags.recipe`). `learning_rate` is `Auto` until `auto_rate.choose` picks one."""
+
+    epochs: int
+    batch_size: int
+    learning_rate: float | Auto
+    warmup_ratio: float
+    weight_decay: float
+    metric: str  # selects the epoch
+
+
+def rate(given: str | None, default: float) -> float | Auto:
+    """--learning_rate's rate: the positive number given, `Auto` around `default` for `auto`,
+    `default` when not given."""
+    if given is None:
+        return default
+    if given == "auto":
+        return Auto(default)
     try:
-        rate = float(value)
+        number = float(given)
     except (TypeError, ValueError):
-        rate = None
-    if rate is None or not rate > 0 or rate == float("inf"):
-        raise ValueError(f"--learning_rate must be a positive number or auto, not {value!r}")
-    return rate
+        number = None
+    if number is None or not number > 0 or number == float("inf"):
+        raise ValueError(f"--learning_rate must be a positive number or auto, not {given!r}")
+    return number

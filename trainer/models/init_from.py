@@ -14,11 +14,12 @@ The family, sizes and positions come from the checkpoint. A transformers checkpo
 through the family's weight table (`trainer/families/`), the one the export writes with, row
 by row backwards (`transform.inverse`): every tensor must be one the table names, and the
 config must be one our keras-hub model computes exactly (else one line naming what differs),
-so nothing is ever loaded in part.
+so nothing is ever loaded in part. What the data must agree on with the model (its tokenizer,
+its positions) is `trainer.models.starting_point`'s.
 
 Example:
     >>> initial = resolve("exports/tiny/hf")
-    >>> initial.family, initial.backbone_config["max_sequence_length"]
+    >>> initial.family.name, initial.backbone_config["max_sequence_length"]
     ('roberta', 128)
     >>> load_into(masked_lm, initial)      # a MaskedLM built from initial.backbone_config
 """
@@ -34,31 +35,15 @@ import re
 import numpy as np
 
 from common import fs, tokenizer_files
-from common.errors import UserError
 from trainer import families
 from trainer.families import activation, encoder_weights
+from trainer.families.family import Family
 from trainer.models import keras_hub_presets, model, model_source, safetensors_files
+from trainer.models.starting_point import InitFromError, Initial
 from trainer.run_folder.run_dir import RUN_CONFIG
 
 HF_CONFIG, HF_WEIGHTS = "config.json", safetensors_files.SINGLE
-# Config fields that change what the model computes: each must be what our export would write
-# for the same backbone (the family's `hf_config`), else the logits would differ.
-_COMPUTED = (
-    "hidden_act",
-    "layer_norm_eps",
-    "type_vocab_size",
-    "max_position_embeddings",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "vocab_size",
-    "attention_probs_dropout_prob",
-    "tie_word_embeddings",
-    "is_decoder",
-    "add_cross_attention",
-    "position_embedding_type",
-)
+# What a config that leaves a computed field (`Family.hf_computed`) out means by it.
 _DEFAULTS = {
     "position_embedding_type": "absolute",
     "is_decoder": False,
@@ -67,37 +52,6 @@ _DEFAULTS = {
 }
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
-
-
-class InitFromError(UserError):
-    """--init_from names something the trainer cannot start from; one line for the user."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Initial:
-    """A model to start from, found and checked without loading its weights."""
-
-    kind: str  # "hf" or a model_source kind ("checkpoint", "preset")
-    path: str  # the folder (hf, preset) or the .weights.h5 file
-    family: str
-    backbone_config: dict
-    tokenizer: tokenizer_files.TokenizerInfo | None  # None: the checkpoint ships none
-    pad_id: int | None
-    digest: str  # sha256 over the config and weight files
-    hub_id: str | None = None  # the Hub repo `path` was downloaded from
-    revision: str | None = None  # its commit (the snapshot folder's name in the cache)
-
-    def record(self) -> dict:
-        """What run_config.json keeps (a restart with another model is refused by it): a
-        Hub id as itself and its commit, not as this machine's download folder."""
-        if self.hub_id is None:
-            return {"path": self.path, "kind": self.kind, "digest": self.digest}
-        return {
-            "path": self.hub_id,
-            "revision": self.revision,
-            "kind": self.kind,
-            "digest": self.digest,
-        }
 
 
 def resolve(path: str) -> Initial:
@@ -177,7 +131,7 @@ def _ours(path: str) -> Initial:
         info = tokenizer_files.load(source.tokenizer_dir)[1]
     elif source.kind == "preset":  # keras-hub's tokenizer assets, read as `tokenizers`
         info = keras_hub_presets.info_of(source.path)
-    pad = source.run_config.get("tokenizer", {}).get("special_token_ids", {}).get("pad_token")
+    pad = source.record.tokenizer.get("special_token_ids", {}).get("pad_token")
     if pad is None and info is not None:
         pad = info.pad_id
     files = (
@@ -189,7 +143,7 @@ def _ours(path: str) -> Initial:
         source.kind,
         source.path,
         source.family,
-        dict(source.run_config["backbone_config"]),
+        dict(source.record.backbone_config),
         info,
         pad,
         _digest(files),
@@ -225,7 +179,7 @@ def _transformers(path: str, config: dict) -> Initial:
             f"{path} holds a {model_type!r} model; --init_from takes "
             f"{' or '.join(families.NAMES)} masked LMs."
         )
-    family = families.get(model_type)
+    family = families.get(model_type)  # a name enters: the checkpoint's model_type
     for key in (
         "vocab_size",
         "hidden_size",
@@ -238,7 +192,7 @@ def _transformers(path: str, config: dict) -> Initial:
         if not isinstance(config.get(key), int):
             raise InitFromError(f"{fs.join(path, HF_CONFIG)} has no integer {key}.")
     try:  # within the bounds of --config: a released model trains only what a flag could set
-        backbone = model.converted_backbone(family.name, config, fs.join(path, HF_CONFIG))
+        backbone = model.converted_backbone(family, config, fs.join(path, HF_CONFIG))
     except ValueError as err:
         raise InitFromError(str(err)) from None
     _check_config(path, family, config, backbone)
@@ -248,11 +202,11 @@ def _transformers(path: str, config: dict) -> Initial:
             f"{path} has no {HF_WEIGHTS} nor {safetensors_files.INDEX} (only safetensors "
             "weights are read: a pickle file can run code)."
         )
-    _check_names(path, model_type, safetensors_files.dtypes(weights), backbone["num_layers"])
+    _check_names(path, family, safetensors_files.dtypes(weights), backbone["num_layers"])
     return Initial(
         "hf",
         path,
-        model_type,
+        family,
         backbone,
         _shipped_tokenizer(path),
         config["pad_token_id"],
@@ -288,7 +242,7 @@ def _check_config(path: str, family, config: dict, backbone: dict) -> None:
         theirs = type(ours).from_dict(config)
     except (TypeError, ValueError) as err:
         raise InitFromError(f"{fs.join(path, HF_CONFIG)}: {str(err).splitlines()[0]}") from None
-    for key in _COMPUTED:
+    for key in family.hf_computed:  # the fields that change what the family's model computes
         want, have = (getattr(c, key, _DEFAULTS.get(key)) for c in (ours, theirs))
         same = activation.same_in_hf if key == "hidden_act" else operator.eq
         if not same(want, have):
@@ -302,21 +256,21 @@ def _check_config(path: str, family, config: dict, backbone: dict) -> None:
         raise InitFromError(f"{path}: max_position_embeddings {have} leaves no position.")
 
 
-def _check_names(path: str, family: str, names: dict, num_layers: int) -> None:
-    record = families.get(family)  # the table the export writes with, filled in per layer
-    table = {h for _, h, _ in record.weight_table(num_layers) if h is not None}
+def _check_names(path: str, family: Family, names: dict, num_layers: int) -> None:
+    # the table the export writes with, filled in per layer
+    table = {h for _, h, _ in family.weight_table(num_layers) if h is not None}
     buffers = {n for n in names if n.endswith(".position_ids")}  # integer ranges, not weights
-    skipped = sorted(n for n in names if n.startswith(record.not_mlm))
+    skipped = sorted(n for n in names if n.startswith(family.not_mlm))
     if skipped:
         print(
             f"note: {path}: not loading {', '.join(skipped)} (not part of a masked LM; "
-            f"transformers' {family} masked LM does not load them either)"
+            f"transformers' {family.name} masked LM does not load them either)"
         )
-    unknown = sorted(set(names) - table - set(record.tied) - buffers - set(skipped))
+    unknown = sorted(set(names) - table - set(family.tied) - buffers - set(skipped))
     missing = sorted(table - set(names))
     if unknown:
         raise InitFromError(
-            f"{path} holds weights that the {family} masked LM has no place "
+            f"{path} holds weights that the {family.name} masked LM has no place "
             f"for: {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''}"
             "; loading the rest would be a partial load."
         )
@@ -357,9 +311,9 @@ def load_into(masked_lm, initial: Initial) -> None:
 
 def _from_transformers(masked_lm, initial: Initial) -> dict[str, np.ndarray]:
     """keras-hub variable path -> value: the export's table read backwards."""
-    record = families.get(initial.family)
+    family = initial.family
     tensors = safetensors_files.read_floats(safetensors_files.checkpoint_files(initial.path))
-    for copy, original in record.tied.items():
+    for copy, original in family.tied.items():
         if copy in tensors and not np.array_equal(tensors[copy], tensors[original]):
             raise InitFromError(
                 f"{initial.path}: {copy} differs from {original}; keras-hub "
@@ -367,7 +321,7 @@ def _from_transformers(masked_lm, initial: Initial) -> dict[str, np.ndarray]:
             )
     shapes = {v.path: tuple(v.shape) for v in masked_lm.weights}
     values = {}
-    for keras_path, hf_name, transform in record.weight_table(
+    for keras_path, hf_name, transform in family.weight_table(
         initial.backbone_config["num_layers"]
     ):
         if keras_path is None or hf_name is None:
@@ -380,65 +334,6 @@ def _from_transformers(masked_lm, initial: Initial) -> dict[str, np.ndarray]:
         )
         values[keras_path] = transform.inverse(tensors[hf_name], ctx)
     return values
-
-
-def check_tokenizer(initial: Initial, info, tokenizer_dir: str) -> None:
-    """The data's tokenizer must be the checkpoint's: same file (when it ships one), same
-    vocabulary size as its embeddings, same padding id."""
-    vocab = initial.backbone_config["vocabulary_size"]
-    theirs = initial.tokenizer
-    if theirs is not None and theirs.fingerprint != info.fingerprint:
-        raise InitFromError(
-            f"the data's tokenizer ({tokenizer_dir}, sha256 {info.fingerprint[:12]}) is not "
-            f"the one {initial.path} ships ({theirs.fingerprint[:12]}); prepare the data with "
-            f"--tokenizer {_tokenizer_folder(initial)}."
-        )
-    if not families.get(initial.family).fits_tokenizer(initial.backbone_config, info.vocab_size):
-        raise InitFromError(
-            f"the data's tokenizer has {info.vocab_size} tokens, {initial.path} "
-            f"has {vocab} embeddings; prepare the data with its tokenizer."
-        )
-    if theirs is not None and theirs.special_token_ids != info.special_token_ids:
-        raise InitFromError(
-            f"the data's special token ids {info.special_token_ids} are not "
-            f"{initial.path}'s {theirs.special_token_ids}."
-        )
-    if initial.pad_id is not None and initial.pad_id != info.pad_id:
-        raise InitFromError(
-            f"the data pads with id {info.pad_id}, {initial.path} with "
-            f"{initial.pad_id}; prepare the data with its tokenizer."
-        )
-
-
-def _tokenizer_folder(initial: Initial) -> str:
-    if initial.kind == "hf":
-        return initial.path
-    found = model_source.resolve(initial.path).tokenizer_dir
-    if found is None and initial.kind == "preset":  # keras-hub's assets: convert them first
-        return (
-            "DIR, written by `python -m trainer.keras_hub_presets --preset "
-            f"{initial.hub_id or initial.path} --output_dir DIR`"
-        )
-    return found or initial.path
-
-
-def check_length(initial: Initial, max_length: int) -> None:
-    """Sequences longer than the checkpoint's positions are refused before anything is built
-    (a RoBERTa table of N rows holds N - pad_id - 1 positions: HF numbers them after pad)."""
-    record = families.get(initial.family)
-    positions = record.max_positions(initial.backbone_config)
-    if positions is not None and max_length > positions:
-        note = (
-            f" (max_position_embeddings less the {initial.pad_id + 1} rows "
-            f"{record.hf_masked_lm_class} reserves for pad_id + 1)"
-            if record.hf_positions_after_pad and initial.kind == "hf"
-            else ""
-        )
-        raise InitFromError(
-            f"the data's sequences have {max_length} tokens, but {initial.path}"
-            f" has positions for {positions}{note}; prepare the data with "
-            f"--max_length {positions} or less."
-        )
 
 
 def _digest(files) -> str:

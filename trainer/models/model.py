@@ -1,8 +1,12 @@
 """Model families and named sizes: keras-hub backbones built from config, from scratch.
 
+Each function takes the family's record (`trainer.families.Family`), looked up once where a
+name enters: the flags, a saved run (`trainer.run_folder.run_record`), a checkpoint's config.
+
 Example:
-    >>> config = backbone_config("roberta", "tiny", vocabulary_size=1000, max_sequence_length=128)
-    >>> masked_lm = build_masked_lm("roberta", config)   # keras_hub.models.RobertaMaskedLM
+    >>> roberta = families.get("roberta")
+    >>> config = backbone_config(roberta, "tiny", vocabulary_size=1000, max_sequence_length=128)
+    >>> masked_lm = build_masked_lm(roberta, config)   # keras_hub.models.RobertaMaskedLM
 """
 
 from __future__ import annotations
@@ -15,15 +19,9 @@ from common import flags
 from common.errors import UserError
 from trainer import families
 from trainer.families import activation
+from trainer.families.family import Family
 from trainer.families.sizes import SIZES, Shape
 
-# Backbone arguments that the trainer fills in itself, and from what.
-SET_BY_TRAINER = {
-    "vocabulary_size": "the tokenizer",
-    "max_sequence_length": "the data",
-    "separator_id": "the tokenizer",
-    "dtype": "--precision",
-}
 # JSON types of the flag types a backbone argument may have, as an error names them.
 _JSON_TYPES = {
     "int": ((int,), "a JSON number without a fraction"),
@@ -32,7 +30,7 @@ _JSON_TYPES = {
 }
 
 
-def check_overrides(family: str, size: str, overrides) -> None:
+def check_overrides(family: Family, size: str, overrides) -> None:
     """Raises ValueError (one sentence) unless `overrides` (--config) is a JSON object of
     arguments that the family's backbone takes, each of its type and within its bounds
     (`Shape`'s and the family's `argument_bounds`), that fit together by the family's rule
@@ -44,49 +42,47 @@ def check_overrides(family: str, size: str, overrides) -> None:
             f"--config must be a JSON object such as '{{\"num_layers\": 2}}', "
             f"not {json.dumps(overrides)}"
         )
-    record = families.get(family)
-    takes = record.backbone_args()
+    takes = family.backbone_args()
     for key in overrides:
-        if key in SET_BY_TRAINER:
-            raise ValueError(f"--config {key!r}: the trainer sets it from {SET_BY_TRAINER[key]}")
+        if key in family.set_by_trainer:  # the record says which, and from what
+            source = family.set_by_trainer[key]
+            raise ValueError(f"--config {key!r}: the trainer sets it from {source}")
         if key not in takes:
             close = difflib.get_close_matches(key, takes, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ValueError(
                 f"--config {key!r} is not an argument of keras_hub.models."
-                f"{record.backbone_class} ({hint}it takes "
-                f"{', '.join(k for k in takes if k not in SET_BY_TRAINER)})"
+                f"{family.backbone_class} ({hint}it takes "
+                f"{', '.join(k for k in takes if k not in family.set_by_trainer)})"
             )
-    shape = {**(record.sizes or SIZES).get(size, {}), **overrides}
+    shape = {**(family.sizes or SIZES).get(size, {}), **overrides}
     if problem := backbone_problem(family, overrides, shape, "--config {!r}", "--config: "):
         raise ValueError(problem)
 
 
-def backbone_problem(family: str, given: dict, whole: dict, label: str, prefix: str):
+def backbone_problem(family: Family, given: dict, whole: dict, label: str, prefix: str):
     """One sentence about the first argument in `given` that is not of its type or lies
     outside its bounds (`label` names it: "--config {!r}"), else about `whole` (the backbone
     config `given` goes into) against whole heads and the family's `config_rule` (`prefix`
     comes first); None when all fit."""
-    record = families.get(family)
-    for bounds in (Shape, record.argument_bounds):
+    for bounds in (Shape, family.argument_bounds):
         if bounds is not None and (problem := _field_problem(bounds, given, label)):
             return problem
     hidden_dim, num_heads = whole.get("hidden_dim", 0), whole.get("num_heads", 1)
     if hidden_dim % num_heads:
         return f"{prefix}hidden_dim {hidden_dim} is not a multiple of num_heads {num_heads}"
-    problem = record.config_rule(whole)
+    problem = family.config_rule(whole)
     return problem and prefix + problem
 
 
-def converted_backbone(family: str, config: dict, where: str) -> dict:
+def converted_backbone(family: Family, config: dict, where: str) -> dict:
     """The backbone arguments of a transformers config (`where`: its file), checked as
     --config is; raises ValueError (one sentence naming `where` and the argument)."""
-    record = families.get(family)
     try:
-        backbone = record.backbone_config_of(config)
+        backbone = family.backbone_config_of(config)
     except (TypeError, ValueError, ArithmeticError, UserError) as err:  # transformers' own too
         raise ValueError(f"{where}: {' '.join(str(err).split())}") from None
-    label = f"{where} gives the {record.backbone_class} argument {{!r}}, which"
+    label = f"{where} gives the {family.backbone_class} argument {{!r}}, which"
     if problem := backbone_problem(family, backbone, backbone, label, f"{where}: "):
         raise ValueError(problem)
     return backbone
@@ -110,7 +106,7 @@ def _field_problem(bounds, given: dict, label: str) -> str | None:
 
 
 def backbone_config(
-    family: str,
+    family: Family,
     size: str,
     vocabulary_size: int,
     max_sequence_length: int,
@@ -119,39 +115,35 @@ def backbone_config(
 ) -> dict:
     """The keyword arguments of the family's backbone (`special_token_ids`, role -> id:
     the tokenizer's, for a family whose backbone takes some, e.g. a document separator)."""
-    record = families.get(family)  # raises for an unknown family
-    sizes = record.sizes or SIZES
+    sizes = family.sizes or SIZES
     if size not in sizes:
         raise ValueError(f"model size {size!r} is not one of {tuple(sizes)}")
     config = dict(
         sizes[size],
         vocabulary_size=vocabulary_size,
-        dropout=record.dropout,
+        dropout=family.dropout,
         max_sequence_length=max_sequence_length,
-        **(record.token_args(special_token_ids) if special_token_ids else {}),
+        **(family.token_args(special_token_ids) if special_token_ids else {}),
     )
     config.update(overrides or {})
     return config
 
 
-def build_masked_lm(family: str, config: dict):
+def build_masked_lm(family: Family, config: dict):
     """A keras-hub MaskedLM task (LM head only at `mask_positions`) with no preprocessor."""
-    return families.get(family).task_cls()(
-        backbone=build_backbone(family, config), preprocessor=None
-    )
+    return family.task_cls()(backbone=build_backbone(family, config), preprocessor=None)
 
 
-def build_backbone(family: str, config: dict, dtype: str | None = None):
+def build_backbone(family: Family, config: dict, dtype: str | None = None):
     """The family's keras-hub backbone of a recorded `backbone_config`, with the encoder
     activation it records (`trainer/families/activation.py`) where that is not keras-hub's;
     `dtype`, a Keras dtype policy, is passed to it (else the process-wide one applies)."""
-    record = families.get(family)
     kwargs = activation.without(config)
     if dtype is not None:
         kwargs["dtype"] = dtype
-    backbone = record.backbone_cls()(**kwargs)
-    name = activation.of(config, record.activation)
-    if name != record.activation:
+    backbone = family.backbone_cls()(**kwargs)
+    name = activation.of(config, family.activation)
+    if name != family.activation:
         activation.set_in(backbone, name)
     return backbone
 

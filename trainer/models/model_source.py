@@ -11,9 +11,9 @@ Reading the weight files themselves is `trainer.models.checkpoints`' job.
 
 Example:
     >>> source = resolve("runs/tiny")             # paths and configs only, no model built
-    >>> source.kind, source.max_sequence_length
-    ('checkpoint', 128)
-    >>> masked_lm, run_config, tokenizer_dir = load_masked_lm("runs/tiny")
+    >>> source.kind, source.family.name, source.max_sequence_length
+    ('checkpoint', 'roberta', 128)
+    >>> masked_lm, record, tokenizer_dir = load_masked_lm("runs/tiny")
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ import keras_hub
 from common import fs
 from common.errors import UserError
 from trainer import families
+from trainer.families.family import Family
 from trainer.models.checkpoints import load_weights, newest_readable, unreadable_reason
 from trainer.models.model import build_masked_lm
 from trainer.run_folder import run_dir
 from trainer.run_folder.run_dir import RUN_CONFIG, TOKENIZER_DIR, WEIGHTS_SUFFIX, RunDir
+from trainer.run_folder.run_record import RunRecord
 
 # keras-hub preset files (keras_hub/src/utils/preset_utils.py).
 PRESET_CONFIG = "config.json"
@@ -46,20 +48,17 @@ class ModelSource:
 
     kind: str  # "checkpoint" or "preset"
     path: str  # the .weights.h5 file, or the preset dir
-    run_config: dict
+    record: RunRecord  # its run_config.json (a preset's, completed from its config.json)
     tokenizer_dir: str | None
 
     @property
-    def family(self) -> str:
-        return self.run_config["family"]
+    def family(self) -> Family:
+        return self.record.family
 
     @property
     def max_sequence_length(self) -> int:
-        """The longest sequence to feed it: its position table's length, or where it has
-        none (rotary positions), the length it was trained at."""
-        record = families.get(self.family)
-        positions = record.max_positions(self.run_config["backbone_config"])
-        return int(positions if positions is not None else self.run_config["max_length"])
+        """The longest sequence to feed it (`RunRecord.max_sequence_length`)."""
+        return self.record.max_sequence_length
 
 
 def resolve(path: str) -> ModelSource:
@@ -99,9 +98,8 @@ def _checkpoint_source(checkpoint: str, output_dir: str) -> ModelSource:
         raise ModelNotFoundError(
             f"{checkpoint} is not inside a training output dir: {config_path} is missing."
         )
-    run_config = fs.read_json(config_path)
     tokenizer_dir = fs.join(output_dir, TOKENIZER_DIR)
-    return ModelSource("checkpoint", checkpoint, run_config, tokenizer_dir)
+    return ModelSource("checkpoint", checkpoint, RunRecord.read(config_path), tokenizer_dir)
 
 
 def _preset_source(preset_dir: str) -> ModelSource:
@@ -120,12 +118,12 @@ def _preset_source(preset_dir: str) -> ModelSource:
     _check_task(preset_dir, family)
     run_config_path = fs.join(preset_dir, RUN_CONFIG)
     # Presets that we did not export have no run config: rebuild the part we use.
-    run_config = fs.read_json(run_config_path) if fs.exists(run_config_path) else {}
-    run_config = {**run_config, "family": family.name, "backbone_config": _backbone_kwargs(config)}
+    saved = fs.read_json(run_config_path) if fs.exists(run_config_path) else {}
+    record = RunRecord.of_preset(saved, family, _backbone_kwargs(config))
     tokenizer_dir = fs.join(preset_dir, TOKENIZER_DIR)
     if not fs.exists(fs.join(tokenizer_dir, "tokenizer.json")):
         tokenizer_dir = None
-    return ModelSource("preset", preset_dir, run_config, tokenizer_dir)
+    return ModelSource("preset", preset_dir, record, tokenizer_dir)
 
 
 def _check_task(preset_dir: str, family) -> None:
@@ -148,26 +146,25 @@ def _backbone_kwargs(preset_config: dict) -> dict:
 
 
 def load_masked_lm(path: str):
-    """Loads `(masked_lm, run_config, tokenizer_dir)` from any layout `resolve` accepts.
-
-    `tokenizer_dir` is None for a preset without our `tokenizer/` folder.
+    """Loads `(masked_lm, record, tokenizer_dir)` from any layout `resolve` accepts (`record`:
+    its `RunRecord`). `tokenizer_dir` is None for a preset without our `tokenizer/` folder.
 
     Example:
-        >>> masked_lm, run_config, tokenizer_dir = load_masked_lm("runs/tiny/checkpoints/"
-        ...                                                        "ckpt-00000100.weights.h5")
-        >>> run_config["family"]
+        >>> masked_lm, record, tokenizer_dir = load_masked_lm("runs/tiny/checkpoints/"
+        ...                                                   "ckpt-00000100.weights.h5")
+        >>> record.family.name
         'roberta'
     """
     source = resolve(path)
-    return load_source(source), source.run_config, source.tokenizer_dir
+    return load_source(source), source.record, source.tokenizer_dir
 
 
 def load_source(source: ModelSource):
     """Builds the keras-hub MaskedLM of a resolved source and loads its weights, reading one
     text per row: the arguments only pretraining's packed rows use are None (a document
     separator would split a text that quotes `<s>` into two documents)."""
-    family = families.get(source.family)
-    config = source.run_config["backbone_config"]
+    family = source.family
+    config = source.record.backbone_config
     one_text = family.one_document_per_row(config)
     if source.kind == "preset":
         if one_text == config:
@@ -175,6 +172,6 @@ def load_source(source: ModelSource):
         one_text_args = {k: one_text[k] for k in family.packed_rows_only}
         backbone = keras_hub.models.Backbone.from_preset(source.path, **one_text_args)
         return keras_hub.models.MaskedLM.from_preset(source.path, backbone=backbone)
-    masked_lm = build_masked_lm(source.family, one_text)
+    masked_lm = build_masked_lm(family, one_text)
     load_weights(masked_lm, source.path)
     return masked_lm

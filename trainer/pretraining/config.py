@@ -255,12 +255,18 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
             keras_backend.check()
         if problem := flags.out_of_bounds(TrainConfig, self):
             raise ValueError(problem)
-        model.check_overrides(self.family, self.model, self.config)
+        model.check_overrides(self.family_record, self.model, self.config)
         if self.init_from and (self.config or self.pretrained_model_config):
             raise ValueError(
                 "--init_from takes the model's family and sizes from the "
                 "checkpoint: drop --config / --pretrained_model_config"
             )
+
+    @property
+    def family_record(self) -> families.Family:
+        """--family's record: where the family's name enters a pretraining run (its run
+        looks it up here once, unless --init_from gives the checkpoint's)."""
+        return families.get(self.family)
 
     def _check_decay_flags(self) -> None:
         """--decay_from_step S with --decay_steps D: the run ends at S + D (--train_steps, if

@@ -18,8 +18,12 @@ import dataclasses
 import hashlib
 import json
 import math
+from typing import TYPE_CHECKING
 
 from common.errors import UserError
+
+if TYPE_CHECKING:  # the plan reads a saved run's fields; importing the record imports Keras
+    from trainer.run_folder.run_record import RunRecord
 
 # Settings of a run that a restart must not change, and the flag a user changes for each.
 FIXED = {
@@ -57,15 +61,15 @@ CONTINUED_LEARNING_RATE = 1e-4
 
 
 def learning_rate(
-    explicit: float | None, size: str, saved: dict | None, continued: bool = False
+    explicit: float | None, size: str, saved: RunRecord | None, continued: bool = False
 ) -> float:
     """An explicit flag wins; else a resumed run keeps the rate it started with (a new
     default must not change a run half-way); else the default of continued training or of
     the size."""
     if explicit is not None:
         return explicit
-    if saved and saved.get("learning_rate") is not None:
-        return saved["learning_rate"]
+    if saved and saved.recipe.learning_rate is not None:
+        return saved.recipe.learning_rate
     if continued:
         return CONTINUED_LEARNING_RATE
     return DEFAULT_LEARNING_RATES.get(size, DEFAULT_LEARNING_RATES["base"])
@@ -122,10 +126,10 @@ def make_plan(
     eval_every: int,
     steps_per_execution: int,
     warmup_ratio: float,
-    saved: dict | None = None,
+    saved: RunRecord | None = None,
     decay: DecayFlags | None = None,
 ) -> TrainPlan:
-    """The plan of this attempt; `saved` is the run config of a run that has trained (None
+    """The plan of this attempt; `saved` is the record of a run that has trained (None
     for a new run, or one killed before its first backup: that one is planned afresh);
     `decay` the flags of a warmup-stable-decay schedule (None: linear decay)."""
     interval = math.gcd(save_every, eval_every, total_steps)
@@ -168,7 +172,7 @@ def decay_phase(total_steps: int, warmup: int, decay: DecayFlags) -> tuple[int, 
 
 
 def check_decay_start(
-    saved: dict | None, plan: TrainPlan, start_step: int, where: str, from_step: int | None
+    saved: RunRecord | None, plan: TrainPlan, start_step: int, where: str, from_step: int | None
 ) -> None:
     """--decay_from_step S (`from_step`; None: not given) before the resume step R is
     refused, unless the saved run was already decaying from S (a restart inside the decay):
@@ -176,7 +180,7 @@ def check_decay_start(
     (A decay placed by --decay_ratio is re-planned with the total, as the linear decay is.)"""
     if from_step is None or plan.decay_start >= start_step:
         return
-    if (saved or {}).get("decay_start_step") == plan.decay_start:
+    if saved and saved.recipe.decay_start_step == plan.decay_start:
         return
     raise PlanError(
         f"{where} has trained {start_step} steps without decaying from step "
@@ -185,19 +189,19 @@ def check_decay_start(
     )
 
 
-def warmup_steps(total_steps: int, warmup_ratio: float, saved: dict | None) -> int:
+def warmup_steps(total_steps: int, warmup_ratio: float, saved: RunRecord | None) -> int:
     """The first attempt's warmup, so extending --train_steps re-plans only the decay, with
     no second warmup; unless the new total ends inside it, where the rate would still be
     rising at the last step: then the warmup of a run planned for the new total."""
-    warmup = (saved or {}).get("warmup_steps")
+    warmup = saved.recipe.warmup_steps if saved else None
     if warmup is None or warmup >= total_steps:
         return int(warmup_ratio * total_steps)
     return warmup
 
 
-def warmup_change(saved: dict | None, plan: TrainPlan) -> str | None:
+def warmup_change(saved: RunRecord | None, plan: TrainPlan) -> str | None:
     """The line that says a trained run's warmup was re-planned, or None."""
-    old = (saved or {}).get("warmup_steps")
+    old = saved.recipe.warmup_steps if saved else None
     if old is None or old == plan.warmup_steps:
         return None
     return (
@@ -208,7 +212,8 @@ def warmup_change(saved: dict | None, plan: TrainPlan) -> str | None:
 
 
 def check_continuation(saved: dict | None, now: dict, where: str) -> None:
-    """Refuses flags that change a FIXED setting of the saved run, naming the flag."""
+    """Refuses flags that change a FIXED setting of the saved run, naming the flag: key by
+    key, over the run configs as saved (`RunRecord.raw`) and as this attempt writes it."""
     for key, flag in FIXED.items():
         if saved is None or key not in saved or saved[key] == now.get(key):
             continue

@@ -17,7 +17,7 @@ run_config.json records the values chosen.
 Example:
     >>> chosen(config, {"mlm_probability": 0.3}, saved=None)["mlm_probability"]
     0.3
-    >>> apply(config, families.get(config.family).pretraining_recipe, saved).mlm_probability
+    >>> apply(config, family.pretraining_recipe, saved).mlm_probability   # saved: a RunRecord
     0.15
 """
 
@@ -30,22 +30,22 @@ from trainer.families.recipe_flags import DEFAULTS
 from trainer.pretraining.plan import PlanError
 
 
-def chosen(config, recipe: Mapping, saved: dict | None) -> dict:
+def chosen(config, recipe: Mapping, saved) -> dict:
     """{flag: value} for every recipe flag of `config` (None where not given); `saved` is the
-    run config of a run that has trained, or None."""
+    `RunRecord` of a run that has trained, or None."""
     out = {}
     for name, default in DEFAULTS.items():
         given = getattr(config, name)
         if given is not None:
             out[name] = given
-        elif saved and saved.get(name) is not None:
-            out[name] = saved[name]
+        elif saved and saved.flag(name) is not None:
+            out[name] = saved.flag(name)
         else:
             out[name] = recipe.get(name, default)
     return out
 
 
-def apply(config, recipe: Mapping, saved: dict | None):
+def apply(config, recipe: Mapping, saved):
     """A copy of `config` with every recipe flag chosen (`chosen`); the copy checks the
     values' bounds as the flags' are. --decay_from_step needs the wsd schedule."""
     config = dataclasses.replace(config, **chosen(config, recipe, saved))

@@ -9,26 +9,27 @@ import dataclasses
 
 import keras
 
-from common import fs, manifest, prepared_dir, tokenizer_files
+from common import fs, manifest, prepared_dir, tokenizer_files, word_tables
 from common.errors import UserError
-from trainer import families
 from trainer.data import splits as data
 from trainer.data.masking import MaskingSpec
-from trainer.models import init_from, model
+from trainer.models import init_from, model, starting_point
 from trainer.pretraining import context_extension, pretrain_recipe
 from trainer.pretraining import plan as plans
 from trainer.pretraining.config import TrainConfig
 from trainer.release import push
 from trainer.run_folder import run_dir
+from trainer.run_folder.run_record import FROM_INIT, RunRecord
 
 
 class RunConfigError(UserError):
     """output_dir holds a run that the current flags cannot continue."""
 
 
-def write_run_files(run, run_config: dict, tokenizer_dir: str) -> None:
-    """run_config.json (atomically) and a copy of the tokenizer files."""
-    fs.write_json(run.run_config, run_config)
+def write_run_files(run, run_config: dict, family, tokenizer_dir: str) -> None:
+    """run_config.json (atomically, through its one writer: `RunRecord`) and a copy of the
+    tokenizer files."""
+    RunRecord.of(run_config, family).write(run.run_config)
     tokenizer_files.copy(tokenizer_dir, run.tokenizer_dir)
 
 
@@ -85,7 +86,7 @@ def check_backend(config: TrainConfig) -> str:
     return backend
 
 
-def resolve(config: TrainConfig, saved: dict | None) -> TrainConfig:
+def resolve(config: TrainConfig, saved: RunRecord | None) -> TrainConfig:
     """A copy of `config` with what the flags left open filled in: the backend Keras runs,
     the tokenizer the manifest names, the learning rate of the size (or of the saved run)."""
     backend = check_backend(config)
@@ -99,12 +100,13 @@ def resolve(config: TrainConfig, saved: dict | None) -> TrainConfig:
     )
 
 
-def resolved(config: TrainConfig, trained: dict | None):
+def resolved(config: TrainConfig, trained: RunRecord | None):
     """(`resolve`d config with the family of --init_from and every recipe flag chosen
-    (trainer/pretraining/pretrain_recipe.py), the checked `Initial` or None)."""
+    (trainer/pretraining/pretrain_recipe.py), the run's `Family`, the checked `Initial` or
+    None). The family is looked up here once: the flag's, or the checkpoint's."""
     config, initial = initial_model(resolve(config, trained))
-    recipe = families.get(config.family).pretraining_recipe
-    return pretrain_recipe.apply(config, recipe, trained), initial
+    family = initial.family if initial else config.family_record
+    return pretrain_recipe.apply(config, family.pretraining_recipe, trained), family, initial
 
 
 def initial_model(config: TrainConfig):
@@ -112,22 +114,22 @@ def initial_model(config: TrainConfig):
     if not config.init_from:
         return config, None
     initial = init_from.resolve(config.init_from)
-    return dataclasses.replace(config, family=initial.family), initial
+    return dataclasses.replace(config, family=initial.family.name), initial  # as recorded
 
 
-def backbone_of(config, inputs: Inputs, initial) -> dict:
+def backbone_of(config, family, inputs: Inputs, initial) -> dict:
     """The checkpoint's backbone (once the data is known to fit it), or one of the size;
     refused in one line where the family cannot train it here (`Family.device_rule`)."""
     ids, length = inputs.info.special_token_ids, inputs.train.max_length
     if initial is None:
         backbone = model.backbone_config(
-            config.family, config.model, inputs.info.vocab_size, length, config.config, ids
+            family, config.model, inputs.info.vocab_size, length, config.config, ids
         )
     else:
-        init_from.check_tokenizer(initial, inputs.info, config.tokenizer)
-        init_from.check_length(initial, length)
-        backbone = {**initial.backbone_config, **families.get(initial.family).token_args(ids)}
-    if problem := families.get(config.family).device_rule(backbone, length):
+        starting_point.check_tokenizer(initial, inputs.info, config.tokenizer)
+        starting_point.check_length(initial, length)
+        backbone = {**initial.backbone_config, **family.token_args(ids)}
+    if problem := family.device_rule(backbone, length):
         raise RunConfigError(problem)
     return backbone
 
@@ -136,9 +138,9 @@ def masking_spec(config, inputs: Inputs) -> MaskingSpec:
     info = inputs.info
     tables = {}
     if config.masking == "whole_word":
-        ends, mid = tokenizer_files.unit_tables(inputs.tokenizer)
+        ends, mid = word_tables.unit_tables(inputs.tokenizer)
         tables = dict(
-            word_starts=tuple(tokenizer_files.word_starts(inputs.tokenizer)),
+            word_starts=tuple(word_tables.word_starts(inputs.tokenizer)),
             unit_ends=tuple(ends),
             mid_character=tuple(mid),
         )
@@ -177,43 +179,45 @@ def run_config_of(config, runtime, inputs, plan, backbone, global_batch, initial
         "fused_attention": runtime.device.fused_attention,
     }
     if initial is not None:
-        run_config.update(size="from --init_from", init_from=initial.record())
+        run_config.update(size=FROM_INIT, init_from=initial.record())
     return run_config
 
 
-def check_continuation(config, saved, trained, run_config: dict, where: str) -> None:
+def check_continuation(config, family, saved, trained, run_config: dict, where: str) -> None:
     """Refuses a restart that changes a fixed setting of the saved run (trainer/pretraining/plan.py
     FIXED), except what --extend_context may change."""
-    plans.check_continuation(
-        extension_view(config, saved, trained, run_config, where), run_config, where
-    )
+    now = RunRecord.of(run_config, family)
+    plans.check_continuation(extension_view(config, now, saved, trained, where), run_config, where)
 
 
-def data_start(config, saved, run_config: dict, start_step: int, inputs: Inputs) -> Inputs:
+def data_start(config, family, saved, run_config: dict, start_step: int, inputs: Inputs) -> Inputs:
     """Records where the training data's stream starts (and what an extension changed);
     returns the inputs that read from there."""
-    run_config["data_start_step"] = context_extension.data_start_step(saved, run_config, start_step)
-    changed = context_extension.changes(saved, run_config) if config.extend_context else None
+    now = RunRecord.of(run_config, family)
+    start = context_extension.data_start_step(saved, now, start_step)
+    changed = context_extension.changes(saved, now) if config.extend_context else None
+    run_config["data_start_step"] = start
     if changed:
         run_config["context_extension"] = changed
-    return dataclasses.replace(inputs, data_start_step=run_config["data_start_step"])
+    return dataclasses.replace(inputs, data_start_step=start)
 
 
-def extension_view(config, saved, trained, run_config, where: str):
-    """The saved run as a restart must match it: under --extend_context, with the settings an
-    extension may change taken from this attempt (trainer/pretraining/context_extension.py).
-    A run that saved no weights binds nothing: its command may have been refused at step 1
-    (a NaN loss), and the corrected command starts it afresh."""
+def extension_view(config, now: RunRecord, saved, trained, where: str):
+    """The saved run config as a restart must match it: under --extend_context, with the
+    settings an extension may change taken from this attempt
+    (trainer/pretraining/context_extension.py). A run that saved no weights binds nothing:
+    its command may have been refused at step 1 (a NaN loss), and the corrected command
+    starts it afresh."""
     if not config.extend_context:
-        return trained
+        return trained.raw if trained else None
     if trained is None:
         raise plans.PlanError(
             f"--extend_context: {where} holds no trained run to extend; start it without the flag"
         )
-    return context_extension.allowed(saved, run_config, families.get(config.family), where)
+    return context_extension.allowed(saved, now, where)
 
 
-def check_resume(saved, plan, start_step: int, where: str, config) -> None:
+def check_resume(saved: RunRecord | None, plan, start_step: int, where: str, config) -> None:
     """The restored step against the plan: not past the total, not past a --decay_from_step
     the run did not decay from."""
     plans.check_start(start_step, plan.total_steps, where)
@@ -252,7 +256,11 @@ def check_hosts_agree(runtime, run_files, saved, run_config) -> None:
     plans.check_hosts_agree(
         runtime.gather,
         newest,
-        {"saved": saved, "now": run_config, "weights": [fs.basename(p) for p in weights]},
+        {
+            "saved": saved.raw if saved else None,
+            "now": run_config,
+            "weights": [fs.basename(p) for p in weights],
+        },
     )
 
 

@@ -19,8 +19,9 @@ import keras
 
 from common import fs, schema
 from common.errors import run_cli
-from trainer import backends, families
+from trainer import backends
 from trainer.backends.devices import DeviceRequest
+from trainer.data import read_errors
 from trainer.data import splits as data
 from trainer.models import checkpoints, init_from, model
 from trainer.models.checkpoints import update_count
@@ -33,6 +34,7 @@ from trainer.pretraining.train_step import MaskedLMTrainer
 from trainer.release import export
 from trainer.run_folder import attempts, folder_lock
 from trainer.run_folder.run_dir import RunDir
+from trainer.run_folder.run_record import RunRecord
 from trainer.startup import quiet
 
 
@@ -50,19 +52,19 @@ class Run:
     masked_lm: keras.Model
 
 
-def _build(config, runtime, spec, backbone, plan):
+def _build(config, family, runtime, spec, backbone, plan):
     """The compiled trainer model with a built optimizer (ready for `restore_state`)."""
     keras.mixed_precision.set_dtype_policy(model.dtype_policy(runtime.device.precision))
     with runtime.scope():
         keras.utils.set_random_seed(config.seed)
-        masked_lm = model.build_masked_lm(config.family, backbone)
+        masked_lm = model.build_masked_lm(family, backbone)
         model.bf16_lm_head(masked_lm)  # a no-op in float32
         if runtime.device.fused_attention:
             model.fuse_attention(masked_lm)
         trainer_model = MaskedLMTrainer(
             masked_lm, spec, seed=config.seed, eval_seed=config.eval_seed
         )
-        length = families.get(config.family).build_length(backbone)
+        length = family.build_length(backbone)
         dummy = {name: keras.ops.ones((1, length), "int32") for name in schema.FEATURES}
         with quiet.harmless_lines_hidden():
             trainer_model(dummy)  # build the weights (eagerly)
@@ -97,34 +99,35 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
 
 def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     run_files = RunDir(config.output_dir)
-    saved = fs.read_json(run_files.run_config) if fs.exists(run_files.run_config) else None
+    saved = RunRecord.read(run_files.run_config) if fs.exists(run_files.run_config) else None
     # The saved plan binds only a run that has trained: a start killed before its first
     # backup is planned afresh from today's flags (warmup, default learning rate).
     trained = saved if checkpoints.has_trained(run_files) else None
-    config, initial = run_setup.resolved(config, trained)
+    config, family, initial = run_setup.resolved(config, trained)
     run_setup.check_push(config)
     inputs = run_setup.load_inputs(config)
     global_batch, plan = run_setup.plan_of(config, runtime, inputs, trained)
     total_steps = plan.total_steps
-    backbone = run_setup.backbone_of(config, inputs, initial)
+    backbone = run_setup.backbone_of(config, family, inputs, initial)
     run_config = run_setup.run_config_of(
         config, runtime, inputs, plan, backbone, global_batch, initial
     )
     run_setup.check_hosts_agree(runtime, run_files, saved, run_config)
-    run_setup.check_continuation(config, saved, trained, run_config, run_files.root)
+    run_setup.check_continuation(config, family, saved, trained, run_config, run_files.root)
     trainer_model, masked_lm = _build(
-        config, runtime, run_setup.masking_spec(config, inputs), backbone, plan
+        config, family, runtime, run_setup.masking_spec(config, inputs), backbone, plan
     )
     start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
     if initial is not None and start_step == 0:  # a restart resumes the run, not the model
         init_from.load_into(masked_lm, initial)
     run_setup.check_resume(saved, plan, start_step, run_files.root, config)
-    inputs = run_setup.data_start(config, saved, run_config, start_step, inputs)
+    inputs = run_setup.data_start(config, family, saved, run_config, start_step, inputs)
     run = Run(config, runtime, run_files, inputs, plan, global_batch, trainer_model, masked_lm)
     if runtime.chief:  # only once every check passed: a refused command changes no file
         run_setup.remove_orphans(run_files)
-        run_config["attempts"] = attempts.history(saved, run_config, start_step)
-        run_setup.write_run_files(run_files, run_config, config.tokenizer)
+        earlier = saved.raw if saved else None
+        run_config["attempts"] = attempts.history(earlier, run_config, start_step)
+        run_setup.write_run_files(run_files, run_config, family, config.tokenizer)
     if replanned := plans.warmup_change(trained, plan):
         print(replanned)
     if start_step == total_steps:
@@ -136,7 +139,7 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
             lambda: _evaluate(run),
         )
     _recompile_for(run, start_step)
-    with data.replaced_splits_named(inputs.train, inputs.eval):
+    with read_errors.replaced_splits_named(inputs.train, inputs.eval):
         log = _fit(run, start_step, [folder_lock.LockKept(lock)], extra_callbacks)
     # The optimizer's own count, not the configured total: what the weights really saw.
     steps_done = update_count(trainer_model.optimizer)
@@ -279,7 +282,7 @@ def _evaluate(run: Run) -> dict:
             config.max_eval_batches,
         )
     )
-    with data.replaced_splits_named(inputs.train, inputs.eval):
+    with read_errors.replaced_splits_named(inputs.train, inputs.eval):
         logs = run.trainer_model.evaluate(
             batches, steps=_eval_steps(run), verbose=0, return_dict=True
         )

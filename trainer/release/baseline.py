@@ -20,6 +20,7 @@ from common import flags, fs, schema, tokenizer_files
 from common.errors import UserError, run_cli
 from trainer.data import splits as data
 from trainer.run_folder.run_dir import RunDir
+from trainer.run_folder.run_record import RunRecord
 
 
 def token_counts(batches, vocab_size: int, special_ids) -> np.ndarray:
@@ -32,22 +33,23 @@ def token_counts(batches, vocab_size: int, special_ids) -> np.ndarray:
     return counts
 
 
-def scored_batches(evaluation: data.SplitSource, config: dict):
-    """The evaluation batches a run with `config` (its run_config.json) scores, as
+def scored_batches(evaluation: data.SplitSource, record: RunRecord):
+    """The evaluation batches a run (`record`: its run_config.json) scores, as
     `trainer.task` builds them: per input pipeline, its share of the records in batches of
     the rows one step gives it (per-replica batch x its replicas, whichever backend), capped
     at `max_eval_batches`. Not the global batch, which counts accumulated micro-batches."""
-    pipelines = int(config.get("input_pipelines") or 1)
-    per_replica = config.get("per_replica_batch_size")
+    recipe = record.recipe
+    pipelines = int(record.input_pipelines or 1)
+    per_replica = recipe.per_replica_batch_size
     rows = (
-        per_replica * int(config.get("replicas") or 1) // pipelines
+        per_replica * int(recipe.replicas or 1) // pipelines
         if per_replica
-        else config["global_batch_size"]
+        else recipe.global_batch_size
     )  # run configs older than these fields
     for pipeline in range(pipelines):
         mine = evaluation.for_pipeline(pipeline, pipelines, by_records=True)
         yield from data.eval_dataset(
-            mine, rows, config.get("max_eval_batches"), pipeline=data.GRAIN
+            mine, rows, record.max_eval_batches, pipeline=data.GRAIN
         )  # the same batches, no TensorFlow
 
 
@@ -56,11 +58,11 @@ def unigram_baseline(run_dir: str, train_batches: int = 200) -> tuple[int, float
     run = RunDir(run_dir)
     if not fs.exists(run.run_config):
         raise UserError(f"{run_dir} holds no run_config.json; point --run_dir at a run")
-    config = fs.read_json(run.run_config)
+    record = RunRecord.read(run.run_config)
     _, info = tokenizer_files.load(run.tokenizer_dir)
-    train = data.resolve_split(config["train_data"], info, config["max_length"])
-    evaluation = data.resolve_split(config["eval_data"], info, config["max_length"])
-    batch = config["global_batch_size"]
+    train = data.resolve_split(record.train_data, info, record.max_length)
+    evaluation = data.resolve_split(record.eval_data, info, record.max_length)
+    batch = record.recipe.global_batch_size
     specials = info.all_special_ids
     top = int(
         np.argmax(
@@ -71,7 +73,7 @@ def unigram_baseline(run_dir: str, train_batches: int = 200) -> tuple[int, float
             )
         )
     )
-    scored = token_counts(scored_batches(evaluation, config), info.vocab_size, specials)
+    scored = token_counts(scored_batches(evaluation, record), info.vocab_size, specials)
     return top, float(scored[top] / max(1, scored.sum()))
 
 

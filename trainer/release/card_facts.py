@@ -24,9 +24,10 @@ import posixpath
 
 from common import fs, manifest
 from common.errors import UserError
-from trainer.release import baseline, export_folder
+from trainer.release import baseline
 from trainer.run_folder import attempts, run_dir
 from trainer.run_folder.run_dir import RUN_CONFIG, RunDir
+from trainer.run_folder.run_record import RunRecord
 
 RESULT_KEYS = ("eval_loss", "eval_accuracy", "eval_perplexity")
 _MAX_PRESET_HOPS = 8  # a preset exported from a preset exported from ... a checkpoint
@@ -34,7 +35,7 @@ _MAX_PRESET_HOPS = 8  # a preset exported from a preset exported from ... a chec
 
 @dataclasses.dataclass(frozen=True)
 class CardFacts:
-    run_config: dict
+    record: RunRecord  # the exported model's run_config.json
     parameters: int
     tokenizer_kind: dict  # model type, pre-tokenizer
     step: int | None  # optimizer step of the exported weights
@@ -43,7 +44,7 @@ class CardFacts:
     train_data: dict | None  # see `split_summary`
     eval_data: dict | None
     notes: tuple = ()  # why a missing fact is missing
-    # trainer.run_folder.attempts.spans: the attempts that trained these weights
+    # trainer.run_folder.attempts.spans: the attempts that trained these weights (Recipes)
     attempts: tuple = ()
 
     @property
@@ -56,17 +57,17 @@ class CardFacts:
 def origin_checkpoint(source) -> str | None:
     """The `ckpt-*.weights.h5` the model's weights come from; a preset is followed back
     through the `exported_from` that `trainer.export` records in its run_config.json."""
-    path, config = source.path, source.run_config
+    path, record = source.path, source.record
     for _ in range(_MAX_PRESET_HOPS):
         if run_dir.step_of(path) is not None:
             return path if fs.exists(path) else None
-        path = (config or {}).get(export_folder.EXPORTED_FROM)
+        path = record.exported_from
         if not path:
             return None
         if run_dir.step_of(path) is None:  # another preset: read where it came from
             if not fs.exists(fs.join(path, RUN_CONFIG)):
                 return None
-            config = fs.read_json(fs.join(path, RUN_CONFIG))
+            record = RunRecord.read(fs.join(path, RUN_CONFIG))
     return None
 
 
@@ -134,21 +135,21 @@ def _baseline(run_root: str, tokenizer) -> tuple[dict | None, str]:
     return {"token": tokenizer.id_to_token(top), "share": share}, ""
 
 
-def _splits(config: dict) -> tuple:
+def _splits(record: RunRecord) -> tuple:
     """(train summary, eval summary, notes) from the splits the run config names."""
-    if not config.get("train_data") or not config.get("eval_data"):
+    if not record.train_data or not record.eval_data:
         return None, None, ["the run config names no training data"]
-    train, why_train = split_summary(config["train_data"], config.get("train_data_digest"))
-    evaluation, why_eval = split_summary(config["eval_data"], None)
+    train, why_train = split_summary(record.train_data, record.train_data_digest)
+    evaluation, why_eval = split_summary(record.eval_data, None)
     return train, evaluation, [w for w in (why_train, why_eval) if w]
 
 
 def gather(source, tokenizer, parameters: int) -> CardFacts:
-    """Every fact of the card of `source` (the ModelSource export resolved: path, run_config)."""
-    config = source.run_config
+    """Every fact of the card of `source` (the ModelSource export resolved: path, record)."""
+    record = source.record
     checkpoint = origin_checkpoint(source)
     step = run_dir.step_of(checkpoint) if checkpoint else None
-    train, evaluation, notes = _splits(config)
+    train, evaluation, notes = _splits(record)
     results, base = None, None
     if checkpoint is None:
         notes.append("the training run this model came from was not found at export time")
@@ -157,12 +158,12 @@ def gather(source, tokenizer, parameters: int) -> CardFacts:
         results = results_at(root, step)
         if results is None:
             notes.append(f"no evaluation was recorded at step {step}")
-        if config.get("train_data") and config.get("eval_data"):
+        if record.train_data and record.eval_data:
             base, why = _baseline(root, tokenizer)
             notes += [why] if why else []
-    kind = tokenizer_kind(tokenizer, config["tokenizer"]["special_token_ids"])
+    kind = tokenizer_kind(tokenizer, record.tokenizer["special_token_ids"])
     return CardFacts(
-        config,
+        record,
         parameters,
         kind,
         step,
@@ -171,5 +172,5 @@ def gather(source, tokenizer, parameters: int) -> CardFacts:
         train,
         evaluation,
         tuple(notes),
-        tuple(attempts.spans(config.get("attempts") or [], step)),
+        tuple(attempts.spans(list(record.attempts), step)),
     )

@@ -1,7 +1,8 @@
 """The Markdown body of a model card: one function per section, every figure from the facts.
 
 A fact the run did not record is written as "not recorded" (with the reason from
-`CardFacts.notes`), never filled in with a default.
+`CardFacts.notes`), never filled in with a default. The run's facts are its `RunRecord`'s
+fields (trainer/run_folder/run_record.py), its recipe and each attempt's an `attempts.Recipe`.
 """
 
 from __future__ import annotations
@@ -25,25 +26,17 @@ def _table(rows) -> str:
     return "\n".join(lines)
 
 
-def _max_length(run_config: dict):
-    """The model's position table's length, or where it has none, the trained length."""
-    from trainer import families
-
-    record = families.get(run_config["family"])
-    return record.max_positions(run_config["backbone_config"]) or run_config.get("max_length")
-
-
 def model_section(facts) -> str:
-    config, backbone = facts.run_config, facts.run_config["backbone_config"]
+    record, backbone = facts.record, facts.record.backbone_config
     rows = [
-        ("family", config["family"]),
-        ("size", _size(config)),
+        ("family", record.family.name),
+        ("size", _size(record)),
         ("parameters", _n(facts.parameters)),
         ("layers", backbone.get("num_layers")),
         ("hidden size", backbone.get("hidden_dim")),
         ("attention heads", backbone.get("num_heads")),
         ("feed-forward size", backbone.get("intermediate_dim")),
-        ("max sequence length", _max_length(config)),
+        ("max sequence length", record.max_sequence_length),
         ("dropout", backbone.get("dropout")),
     ]
     if backbone.get("activation"):  # not keras-hub's own (trainer/families/activation.py)
@@ -54,7 +47,7 @@ def model_section(facts) -> str:
 
 
 def tokenizer_section(facts) -> str:
-    tokenizer, kind = facts.run_config["tokenizer"], facts.tokenizer_kind
+    tokenizer, kind = facts.record.tokenizer, facts.tokenizer_kind
     specials = ", ".join(
         f"{role.removesuffix('_token')} `{token}`" for role, token in kind["special_tokens"].items()
     )
@@ -98,59 +91,57 @@ def data_section(facts) -> str:
     )
 
 
-def _hardware(config: dict) -> str:
-    where = config.get("hardware") or {"auto": "auto-selected device"}.get(
-        config.get("strategy"), str(config.get("strategy")).upper()
-    )
-    return f"{where}, {_n(config.get('replicas'))} replica(s)"
+def _hardware(recipe) -> str:
+    where = {"auto": "auto-selected device"}.get(recipe.strategy, str(recipe.strategy).upper())
+    return f"{where}, {_n(recipe.replicas)} replica(s)"
 
 
-def _accumulation(config) -> str:
-    micro = config.get("grad_accum_steps") or 1
+def _accumulation(recipe) -> str:
+    micro = recipe.grad_accum_steps or 1
     return f" x {micro} accumulated micro-batches" if micro > 1 else ""
 
 
-def _batch(config) -> str:
+def _batch(recipe) -> str:
     return (
-        f"{_n(config.get('global_batch_size'))} sequences "
-        f"({config.get('per_replica_batch_size')} per replica x {config.get('replicas')}"
-        + _accumulation(config)
+        f"{_n(recipe.global_batch_size)} sequences "
+        f"({recipe.per_replica_batch_size} per replica x {recipe.replicas}"
+        + _accumulation(recipe)
         + ")"
     )
 
 
-def _optimizer(config) -> str:
+def _optimizer(recipe) -> str:
     return (
-        f"AdamW (weight decay {config.get('weight_decay')}, betas "
-        f"{config.get('adam_beta1')}/{config.get('adam_beta2')}, epsilon "
-        f"{config.get('adam_epsilon')}), gradient clipping {config.get('clip_norm')}"
-        + (", StableAdamW update clipping" if config.get("update_clipping") == "on" else "")
+        f"AdamW (weight decay {recipe.weight_decay}, betas "
+        f"{recipe.adam_beta1}/{recipe.adam_beta2}, epsilon "
+        f"{recipe.adam_epsilon}), gradient clipping {recipe.clip_norm}"
+        + (", StableAdamW update clipping" if recipe.update_clipping == "on" else "")
     )
 
 
-def _schedule(config) -> str:
-    if config.get("schedule") == "wsd":
-        start, length = config.get("decay_start_step"), config.get("decay_num_steps")
-        held = f"linear warmup over {_n(config.get('warmup_steps'))} steps, held at the peak"
+def _schedule(recipe) -> str:
+    if recipe.schedule == "wsd":
+        start, length = recipe.decay_start_step, recipe.decay_num_steps
+        held = f"linear warmup over {_n(recipe.warmup_steps)} steps, held at the peak"
         if not length:
-            return f"{held} to step {_n(config.get('total_steps'))} (not decayed)"
+            return f"{held} to step {_n(recipe.total_steps)} (not decayed)"
         return f"{held}, then 1 - sqrt decay to 0 from step {_n(start)} over {_n(length)} steps"
     return (
-        f"linear warmup over {_n(config.get('warmup_steps'))} steps, then linear decay to 0"
-        f" at step {_n(config.get('total_steps'))}"
+        f"linear warmup over {_n(recipe.warmup_steps)} steps, then linear decay to 0"
+        f" at step {_n(recipe.total_steps)}"
     )
 
 
-# What a restart may change, as the recipe states it (label, text of one attempt's config).
+# What a restart may change, as the recipe states it (label, text of one attempt's Recipe).
 BY_ATTEMPT = (
-    ("peak learning rate", lambda c: str(c.get("learning_rate"))),
+    ("peak learning rate", lambda r: str(r.learning_rate)),
     ("global batch", _batch),
     ("schedule", _schedule),
     ("optimizer", _optimizer),
-    ("precision", lambda c: str(c.get("precision"))),
+    ("precision", lambda r: str(r.precision)),
     ("hardware", _hardware),
-    ("Keras backend", lambda c: _n(c.get("backend"))),
-    ("XLA-compiled step", lambda c: str(c.get("jit_compile"))),
+    ("Keras backend", lambda r: _n(r.backend)),
+    ("XLA-compiled step", lambda r: str(r.jit_compile)),
 )
 
 
@@ -170,7 +161,7 @@ def attempts_section(facts) -> str:
     header = ["steps", *(label for label, _ in varying)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for attempt in facts.attempts:
-        steps = f"{attempt.get('start_step')}-{_n(attempt.get('end_step'))}"
+        steps = f"{attempt.start_step}-{_n(attempt.end_step)}"
         lines.append("| " + " | ".join([steps, *(text(attempt) for _, text in varying)]) + " |")
     return (
         "### Attempts\n\nThe run was restarted with changed settings; each attempt trained "
@@ -179,26 +170,25 @@ def attempts_section(facts) -> str:
 
 
 def recipe_section(facts) -> str:
-    config = facts.run_config
-    batch, step = config.get("global_batch_size"), facts.step
+    record, recipe = facts.record, facts.record.recipe
+    batch, step = recipe.global_batch_size, facts.step
     varying = {label for label, _ in _varying(facts)}
     rows = [
-        ("optimizer steps", f"{_n(step)} (of {_n(config.get('total_steps'))} planned)"),
-        ("global batch", _batch(config)),
+        ("optimizer steps", f"{_n(step)} (of {_n(recipe.total_steps)} planned)"),
+        ("global batch", _batch(recipe)),
         ("sequences seen", _n(step * batch if step is not None and batch else None)),
-        ("peak learning rate", config.get("learning_rate")),
-        ("schedule", _schedule(config)),
-        ("optimizer", _optimizer(config)),
+        ("peak learning rate", recipe.learning_rate),
+        ("schedule", _schedule(recipe)),
+        ("optimizer", _optimizer(recipe)),
         (
             "masking",
-            f"{MASKING.get(config.get('masking'), config.get('masking'))}, "
-            f"{config.get('mlm_probability')} of tokens",
+            f"{MASKING.get(record.masking, record.masking)}, {record.mlm_probability} of tokens",
         ),
-        ("precision", config.get("precision")),
-        ("hardware", _hardware(config)),
-        ("Keras backend", _n(config.get("backend"))),
-        ("XLA-compiled step", config.get("jit_compile")),
-        ("seed", config.get("seed")),
+        ("precision", recipe.precision),
+        ("hardware", _hardware(recipe)),
+        ("Keras backend", _n(recipe.backend)),
+        ("XLA-compiled step", recipe.jit_compile),
+        ("seed", record.seed),
     ]
     rows = [
         (label, "by attempt, see below" if label in varying else value) for label, value in rows
@@ -213,7 +203,7 @@ def results_section(facts) -> str:
         r = facts.results
         lines += [
             f"Evaluation at step {facts.step} on the held-out split, fixed masks "
-            f"(seed {facts.run_config.get('eval_seed')}):",
+            f"(seed {facts.record.eval_seed}):",
             "",
             _table(
                 [
@@ -270,23 +260,23 @@ def usage_section(facts, fmt: str, options) -> str:
     return f"## How to use\n\n{where}### {titles[0]}\n\n{first}\n\n### {titles[1]}\n\n{second}"
 
 
-def _size(config) -> str:
+def _size(record) -> str:
     """The size's name, or for a run continued from a model (--init_from), that model's."""
-    initial = config.get("init_from")
+    initial = record.init_from
     if isinstance(initial, dict) and initial.get("path"):
         return f"the size of `{initial['path']}`"
-    return config["size"]
+    return _n(record.size)
 
 
-def _origin(config) -> str:
+def _origin(record) -> str:
     """From scratch, or what the run continued from (--init_from, with its sha256)."""
-    initial = config.get("init_from")
+    initial = record.init_from
     if not isinstance(initial, dict):
         return "pretrained from scratch"
     at = f" @ `{initial['revision']}`" if initial.get("revision") else ""  # a Hub commit
     return (
         f"continued from `{initial['path']}`{at} (sha256 `{initial['digest'][:16]}`) by "
-        f"masked-LM pretraining on `{config.get('train_data')}`"
+        f"masked-LM pretraining on `{record.train_data}`"
     )
 
 
@@ -298,10 +288,10 @@ SIGNATURE = (
 
 
 def body(facts, fmt: str, options, name: str) -> str:
-    config = facts.run_config
+    record = facts.record
     intro = (
-        f"# {name}\n\nA {config['family']} masked language model ({_size(config)}, "
-        f"{_n(facts.parameters)} parameters) {_origin(config)} {SIGNATURE}"
+        f"# {name}\n\nA {record.family.name} masked language model ({_size(record)}, "
+        f"{_n(facts.parameters)} parameters) {_origin(record)} {SIGNATURE}"
         f"{'Hugging Face transformers' if fmt == 'hf' else 'keras-hub preset'} export."
     )
     sections = [

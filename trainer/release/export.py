@@ -36,10 +36,10 @@ import tempfile
 
 import numpy as np
 
-from common import flags, fs, publish, tokenizer_files
+from common import flags, folder_swap, fs, publish, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import families
 from trainer.families import activation, encoder_weights
+from trainer.families.family import Family
 from trainer.models import model_source
 from trainer.release import card_facts, export_folder, model_card, push
 from trainer.run_folder import run_dir
@@ -50,7 +50,7 @@ FORMATS = (KERAS_HUB, HF, "all")
 HF_WEIGHTS = "model.safetensors"
 HF_CONFIG = "config.json"
 # The files that make a folder loadable: on an object store they are swapped in last
-# (`fs.whole_folder`); which folder is an earlier export is `export_folder`'s question.
+# (`folder_swap.whole_folder`); which folder is an earlier export is `export_folder`'s question.
 ALL_MARKERS = (HF_CONFIG, f"{KERAS_HUB}/{HF_CONFIG}", f"{HF}/{HF_CONFIG}")
 
 
@@ -58,17 +58,7 @@ class ExportError(UserError):
     """The model cannot be exported as asked; the message is one sentence for the user."""
 
 
-def weight_table(family: str, num_layers: int) -> list[tuple]:
-    """The mapping rows of one model, with layer indices and prefixes filled in.
-
-    Example:
-        >>> weight_table("bert", 2)[5]
-        ('pooled_dense/kernel', None, None)
-    """
-    return families.get(family).weight_table(num_layers)
-
-
-def hf_state_dict(masked_lm, family: str, pad_id: int) -> dict[str, np.ndarray]:
+def hf_state_dict(masked_lm, family: Family, pad_id: int) -> dict[str, np.ndarray]:
     """transformers parameter name -> float32 array, for every weight of `masked_lm`.
 
     Raises ExportError if the model has a variable that the table does not list, or the
@@ -76,11 +66,11 @@ def hf_state_dict(masked_lm, family: str, pad_id: int) -> dict[str, np.ndarray]:
     """
     backbone = masked_lm.backbone
     variables = {v.path: v for v in masked_lm.weights}
-    table = weight_table(family, backbone.num_layers)
+    table = family.weight_table(backbone.num_layers)  # the rows, layer indices filled in
     listed = {k for k, _, _ in table if k is not None}
     if listed != set(variables):
         raise ExportError(
-            f"the {family} weight table does not match the model: unlisted variables "
+            f"the {family.name} weight table does not match the model: unlisted variables "
             f"{sorted(set(variables) - listed)}, missing variables "
             f"{sorted(listed - set(variables))}."
         )
@@ -94,9 +84,9 @@ def hf_state_dict(masked_lm, family: str, pad_id: int) -> dict[str, np.ndarray]:
     return tensors
 
 
-def hf_config(family: str, backbone_config: dict, tokenizer_info):
+def hf_config(family: Family, backbone_config: dict, tokenizer_info):
     """The transformers config (RobertaConfig / BertConfig) of a keras-hub backbone config."""
-    return families.get(family).hf_config(backbone_config, tokenizer_info.special_token_ids)
+    return family.hf_config(backbone_config, tokenizer_info.special_token_ids)
 
 
 def export_hf(masked_lm, source, tokenizer_info, output_dir: str) -> int:
@@ -105,7 +95,7 @@ def export_hf(masked_lm, source, tokenizer_info, output_dir: str) -> int:
     table has two more rows and a token-type row, BERT's pooler is not exported)."""
     from safetensors.numpy import save
 
-    config = hf_config(source.family, source.run_config["backbone_config"], tokenizer_info)
+    config = hf_config(source.family, source.record.backbone_config, tokenizer_info)
     tensors = hf_state_dict(masked_lm, source.family, tokenizer_info.pad_id)
     # transformers refuses safetensors files whose metadata does not name a framework.
     fs.write_bytes(fs.join(output_dir, HF_WEIGHTS), save(tensors, metadata={"format": "pt"}))
@@ -125,8 +115,7 @@ def export_keras_hub(masked_lm, source, output_dir: str) -> str:
     else:
         os.makedirs(output_dir, exist_ok=True)
         _save_preset(masked_lm, output_dir)
-    run_config = {**source.run_config, export_folder.EXPORTED_FROM: source.path}
-    fs.write_json(fs.join(output_dir, run_dir.RUN_CONFIG), run_config)
+    source.record.exported(source.path).write(fs.join(output_dir, run_dir.RUN_CONFIG))
     tokenizer_files.copy(
         source.tokenizer_dir, fs.join(output_dir, run_dir.TOKENIZER_DIR), source.max_sequence_length
     )
@@ -163,7 +152,7 @@ def _tokenizer_info(source):
             f"{source.path} has no {run_dir.TOKENIZER_DIR}/ folder to export with it."
         )
     tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
-    trained = source.run_config.get("tokenizer", {}).get("fingerprint")
+    trained = source.record.tokenizer.get("fingerprint")
     if trained and trained != info.fingerprint:
         raise ExportError(
             f"{source.tokenizer_dir} is not the tokenizer the model was trained with "
@@ -176,8 +165,8 @@ def _check_preset_computes(source) -> None:
     """A keras-hub preset is rebuilt from keras-hub's own backbone config, which has no
     activation: a model whose encoder activation is not keras-hub's (BERT with the exact
     GELU, from --init_from) would load computing other outputs, so that format is refused."""
-    family = families.get(source.family)
-    name = activation.of(source.run_config["backbone_config"], family.activation)
+    family = source.family
+    name = activation.of(source.record.backbone_config, family.activation)
     if name != family.activation:
         raise ExportError(
             f"{source.path} uses the {name} activation where keras-hub's "
@@ -198,7 +187,7 @@ def export(
     """Exports `checkpoint` in `fmt` (keras-hub, hf or all), each folder with its model
     card; returns {format: folder}.
 
-    `output_dir` is written whole or not at all (`fs.whole_folder`): staged beside it,
+    `output_dir` is written whole or not at all (`folder_swap.whole_folder`): staged beside it,
     then swapped in, so a failure (a full disk, a kill) leaves no partial export there and
     an earlier export in its place stays loadable; a folder holding anything else is
     refused before the model is loaded (`export_folder`: an earlier export is recognised by
@@ -209,7 +198,7 @@ def export(
     if KERAS_HUB in formats:
         _check_preset_computes(source)
     tokenizer, info = _tokenizer_info(source)
-    with fs.whole_folder(output_dir, markers=ALL_MARKERS) as stage:
+    with folder_swap.whole_folder(output_dir, markers=ALL_MARKERS) as stage:
         masked_lm = model_source.load_source(source)
         staged = {f: fs.join(stage, f) if fmt == "all" else stage for f in formats}
         parameters = {KERAS_HUB: masked_lm.count_params()}  # each card counts its own folder's

@@ -1,6 +1,6 @@
 """Which folder an export may replace: an earlier export, and nothing else.
 
-An export is written whole into `--output_dir` (`common.fs.whole_folder`), so whatever the folder
+An export is written whole into `--output_dir` (`folder_swap.whole_folder`), so whatever the folder
 held before is deleted. It may hold an earlier export of any format (one may replace another),
 recognised by what only the export writes: the model card's first paragraph
 (`card_text.SIGNATURE`), or our `run_config.json` naming what it was `exported_from`; and it may
@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -23,9 +22,8 @@ from common.errors import UserError
 from trainer.release import card_text
 from trainer.release.model_card import README
 from trainer.run_folder import run_dir
+from trainer.run_folder.run_record import RunRecord, RunRecordError
 
-# The key of our run_config.json that only an export writes (`export.export_keras_hub`).
-EXPORTED_FROM = "exported_from"
 # What `tokenizer_files.copy` writes.
 _TOKENIZER_FILES = (
     tokenizer_files.TOKENIZER_JSON,
@@ -99,10 +97,10 @@ def _is_ours(folder: str, names: list[str]) -> bool:
     """The folder's card (or run_config.json) is one only our export writes."""
     if README in names and card_text.SIGNATURE in _text(fs.join(folder, README)):
         return True
-    if run_dir.RUN_CONFIG in names:
+    if run_dir.RUN_CONFIG in names:  # only an export's names what it was exported from
         try:
-            return EXPORTED_FROM in json.loads(_text(fs.join(folder, run_dir.RUN_CONFIG)))
-        except ValueError:
+            return RunRecord.read(fs.join(folder, run_dir.RUN_CONFIG)).exported_from is not None
+        except (ValueError, RunRecordError):
             return False
     return False
 

@@ -41,11 +41,11 @@ class CardOptions:
 def model_name(facts) -> str:
     """`roberta-base-mlm`; a run continued from a model (--init_from) is named after that
     model: `roberta-from-roberta-base-mlm`."""
-    config = facts.run_config
-    initial = config.get("init_from")
+    record = facts.record
+    initial = record.init_from
     if isinstance(initial, dict) and initial.get("path"):
-        return f"{config['family']}-from-{source_slug(initial['path'])}-mlm"
-    return f"{config['family']}-{config['size']}-mlm"
+        return f"{record.family.name}-from-{source_slug(initial['path'])}-mlm"
+    return f"{record.family.name}-{record.size}-mlm"
 
 
 def source_slug(path: str) -> str:
@@ -68,7 +68,7 @@ def source_slug(path: str) -> str:
 def _eval_results(facts) -> list[EvalResult] | None:
     if not facts.results:
         return None
-    digest = (facts.train_data or {}).get("digest") or facts.run_config.get("train_data_digest")
+    digest = (facts.train_data or {}).get("digest") or facts.record.train_data_digest
     common = dict(
         task_type="fill-mask",
         task_name="Masked language modeling",
@@ -94,12 +94,12 @@ def _eval_results(facts) -> list[EvalResult] | None:
 
 def card_data(facts, fmt: str, options: CardOptions) -> ModelCardData:
     name = model_name(facts)
-    config = facts.run_config
+    record = facts.record
     tags = [
         "masked-lm",
-        config["family"],
+        record.family.name,
         LIBRARY[fmt],
-        f"masking-{config.get('masking')}",
+        f"masking-{record.masking}",
         "pretrained-from-scratch",
     ]
     return ModelCardData(

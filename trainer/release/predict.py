@@ -19,7 +19,6 @@ import numpy as np
 
 from common import flags, tokenizer_files
 from common.errors import UserError, run_cli
-from trainer import families
 from trainer.models import model_source
 from trainer.run_folder import run_dir
 from trainer.startup import keras_backend
@@ -133,9 +132,7 @@ class MaskPredictor:
             token_ids[i, : len(row)] = row
             padding_mask[i, : len(row)] = 1
             mask_positions[i, : len(positions[i])] = positions[i]
-        inputs = families.get(self.source.family).inputs(
-            token_ids, padding_mask, mask_positions, np.zeros_like
-        )
+        inputs = self.source.family.inputs(token_ids, padding_mask, mask_positions, np.zeros_like)
         return inputs, [len(p) for p in positions]
 
 

@@ -14,7 +14,7 @@ from common.errors import UserError
 from tests.trainer.mlm_data import task_args
 from trainer import families
 from trainer.families.modernbert import attention
-from trainer.models import init_from, model
+from trainer.models import init_from
 from trainer.pretraining import task
 
 FAKE = {"train": "no-train", "eval": "no-eval", "tokenizer": "no-tokenizer"}
@@ -79,7 +79,7 @@ def test_every_argument_that_changes_the_computation_has_bounds():
 
     record = families.get("modernbert")
     bounded = {f.name for cls in (Shape, record.argument_bounds) for f in flags.flag_fields(cls)}
-    free = set(record.backbone_args()) - bounded - set(model.SET_BY_TRAINER)
+    free = set(record.backbone_args()) - bounded - set(record.set_by_trainer)
     assert free == set(), f"no bounds for {free}"
 
 

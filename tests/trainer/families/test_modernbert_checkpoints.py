@@ -60,7 +60,7 @@ def _save(folder, vocab, global_theta, local_theta, window, old_names=False):
 
 def _parity(folder, hf) -> float:
     initial = init_from.resolve(str(folder))
-    assert initial.family == "modernbert"
+    assert initial.family.name == "modernbert"
     masked_lm = model.build_masked_lm(initial.family, initial.backbone_config)
     init_from.load_into(masked_lm, initial)
     rng = np.random.default_rng(0)

@@ -73,7 +73,7 @@ def test_init_from_the_transformers_export_loads_with_parity_and_continues(run, 
 
     folder = run / "export" / "hf"
     initial = init_from.resolve(str(folder))
-    assert initial.family == "modernbert"
+    assert initial.family.name == "modernbert"
     masked_lm = model.build_masked_lm(initial.family, initial.backbone_config)
     init_from.load_into(masked_lm, initial)
     hf = AutoModelForMaskedLM.from_pretrained(str(folder)).eval()
@@ -166,12 +166,13 @@ def test_a_cls_id_inside_a_row_opens_no_document_outside_pretraining(run, corpus
 
 def test_a_literal_control_token_in_a_text_is_tokenized_as_text(corpus):
     from common import tokenizer_files
+    from trainer import families
     from trainer.finetuning.packing import Packer
 
     tokenizer, info = tokenizer_files.load(corpus["tokenizer"])
     cls = tokenizer.id_to_token(info.special_token_ids["cls_token"])
     mask = tokenizer.id_to_token(info.mask_id)
-    packer = Packer(tokenizer, info, "modernbert", 64)
+    packer = Packer(tokenizer, info, families.get("modernbert"), 64)
     (row,) = packer.pack([f"w1 {cls} w2 {mask} w3"]).rows
     cls_id = info.special_token_ids["cls_token"]
     assert row.count(cls_id) == 1 and row.index(cls_id) == 0 and info.mask_id not in row
@@ -180,4 +181,4 @@ def test_a_literal_control_token_in_a_text_is_tokenized_as_text(corpus):
 def test_init_from_our_keras_hub_export_is_a_masked_lm_with_its_head(run):
     """keras-hub registers ModernBertMaskedLM under our package's name, not `keras_hub>`."""
     initial = init_from.resolve(str(run / "export" / "keras-hub"))
-    assert initial.family == "modernbert" and initial.kind == "preset"
+    assert initial.family.name == "modernbert" and initial.kind == "preset"

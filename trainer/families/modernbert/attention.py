@@ -123,20 +123,30 @@ def choose_path(requested: str, length: int, compute_dtype: str, dropout_active:
     import jax
 
     platform = jax.devices()[0].platform
-    fits_splash = length % SPLASH_BLOCK == 0
     if requested == "auto":
-        if dropout_active:
-            return "portable"
-        if platform == "gpu" and compute_dtype in ("bfloat16", "float16"):
-            return "cudnn"
-        if platform == "tpu" and fits_splash:
-            return "splash"
+        return _auto_path(platform, length, compute_dtype, dropout_active)
+    return _requested_path(requested, platform, length, dropout_active)
+
+
+def _auto_path(platform: str, length: int, compute_dtype: str, dropout_active: bool) -> str:
+    """`auto` under JAX: the fused path this platform runs fast, else the portable one (with
+    attention dropout too: the fused paths have none)."""
+    if dropout_active:
         return "portable"
+    if platform == "gpu" and compute_dtype in ("bfloat16", "float16"):
+        return "cudnn"
+    if platform == "tpu" and length % SPLASH_BLOCK == 0:
+        return "splash"
+    return "portable"
+
+
+def _requested_path(requested: str, platform: str, length: int, dropout_active: bool) -> str:
+    """A fused path asked for by name under JAX: it, or its stand-in off its platform."""
     if dropout_active:
         raise ValueError(f"attention_path {requested!r} has no attention dropout: set it to 0")
     if requested == "cudnn":
         return "cudnn" if platform == "gpu" else "jax-xla"
-    if not fits_splash:
+    if length % SPLASH_BLOCK != 0:
         raise ValueError(
             f"attention_path 'splash' needs a length that is a multiple of {SPLASH_BLOCK}, "
             f"not {length}"

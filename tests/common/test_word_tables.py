@@ -3,8 +3,8 @@
 import pytest
 from tokenizers import Tokenizer, models
 
-from beam_pipelines import train_tokenizer
-from common import tokenizer_files, word_units
+from beam_pipelines import tokenizer_models
+from common import tokenizer_files, word_tables, word_units
 from tests.support import multilingual
 
 TEXTS = [
@@ -15,9 +15,9 @@ TEXTS = [
 
 @pytest.mark.parametrize("model", ["unigram", "bpe", "wordpiece"])
 def test_word_starts_mark_the_first_piece_of_every_word(model):
-    tokenizer, trainer = train_tokenizer.build(model, 300)
+    tokenizer, trainer = tokenizer_models.build(model, 300)
     tokenizer.train_from_iterator(TEXTS, trainer)
-    table = tokenizer_files.word_starts(tokenizer)
+    table = word_tables.word_starts(tokenizer)
     assert len(table) == tokenizer.get_vocab_size()
     text = "Return unbelievably lazy dictionary values"
     encoding = tokenizer.encode(text)
@@ -38,17 +38,17 @@ def test_word_starts_mark_the_first_piece_of_every_word(model):
 
 def test_word_level_tokens_are_words_and_an_unknown_convention_is_a_clear_error():
     tokenizer = Tokenizer(models.WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]"))
-    assert tokenizer_files.word_starts(tokenizer) == [True, True]
+    assert word_tables.word_starts(tokenizer) == [True, True]
     tokenizer = Tokenizer(models.BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")]))
     with pytest.raises(tokenizer_files.TokenizerFilesError, match="--masking token or span"):
-        tokenizer_files.word_starts(tokenizer)
+        word_tables.word_starts(tokenizer)
 
 
 # --- scripts written without spaces --------------------------------------------------------
 
 
 def _train(model, texts, vocab_size):
-    tokenizer, trainer = train_tokenizer.build(model, vocab_size)
+    tokenizer, trainer = tokenizer_models.build(model, vocab_size)
     trainer.show_progress = False
     tokenizer.train_from_iterator(texts, trainer)
     return tokenizer
@@ -70,7 +70,7 @@ def cjk_thai(request):
     """A tokenizer of each model trained on Chinese, Japanese and Thai (and its table)."""
     texts = [d for lang in multilingual.UNSPACED for d in multilingual.documents(lang, 40)]
     tokenizer = _train(request.param, texts, 800)
-    return request.param, tokenizer, tokenizer_files.word_starts(tokenizer)
+    return request.param, tokenizer, word_tables.word_starts(tokenizer)
 
 
 @pytest.mark.parametrize("lang", multilingual.UNSPACED)
@@ -88,7 +88,7 @@ def _piece_text(model, token):
     """A piece's text, its mark removed; "" for a byte-level piece cut inside a character."""
     if model != "bpe":
         return token.removeprefix("\u2581").removeprefix("##")
-    alphabet = tokenizer_files._byte_level_decoding()
+    alphabet = word_tables._byte_level_decoding()
     try:
         return bytes(alphabet[c] for c in token.removeprefix("\u0120")).decode("utf-8")
     except UnicodeDecodeError:
@@ -115,12 +115,12 @@ def test_a_piece_starts_a_word_where_its_text_starts_a_unit(cjk_thai):
 def test_byte_level_pieces_cut_inside_a_character():
     han, mark = "\u9f8d".encode(), "\u0e48".encode()  # a Han character; a Thai tone mark
     for head in (han[:1], han[:2], han):  # E9 ..: U+9000..U+9FFF, all Han
-        assert tokenizer_files._bytes_start_unit(head)
-    assert not tokenizer_files._bytes_start_unit(han[1:])  # begins mid-character: continues
-    assert not tokenizer_files._bytes_start_unit("\u4e2d".encode()[:1])  # E4: U+4DC0.. is no unit
-    assert not tokenizer_files._bytes_start_unit(mark)
-    assert not tokenizer_files._bytes_start_unit(mark[:2])  # a Thai consonant or a mark
-    assert not tokenizer_files._bytes_start_unit("\u00e9".encode()[:1])
+        assert word_tables._bytes_start_unit(head)
+    assert not word_tables._bytes_start_unit(han[1:])  # begins mid-character: continues
+    assert not word_tables._bytes_start_unit("\u4e2d".encode()[:1])  # E4: U+4DC0.. is no unit
+    assert not word_tables._bytes_start_unit(mark)
+    assert not word_tables._bytes_start_unit(mark[:2])  # a Thai consonant or a mark
+    assert not word_tables._bytes_start_unit("\u00e9".encode()[:1])
 
 
 @pytest.mark.parametrize("model", ["unigram", "bpe", "wordpiece"])
@@ -133,7 +133,7 @@ def test_an_english_table_is_unchanged(model):
         "wordpiece": ("##", False),
     }[model]
     special = set(tokenizer_files.SPECIAL_TOKENS[model].values())
-    table = tokenizer_files.word_starts(tokenizer)
+    table = word_tables.word_starts(tokenizer)
     changed = [
         token
         for token, token_id in tokenizer.get_vocab().items()
@@ -153,7 +153,7 @@ def test_a_new_line_starts_a_word_with_byte_level_bpe():
     """Before: `Ċ` continued the word before it and the next line's first word continued
     `Ċ`, so the last word of a line and the first of the next were masked as one."""
     tokenizer = _train("bpe", TEXTS + multilingual.SENTENCES["en"] * 20, 500)
-    table = tokenizer_files.word_starts(tokenizer)
+    table = word_tables.word_starts(tokenizer)
     ids = tokenizer.encode("the model\nthe data").ids
     tokens = [tokenizer.id_to_token(i) for i in ids]
     starts = [tokens[i] for i in range(len(ids)) if table[ids[i]]]
@@ -178,7 +178,7 @@ def mixed(request):
     """A tokenizer of each model trained on Chinese, Japanese, Thai and English."""
     texts = [d for lang in multilingual.UNSPACED for d in multilingual.documents(lang, 40)]
     tokenizer = _train(request.param, texts + multilingual.SENTENCES["en"] * 10 + TEXTS, 1000)
-    return request.param, tokenizer, tokenizer_files.word_starts(tokenizer)
+    return request.param, tokenizer, word_tables.word_starts(tokenizer)
 
 
 def test_a_latin_run_glued_to_an_unspaced_script_is_a_word_of_its_own(mixed):
@@ -187,12 +187,12 @@ def test_a_latin_run_glued_to_an_unspaced_script_is_a_word_of_its_own(mixed):
     alone does not give is at such a place; before, a run of Latin letters or digits went
     with the character before it."""
     model, tokenizer, table = mixed
-    ends, mid = tokenizer_files.unit_tables(tokenizer)
+    ends, mid = word_tables.unit_tables(tokenizer)
     glued = 0
     for text in GLUED:
         unit_starts = {m.start() for m in word_units._UNITS.finditer(text)}
         encoding = tokenizer.encode(text, add_special_tokens=False)
-        starts = tokenizer_files.starts_in(encoding.ids, table, ends, mid)
+        starts = word_tables.starts_in(encoding.ids, table, ends, mid)
         for i, (begin, _) in enumerate(encoding.offsets):
             previous = encoding.offsets[i - 1][0] if i else None
             if i == 0 or encoding.tokens[i - 1] == "\u2581":
