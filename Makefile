@@ -84,21 +84,21 @@ TPU_VENV := .venv-tpu
 TPU_PY := $(TPU_VENV)/bin/python
 TPU_STAMP := $(TPU_VENV)/.installed
 # Trainer tests that CI also runs on the TPU stack (on the CPU, libtpu loaded, no network).
-TPU_SMOKE := tests/trainer/backends/test_tensorflow_strategy.py tests/trainer/test_plan.py \
-  tests/trainer/test_task.py::test_eval_loss_falls_clearly \
-  tests/trainer/test_task.py::test_interrupted_run_resumes_where_it_stopped \
-  tests/trainer/test_preemption.py::test_torn_backups_fall_back_to_older_state_then_checkpoint \
-  tests/trainer/test_export.py tests/trainer/test_tpu_stack.py
+TPU_SMOKE := tests/trainer/backends/test_tensorflow_strategy.py tests/trainer/pretraining/test_plan.py \
+  tests/trainer/pretraining/test_task.py::test_eval_loss_falls_clearly \
+  tests/trainer/pretraining/test_task.py::test_interrupted_run_resumes_where_it_stopped \
+  tests/trainer/pretraining/test_preemption.py::test_torn_backups_fall_back_to_older_state_then_checkpoint \
+  tests/trainer/release/test_export.py tests/trainer/startup/test_tpu_stack.py
 
 # The JAX TPU stack: jax[tpu] with the libtpu it pins, keras, keras-hub, grain; no TensorFlow
 # (docs/tpu.md). Its smoke tests run with KERAS_BACKEND=jax.
 TPU_JAX_VENV := .venv-tpu-jax
 TPU_JAX_PY := $(TPU_JAX_VENV)/bin/python
 TPU_JAX_STAMP := $(TPU_JAX_VENV)/.installed
-TPU_JAX_SMOKE := tests/trainer/test_tpu_jax_stack.py tests/test_no_tensorflow_text.py \
-  tests/trainer/test_task.py::test_eval_loss_falls_clearly \
-  tests/trainer/test_task.py::test_interrupted_run_resumes_where_it_stopped \
-  tests/trainer/test_export.py tests/trainer/test_no_tensorflow.py
+TPU_JAX_SMOKE := tests/trainer/startup/test_tpu_jax_stack.py tests/test_no_tensorflow_text.py \
+  tests/trainer/pretraining/test_task.py::test_eval_loss_falls_clearly \
+  tests/trainer/pretraining/test_task.py::test_interrupted_run_resumes_where_it_stopped \
+  tests/trainer/release/test_export.py tests/trainer/startup/test_no_tensorflow.py
 # keras-hub 0.32 declares tensorflow-text (hence TensorFlow) on Linux but imports it only in try
 # blocks: installed without its dependencies, which the tpu-jax extra lists instead. pip check
 # then names tensorflow-text as missing for keras-hub; any other line fails the build.
@@ -175,7 +175,7 @@ test: $(STAMP) lint
 # and CI still run. Times in docs/development.md.
 test-fast: $(STAMP) lint
 	$(PY) -m pytest tests -q -p no:cacheprovider --strict-markers -m 'not slow' --durations=10 $(XDIST)
-	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer/test_jax_backend.py -q -p no:cacheprovider \
+	KERAS_BACKEND=jax $(PY) -m pytest tests/trainer/backends/test_jax_backend.py -q -p no:cacheprovider \
 	  --strict-markers -m 'not slow'
 
 # Off a TPU VM libtpu would query the cloud metadata server at import: TPU_SKIP_MDS_QUERY

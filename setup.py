@@ -73,7 +73,7 @@ setuptools.setup(
         "tpu-jax": [
             *_TRAINER_BASE,
             *_KERAS_HUB_NEEDS,
-            "tensorboard==2.21.0",  # the viewer, and the protos of trainer/pretraining/summaries.py
+            "tensorboard==2.21.0",  # the viewer, and the protos of trainer/training/summaries.py
             "jax[tpu]==0.10.2",
             "scipy==1.17.1",
         ],

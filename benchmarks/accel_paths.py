@@ -22,8 +22,8 @@ from common import schema
 from trainer import families
 from trainer.data.masking import MaskingSpec
 from trainer.models import model
-from trainer.pretraining.optimization import build_optimizer
 from trainer.pretraining.train_step import ROW, STEP, MaskedLMTrainer
+from trainer.training.optimizer import build_optimizer
 
 # The ids of benchmarks/accel/synthetic.py's WordPiece specials (a family whose backbone
 # takes one, ModernBERT's document separator, gets it from here).

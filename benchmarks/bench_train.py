@@ -33,8 +33,8 @@ from trainer.data import splits as data
 from trainer.data.masking import MaskingSpec
 from trainer.families.sizes import SIZES
 from trainer.models import model
-from trainer.pretraining.optimization import build_optimizer
 from trainer.pretraining.train_step import MaskedLMTrainer
+from trainer.training.optimizer import build_optimizer
 
 SPECIAL = (0, 1, 2, 3, 4)
 # Dense bf16 peak of common accelerators, for MFU.

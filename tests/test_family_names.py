@@ -3,8 +3,8 @@ family's name. What differs between families is a field of its record (trainer/f
 family.py), so a new family is one folder plus a registry line; a module that compares with
 "modernbert" would quietly treat the next family as RoBERTa.
 
-trainer/ has a stricter guard of its own (tests/trainer/test_families.py: no family's name as
-a string at all); this one also reads benchmarks/, common/ and beam_pipelines/.
+trainer/ has a stricter guard of its own (tests/trainer/families/test_families.py: no
+family's name as a string at all); this one also reads benchmarks/, common/ and beam_pipelines/.
 
 A name may still enter where a person or a file gives one (`families.get(name)`, argparse
 choices and defaults): those are not comparisons. The few per-family data tables and branches

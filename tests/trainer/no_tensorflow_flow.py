@@ -3,7 +3,7 @@ meant to run where TensorFlow cannot be imported (tests.support.no_tensorflow): 
 and a tokenizer written without TensorFlow; a run stopped after its backup at step 4 (as a
 preemption stops it between two intervals) and the same command again, resuming to step 8;
 the same run uninterrupted; its export in both formats, a prediction with the export and a
-fine-tune of the run. Prints one JSON line for tests/trainer/test_no_tensorflow.py: what was
+fine-tune of the run. Prints one JSON line for tests/trainer/startup/test_no_tensorflow.py: what was
 imported, the seconds each part took.
 """
 

@@ -1,6 +1,6 @@
 """One optimizer update of a tiny Keras model by `fit`, on one device and on two replicas
 (TensorFlow: MirroredStrategy over two logical CPUs; JAX: DataParallel over two CPU devices),
-with the trainer's optimizer (`trainer.pretraining.optimization.build_optimizer`).
+with the trainer's optimizer (`trainer.training.optimizer.build_optimizer`).
 
 What the update applied is read from Adam's first moment: after the first update it is
 (1 - beta_1) x the gradient the optimizer applied, after clipping, whatever the learning rate.
@@ -20,7 +20,7 @@ import keras
 import numpy as np
 
 from trainer import backends
-from trainer.pretraining.optimization import AdamWSettings, build_optimizer
+from trainer.training.optimizer import AdamWSettings, build_optimizer
 
 TOKENS, VOCAB, WIDTH, PER_BATCH = 6, 10, 4, 8  # the global batch; two replicas get 4 rows each
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from benchmarks import bench_finetune
-from tests.trainer.test_checkpoints import make_training_dir
+from tests.trainer.models.test_checkpoints import make_training_dir
 
 
 @pytest.fixture(scope="module")

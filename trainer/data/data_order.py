@@ -2,7 +2,8 @@
 
 The TensorFlow backend reads with tf.data (`trainer/data/data_tf.py`), the JAX backend without
 TensorFlow (`trainer/data/data_grain.py`); both ask this module what to read and in which order, so
-they give the same batches and cannot drift (tests/trainer/test_data_pipelines.py compares them).
+they give the same batches and cannot drift (tests/trainer/data/test_data_pipelines.py compares
+them).
 
 A pipeline's share of a split is its files (in the listing order) and, when hosts share files
 by records, `record_shard = (index, count)`: every `count`-th record from `index` of the

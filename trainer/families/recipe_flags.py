@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# Learning-rate schedules after the warmup (trainer/pretraining/optimization.py,
-# trainer/pretraining/schedules.py).
+# Learning-rate schedules after the warmup (trainer/training/optimizer.py,
+# trainer/training/schedules.py).
 SCHEDULES = ("linear", "wsd")
 
 # The trainer's defaults, each with its source.

@@ -21,8 +21,9 @@ import tempfile
 
 from common import fs
 from common.errors import UserError
-from trainer.finetuning import auto_rate, glue, task_kinds
+from trainer.finetuning import auto_rate
 from trainer.release import model_card
+from trainer.tasks import glue, task_kinds
 
 FORMAT_FOLDERS = ("keras-hub", "hf")
 # The Hub's metric ids (evaluate's names), so the Hub's leaderboards read them.

@@ -19,9 +19,10 @@ import copy
 import keras
 
 from common.errors import UserError
-from trainer.finetuning import pooling, task_kinds
+from trainer.finetuning import pooling
 from trainer.models import model, model_source
-from trainer.pretraining.optimization import AdamWSettings, build_optimizer
+from trainer.tasks import task_kinds
+from trainer.training.optimizer import AdamWSettings, build_optimizer
 
 # Classifier dropout, as BERT and RoBERTa fine-tune (keras-hub's RoBERTa head defaults to 0).
 HEAD_DROPOUT = 0.1
@@ -119,7 +120,7 @@ def compile_for(
     weight_decay: float,
     jit_compile: bool,
 ) -> None:
-    """AdamW with linear warmup and linear decay to 0 (`trainer.pretraining.optimization`);
+    """AdamW with linear warmup and linear decay to 0 (`trainer.training.optimizer`);
     cross-entropy on logits for classification, mean squared error for regression."""
     optimizer = build_optimizer(
         learning_rate, total_steps, warmup_steps, AdamWSettings(weight_decay=weight_decay)

@@ -13,10 +13,11 @@ import dataclasses
 
 from common import flags
 from common.flags import flag
-from trainer.finetuning import datasets, glue, metrics, pooling, recipes, task_kinds
+from trainer.finetuning import pooling, recipes
 from trainer.run_folder.lock_flags import LockFlags
 from trainer.startup import keras_backend
 from trainer.startup.device_flags import DeviceFlags
+from trainer.tasks import datasets, glue, metrics, task_kinds
 
 ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
 # cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files with a
@@ -222,7 +223,7 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
     def _check_saved_folder(self) -> None:
         """A save_to_disk folder holds one configuration at one revision, already chosen
         when it was saved: --hf_config/--hf_revision cannot select anything there."""
-        from trainer.finetuning import hub
+        from trainer.tasks import hub
 
         given = [f"--{n}" for n in ("hf_config", "hf_revision") if getattr(self, n)]
         if given and hub.is_saved_folder(self.hf_dataset):

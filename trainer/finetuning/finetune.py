@@ -11,7 +11,7 @@ is built on its backbone (`--from_scratch`: on random weights, the reference), t
 tokenized with the model's own tokenizer files and packed the family's way
 (`trainer/finetuning/packing.py`), and each of `--seeds` fine-tunes, keeps its best epoch on
 dev and scores test (`trainer/finetuning/protocol.py`). `--task` runs GLUE's tasks from their
-own layout with their own recipes (`trainer/finetuning/glue.py`). The table is printed and
+own layout with their own recipes (`trainer/tasks/glue.py`). The table is printed and
 `{output_dir}/results.json` written (per GLUE task `{output_dir}/TASK/results.json`);
 `--card` adds the scores to an export's model cards; docs/finetuning.md states the protocol.
 
@@ -28,12 +28,11 @@ from common.errors import UserError, run_cli
 from trainer.backends.devices import DeviceRequest
 from trainer.finetuning import (
     card_scores,
-    glue,
     interruption,
     job_run,
     jobs,
+    masked_accuracy,
     output_folder,
-    pretraining,
     recipes,
     results,
 )
@@ -41,6 +40,7 @@ from trainer.finetuning.config import FinetuneFlags
 from trainer.models import model_source
 from trainer.run_folder import run_dir
 from trainer.startup import keras_backend
+from trainer.tasks import glue
 
 
 def resolve_model(path: str):
@@ -67,7 +67,7 @@ def finetune(config: FinetuneFlags) -> dict | None:
     runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
     with folder_lock.held(config, runtime.chief), interruption.watching(runtime) as watch:
         backbone = PretrainedBackbone(source, config.from_scratch, tasks[0].settings.pooling)
-        pretrained = pretraining.pretraining_facts(source)  # before training: fails fast
+        pretrained = masked_accuracy.pretraining_facts(source)  # before training: fails fast
         if pretrained["warning"] and not config.from_scratch:
             job_run.say(runtime, f"warning: {pretrained['warning']}")
         if runtime.chief:

@@ -14,17 +14,9 @@ import hashlib
 import numpy as np
 
 from common.errors import Terminated, UserError
-from trainer.finetuning import (
-    auto_rate,
-    divergence,
-    interruption,
-    jobs,
-    protocol,
-    recipes,
-    results,
-    unscored,
-)
-from trainer.pretraining import plan as plans
+from trainer.finetuning import auto_rate, divergence, interruption, jobs, protocol, recipes, results
+from trainer.tasks import unscored
+from trainer.training import hosts
 
 
 def run_job(
@@ -130,8 +122,6 @@ def check_hosts_agree(runtime, flags: dict, data: protocol.TaskData) -> None:
     batches, and processes that disagree would call different collectives (one waits for
     ever) or score other examples. Compared before the first collective of the training: the
     packed arrays and the flags, but not where the chief writes."""
-    if runtime.gather is None:
-        return
     fingerprint = hashlib.sha256()
     for split in (data.train, data.dev, data.test):
         features, targets = split if split is not None else ({}, None)
@@ -140,11 +130,11 @@ def check_hosts_agree(runtime, flags: dict, data: protocol.TaskData) -> None:
             fingerprint.update(name.encode() + np.ascontiguousarray(features[name]).tobytes())
         fingerprint.update(np.ascontiguousarray(targets).tobytes())
     chosen = {k: v for k, v in flags.items() if k not in _WRITES_ONLY}
-    seen = [row[0] for row in runtime.gather([plans.digest([chosen, fingerprint.hexdigest()])])]
-    if len(set(seen)) > 1:
-        hosts = ", ".join(f"host {i} {value:07x}" for i, value in enumerate(seen))
+    seen = hosts.disagreement(runtime.gather, [hosts.digest([chosen, fingerprint.hexdigest()])])
+    if seen is not None:
+        said = ", ".join(f"host {i} {value:07x}" for i, (value,) in enumerate(seen))
         raise UserError(
-            f"the pod's hosts fine-tune different data or flags (digests: {hosts}): every "
+            f"the pod's hosts fine-tune different data or flags (digests: {said}): every "
             "host must read the same files and run the same command"
         )
 

@@ -16,7 +16,8 @@ import os
 
 from common import fs, tokenizer_files
 from common.errors import UserError
-from trainer.finetuning import datasets, glue, packing, protocol, recipes, results, task_kinds
+from trainer.finetuning import packing, protocol, recipes, results
+from trainer.tasks import datasets, glue, task_kinds
 
 DEFAULT_MAX_LENGTH = 128  # cramming's GLUE length
 
@@ -80,7 +81,7 @@ def read_hub_splits(loaded, asked: dict, spec) -> tuple[dict, dict]:
     """({split: Split}, provenance) of the --hf_dataset `loaded` (`hub.load`): the splits
     `asked` for ({"train": --train_split, ...}) or the defaults, said in one printed line; a
     default test split without labels is left out, and said."""
-    from trainer.finetuning import hub
+    from trainer.tasks import hub
 
     used = hub.choose_splits(loaded, asked)
     splits, notes = {}, []
@@ -125,7 +126,7 @@ def read_task(config) -> tuple[dict, tuple | None, dict, dict | None]:
     spec = config.spec()
     source = None
     if config.hf_dataset:
-        from trainer.finetuning import hub
+        from trainer.tasks import hub
 
         loaded = hub.load(
             config.hf_dataset, config.hf_config, config.hf_revision, hint="--hf_dataset DIR"

@@ -25,7 +25,8 @@ import time
 import numpy as np
 
 from trainer import backends
-from trainer.finetuning import classifier, divergence, metrics, recipes, task_kinds
+from trainer.finetuning import classifier, divergence, recipes
+from trainer.tasks import metrics, task_kinds
 
 COLLAPSE_MARGIN = 1e-6  # "no better than constant": within float noise of it
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 
 from trainer.families import sizes
-from trainer.finetuning import glue
+from trainer.tasks import glue
 
 # cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files.
 CRAMMING_DEFAULTS = glue.TaskDefaults(learning_rate=4e-5, epochs=5, batch_size=16, seeds=(1, 2, 3))

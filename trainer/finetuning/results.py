@@ -6,7 +6,7 @@ training, so a killed run leaves no half file, nor an old one, that a reader tru
 It states the protocol (recipe and its source, seeds, selection, what the spread is), the
 model and its pretraining facts, the data counts (skipped, truncated), every seed's record
 and the summary. TensorBoard scalars (dev scores and training loss per epoch, one folder per
-seed under `logs/`) are written as the run goes (trainer/pretraining/summaries.py).
+seed under `logs/`) are written as the run goes (trainer/training/summaries.py).
 
 Example:
     >>> write(output_dir, document)
@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 
 from common import fs
-from trainer.finetuning import unscored
-from trainer.pretraining import summaries
+from trainer.tasks import unscored
+from trainer.training import summaries
 
 RESULTS = "results.json"
 LOGS = "logs"
@@ -186,7 +186,7 @@ def _footer(document: dict) -> list[str]:
 
 
 class Scalars:
-    """TensorBoard scalars per seed (trainer/pretraining/summaries.py)."""
+    """TensorBoard scalars per seed (trainer/training/summaries.py)."""
 
     def __init__(self, output_dir: str):
         self.output_dir = output_dir

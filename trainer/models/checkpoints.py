@@ -59,7 +59,7 @@ def weights_image(model) -> io.BytesIO:
     """The bytes `model.save_weights` would write (a `.weights.h5` file), in memory.
 
     Uses `keras.src.saving.saving_lib` (`H5IOStore` over a BytesIO, `_save_state`), what
-    `save_weights` runs on a path; tests/trainer/test_checkpoints.py fails loudly if a
+    `save_weights` runs on a path; tests/trainer/models/test_checkpoints.py fails loudly if a
     Keras upgrade renames them."""
     from keras.src.saving import saving_lib
 

@@ -214,7 +214,7 @@ def bf16_lm_head(masked_lm) -> int:
     Keras' Embedding never autocasts its float32 table (`autocast = False`), so without this
     `hidden @ embeddings.T` is promoted to a float32 product: the step's largest single
     matrix product (hidden x vocabulary per masked slot) ran in float32 under
-    mixed_bfloat16 (read in the lowered JAX step: tests/trainer/test_accelerator_paths.py).
+    mixed_bfloat16 (read in the lowered JAX step: tests/trainer/backends/test_accelerator_paths.py).
     PyTorch's autocast runs the same projection in bf16."""
     import keras
 

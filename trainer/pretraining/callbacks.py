@@ -33,8 +33,8 @@ from common import fs
 from common.errors import Terminated, UserError
 from trainer.models import checkpoints
 from trainer.models.checkpoints import micro_batches_per_update, update_count
-from trainer.pretraining import summaries
 from trainer.run_folder.run_dir import RunDir
+from trainer.training import summaries
 
 
 def _step(model) -> int:
@@ -170,7 +170,7 @@ def seed_generators(model) -> list:
     """Every `keras.random.SeedGenerator` of the model's layers, in a fixed order.
 
     Uses two private Keras attributes (`_flatten_layers`, `_seed_generators`); a test
-    (tests/trainer/test_callbacks.py) fails loudly if a Keras upgrade renames them."""
+    (tests/trainer/pretraining/test_callbacks.py) fails loudly if a Keras upgrade renames them."""
     return [g for layer in model._flatten_layers() for g in getattr(layer, "_seed_generators", [])]
 
 

@@ -15,12 +15,13 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 from typing import TYPE_CHECKING
 
+from common import fs
 from common.errors import UserError
+from trainer.run_folder import run_dir
+from trainer.training import hosts
 
 if TYPE_CHECKING:  # the plan reads a saved run's fields; importing the record imports Keras
     from trainer.run_folder.run_record import RunRecord
@@ -244,32 +245,27 @@ def check_start(start_step: int, total_steps: int, where: str) -> None:
         )
 
 
-def digest(value) -> int:
-    """28 bits of the SHA-256 of `value` as JSON (small enough for any backend's int32
-    gather)."""
-    text = json.dumps(value, sort_keys=True, default=str)
-    return int(hashlib.sha256(text.encode()).hexdigest()[:7], 16)
-
-
-def check_hosts_agree(gather, newest_step: int, run: dict) -> None:
+def check_hosts_agree(gather, weights: list[str], saved, run_config: dict) -> None:
     """On a pod every process must continue the same run from the same step: restoring the
-    backup and every train step are collectives, and hosts that differ would call different
-    ones (one host aborts on the mismatch, another waits). `gather` (None: one process)
-    returns every process's values; `newest_step` is the newest step the host's run folder
-    holds weights of, `run` what it continues (the saved and the new run config, the weight
-    files). Hosts that see different run folders (a local --output_dir on a multi-host slice)
-    or run different commands are refused here, on every host alike, before any collective
-    and before any file is written."""
-    if gather is None:
+    backup and every train step are collectives. Each host gives the newest step its run
+    folder holds `weights` of and a digest of what it continues (the saved record, the new run
+    config, the weight files). Hosts that see different run folders (a local --output_dir on a
+    multi-host slice) or run different commands are refused here, on every host alike, before
+    any collective and before any file is written."""
+    newest = max((run_dir.step_of(path) or 0 for path in weights), default=0)
+    run = {
+        "saved": saved.raw if saved else None,
+        "now": run_config,
+        "weights": [fs.basename(p) for p in weights],
+    }
+    seen = hosts.disagreement(gather, [newest, hosts.digest(run)])
+    if seen is None:
         return
-    seen = [tuple(int(v) for v in row) for row in gather([newest_step, digest(run)])]
-    if len(set(seen)) == 1:
-        return
-    hosts = ", ".join(
+    said = ", ".join(
         f"host {i} sees step {step} (run {value:07x})" for i, (step, value) in enumerate(seen)
     )
     raise PlanError(
-        f"the pod's hosts disagree on the run to continue: {hosts}; every host must see the "
+        f"the pod's hosts disagree on the run to continue: {said}; every host must see the "
         "same --output_dir (on a multi-host slice a gs:// folder, not a local disk) and run "
         "the same command."
     )

@@ -18,7 +18,6 @@ from trainer.pretraining import context_extension, pretrain_recipe
 from trainer.pretraining import plan as plans
 from trainer.pretraining.config import TrainConfig
 from trainer.release import push
-from trainer.run_folder import run_dir
 from trainer.run_folder.run_record import FROM_INIT, RunRecord
 
 
@@ -246,22 +245,6 @@ def plan_of(config, runtime, inputs, trained) -> tuple:
         else None,
     )
     return global_batch, plan
-
-
-def check_hosts_agree(runtime, run_files, saved, run_config) -> None:
-    """Every process of a pod sees the same run (see `plan.check_hosts_agree`): compared
-    before the first collective, which is the restore of the backup."""
-    weights = run_files.backups() + run_files.checkpoints()
-    newest = max((run_dir.step_of(path) or 0 for path in weights), default=0)
-    plans.check_hosts_agree(
-        runtime.gather,
-        newest,
-        {
-            "saved": saved.raw if saved else None,
-            "now": run_config,
-            "weights": [fs.basename(p) for p in weights],
-        },
-    )
 
 
 def check_push(config) -> None:

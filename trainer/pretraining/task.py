@@ -29,13 +29,13 @@ from trainer.pretraining import callbacks as cb
 from trainer.pretraining import plan as plans
 from trainer.pretraining import run_setup
 from trainer.pretraining.config import TrainConfig, parse_args
-from trainer.pretraining.optimization import AdamWSettings, build_optimizer
 from trainer.pretraining.train_step import MaskedLMTrainer
 from trainer.release import export
 from trainer.run_folder import attempts, folder_lock
 from trainer.run_folder.run_dir import RunDir
 from trainer.run_folder.run_record import RunRecord
 from trainer.startup import quiet
+from trainer.training.optimizer import AdamWSettings, build_optimizer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +112,10 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     run_config = run_setup.run_config_of(
         config, runtime, inputs, plan, backbone, global_batch, initial
     )
-    run_setup.check_hosts_agree(runtime, run_files, saved, run_config)
+    # Compared before the first collective, which is the restore of the backup.
+    plans.check_hosts_agree(
+        runtime.gather, run_files.backups() + run_files.checkpoints(), saved, run_config
+    )
     run_setup.check_continuation(config, family, saved, trained, run_config, run_files.root)
     trainer_model, masked_lm = _build(
         config, family, runtime, run_setup.masking_spec(config, inputs), backbone, plan

@@ -5,8 +5,8 @@ Keras reads its backend once, at its first import, so the backend is chosen here
 module is imported. TensorFlow is imported with its harmless start-up lines hidden: on the
 TensorFlow backend, and on JAX where it is installed, because keras-hub imports it whenever it
 can (keras_hub/src/utils/tensor_utils.py); where it is not installed nothing imports it
-(tests/trainer/test_no_tensorflow.py). Importing any `trainer` module does none of this: only
-a command (or a test's conftest, or a benchmark) asks for it.
+(tests/trainer/startup/test_no_tensorflow.py). Importing any `trainer` module does none of
+this: only a command (or a test's conftest, or a benchmark) asks for it.
 
 Example (trainer/task.py, the whole launcher):
     >>> main = launch.command("trainer.pretraining.task")

@@ -17,7 +17,7 @@ from tests.trainer.mlm_data import (
     task_args,
     write_split,
 )
-from tests.trainer.test_preemption import same_on_every_backend
+from tests.trainer.pretraining.test_preemption import same_on_every_backend
 from trainer.models import model_source
 from trainer.pretraining import task
 

@@ -1,0 +1,5 @@
+"""Labelled tasks and how they are scored, below the fine-tuning run that trains on them:
+`task_kinds/` (one module per kind: classification, regression), `metrics` (scores by hand,
+numpy only), `datasets` (rows of JSONL, CSV or TSV files into texts and labels), `hub` (Hugging
+Face datasets by name), `glue` (GLUE's eight tasks in their own layout, their defaults and the
+GLUE score), `unscored` (a test split without labels)."""
