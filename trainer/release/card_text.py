@@ -2,7 +2,8 @@
 
 A fact the run did not record is written as "not recorded" (with the reason from
 `CardFacts.notes`), never filled in with a default. The run's facts are its `RunRecord`'s
-fields (trainer/run_folder/run_record.py), its recipe and each attempt's an `attempts.Recipe`.
+fields (trainer/run_folder/run_record.py), its recipe and each attempt's an
+`attempts.AttemptRecipe`.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def _schedule(recipe) -> str:
     )
 
 
-# What a restart may change, as the recipe states it (label, text of one attempt's Recipe).
+# What a restart may change, as the recipe states it (label, text of one attempt's AttemptRecipe).
 BY_ATTEMPT = (
     ("peak learning rate", lambda r: str(r.learning_rate)),
     ("global batch", _batch),

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 
 @dataclasses.dataclass(frozen=True)
-class Recipe:
+class AttemptRecipe:
     """What one attempt trained with: the run_config.json keys a restart may change (None
     where a run config older than the key does not record it), and the steps it trained."""
 
@@ -58,14 +58,14 @@ class Recipe:
     end_step: int | None = None
 
     @classmethod
-    def of(cls, recorded: Mapping) -> Recipe:
+    def of(cls, recorded: Mapping) -> AttemptRecipe:
         """The recipe of a run config (its latest attempt's) or of one of its `attempts`."""
         return cls(**{field.name: recorded.get(field.name) for field in dataclasses.fields(cls)})
 
 
 # What an attempt records: the run_config.json keys a restart may change.
 RECIPE = tuple(
-    f.name for f in dataclasses.fields(Recipe) if f.name not in ("start_step", "end_step")
+    f.name for f in dataclasses.fields(AttemptRecipe) if f.name not in ("start_step", "end_step")
 )
 
 
@@ -89,12 +89,12 @@ def history(saved: dict | None, run_config: dict, start_step: int) -> list[dict]
     ]
 
 
-def spans(attempts: list[dict], step: int | None) -> list[Recipe]:
+def spans(attempts: list[dict], step: int | None) -> list[AttemptRecipe]:
     """The attempts that trained the weights of optimizer step `step` (all when None), each
     with its `end_step`: it trained the steps after `start_step` up to `end_step`."""
     kept = [a for a in attempts if step is None or a.get("start_step", 0) < step]
     out = []
     for i, attempt in enumerate(kept):
         end = kept[i + 1]["start_step"] if i + 1 < len(kept) else step
-        out.append(Recipe.of({**attempt, "end_step": end}))
+        out.append(AttemptRecipe.of({**attempt, "end_step": end}))
     return out

@@ -21,7 +21,7 @@ from common import fs
 from common.errors import UserError
 from trainer import families
 from trainer.families.family import Family
-from trainer.run_folder.attempts import Recipe
+from trainer.run_folder.attempts import AttemptRecipe
 
 # The size a run continued from a model (--init_from) records: that model's, not a named one.
 FROM_INIT = "from --init_from"
@@ -42,7 +42,7 @@ class RunRecord:
     max_length: int | None  # the length it trained at (None: a preset made elsewhere)
     tokenizer: dict  # `common.tokenizer_files.TokenizerInfo.to_dict()`; {} where not recorded
     init_from: dict | None  # `trainer.models.starting_point.Initial.record()`; None: scratch
-    recipe: Recipe  # the latest attempt's (trainer/run_folder/attempts.py)
+    recipe: AttemptRecipe  # the latest attempt's (trainer/run_folder/attempts.py)
     attempts: tuple  # each attempt's recorded recipe, oldest first (`attempts.spans` reads them)
     seed: int | None
     eval_seed: int | None
@@ -95,7 +95,7 @@ class RunRecord:
             max_length=saved.get("max_length"),
             tokenizer=saved.get("tokenizer") or {},
             init_from=saved.get("init_from"),
-            recipe=Recipe.of(saved),
+            recipe=AttemptRecipe.of(saved),
             attempts=tuple(saved.get("attempts") or ()),
             seed=saved.get("seed"),
             eval_seed=saved.get("eval_seed"),

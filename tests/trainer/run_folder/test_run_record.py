@@ -8,7 +8,7 @@ import pathlib
 import pytest
 
 from common import fs
-from trainer.run_folder.attempts import Recipe
+from trainer.run_folder.attempts import AttemptRecipe
 from trainer.run_folder.run_record import FROM_INIT, RunRecord, RunRecordError
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
@@ -44,7 +44,7 @@ def test_the_fields_of_a_run_from_scratch():
     recipe = record.recipe
     assert (recipe.learning_rate, recipe.total_steps, recipe.warmup_steps) == (0.01, 2, 0)
     assert (recipe.global_batch_size, recipe.schedule, recipe.data_start_step) == (16, "linear", 0)
-    assert len(record.attempts) == 1 and Recipe.of(record.attempts[0]).start_step == 0
+    assert len(record.attempts) == 1 and AttemptRecipe.of(record.attempts[0]).start_step == 0
     assert record.flag("shuffle_buffer_size") == 65536 and record.flag("no_such_flag") is None
 
 
