@@ -66,6 +66,8 @@ setuptools.setup(
             # The JAX backend (--backend jax), on the CPU here; jax needs scipy.
             "jax[cpu]==0.10.2",
             "scipy==1.17.1",
+            # Retrieval evaluation's BM25 floor (trainer/tasks/retrieval/bm25.py); numpy only.
+            "bm25s==0.3.16",
         ],
         # The JAX TPU stack (make venv-tpu-jax): JAX drives the TPU through the libtpu that
         # jax[tpu] pins; grain feeds batches; no TensorFlow. keras-hub and keras-nlp come
