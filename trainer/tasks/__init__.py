@@ -2,5 +2,6 @@
 `task_kinds/` (one module per kind: classification, regression), `metrics` (scores by hand,
 numpy only), `datasets` (rows of JSONL, CSV or TSV files into texts and labels), `hub` (Hugging
 Face datasets by name), `glue` (GLUE's eight tasks in their own layout, their defaults and the
-GLUE score), `unscored` (a test split without labels), `retrieval/` (retrieval on BEIR's layout:
-nDCG, MRR and recall, exact search in chunks, BM25 as the floor)."""
+GLUE score), `unscored` (a test split without labels), `pairs` (query/positive/negative files,
+and batches with no text twice), `retrieval/` (retrieval on BEIR's layout: nDCG, MRR and
+recall, exact search in chunks, BM25 as the floor)."""
