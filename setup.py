@@ -95,6 +95,8 @@ setuptools.setup(
             "gcp-storage-emulator==2026.7.19",
             "transformers==5.23.0",
             "torch==2.13.0",  # CPU build from the machine's disk: the HF export round-trip test
+            # Loads the sentence-transformers export as users do (scikit-learn comes with it).
+            "sentence-transformers==6.3.0",
         ],
     },
 )

@@ -10,7 +10,8 @@ Two hubs, spelled as keras-hub's `upload_preset` spells them:
 An export in both formats pushed to `hf://ORG/NAME` puts the transformers folder in
 `ORG/NAME` (what the Hub's widgets, `pipeline` and `from_pretrained` read) and the keras-hub
 preset in `ORG/NAME-keras-hub`: both formats have a `config.json` at the root, and
-`keras_hub.models.MaskedLM.from_preset("hf://...")` reads only a repository's root.
+`keras_hub.models.MaskedLM.from_preset("hf://...")` reads only a repository's root. The
+sentence-transformers export (a format of its own, never in `all`) goes to `ORG/NAME` as well.
 
 Example:
     >>> parse("hf://my-org/roberta-tiny").repo_id
@@ -33,7 +34,9 @@ from common.errors import UserError
 from common.flags import flag
 
 HF, KAGGLE = "hf", "kaggle"
-KERAS_HUB_FORMAT, HF_FORMAT = "keras-hub", "hf"
+KERAS_HUB_FORMAT, HF_FORMAT, ST_FORMAT = "keras-hub", "hf", "sentence-transformers"
+# The formats whose folder is a Hub repository's root as it is (a transformers model).
+_REPO_ROOT_FORMATS = (HF_FORMAT, ST_FORMAT)
 PRESET_SUFFIX = "-keras-hub"
 _HF_NAME_MAX = 96  # characters of a Hub repository name (huggingface_hub validate_repo_id)
 _KAGGLE_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -149,7 +152,7 @@ def repos_for(target: Target, formats) -> dict[str, Target]:
         return {KERAS_HUB_FORMAT: target}
     if formats == (KERAS_HUB_FORMAT,):
         return {KERAS_HUB_FORMAT: target}
-    out = {HF_FORMAT: target} if HF_FORMAT in formats else {}
+    out = {f: target for f in formats if f in _REPO_ROOT_FORMATS}
     if KERAS_HUB_FORMAT in formats:
         out = {KERAS_HUB_FORMAT: target.with_suffix(PRESET_SUFFIX), **out}
     return out

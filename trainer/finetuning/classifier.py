@@ -19,8 +19,7 @@ import copy
 import keras
 
 from common.errors import UserError
-from trainer.finetuning import pooling
-from trainer.models import model, model_source
+from trainer.models import model, model_source, pooling
 from trainer.tasks import task_kinds
 from trainer.training.optimizer import AdamWSettings, build_optimizer
 
@@ -35,7 +34,7 @@ class PretrainedBackbone:
         self, source: model_source.ModelSource, from_scratch: bool = False, pooling: str = "cls"
     ):
         self.source = source
-        self.pooling = pooling  # what the head reads: trainer/finetuning/pooling.py
+        self.pooling = pooling  # what the head reads: trainer/models/pooling.py
         self.family = source.family
         if not self.family.classifier_class:
             raise UserError(

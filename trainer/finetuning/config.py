@@ -13,7 +13,8 @@ import dataclasses
 
 from common import flags
 from common.flags import flag
-from trainer.finetuning import pooling, recipes
+from trainer.finetuning import recipes
+from trainer.models import pooling
 from trainer.run_folder.lock_flags import LockFlags
 from trainer.startup import keras_backend
 from trainer.startup.device_flags import DeviceFlags

@@ -228,7 +228,40 @@ def results_section(facts) -> str:
     return "\n".join(lines)
 
 
+POOLING_TEXT = {
+    "mean": "the mean of the final hidden states of the text's tokens (padding left out)",
+    "cls": "the final hidden state of the first token",
+}
+
+
+def sentence_transformers_usage(facts, options) -> str:
+    """How to load the sentence-transformers export, and what its vectors are."""
+    path = options.published.get("sentence-transformers", "PATH/TO/sentence-transformers")
+    where = (
+        "" if options.published else "Not published: PATH/TO is where the export was written.\n\n"
+    )
+    code = (
+        "```python\nfrom sentence_transformers import SentenceTransformer\n\n"
+        f'model = SentenceTransformer("{path.removeprefix("hf://")}")\n'
+        'vectors = model.encode(["The cat sat on the mat.", "A dog ran in the park."])\n'
+        "model.similarity(vectors, vectors)  # cosine\n```"
+    )
+    return (
+        f"## How to use\n\n{where}### sentence-transformers\n\n{code}\n\n"
+        f"A text's vector is {POOLING_TEXT[options.pooling]} ({options.pooling} pooling), "
+        "L2-normalised: the similarity is the cosine. The text is cut to "
+        f"{_n(facts.record.max_sequence_length)} tokens. The model learnt masked-word "
+        "prediction only, with no training on sentence pairs. The folder is also a "
+        "transformers model, but its tokenizer reads special tokens' strings as text, so "
+        "fill-mask needs the Hugging Face export. mlm_pretrain's "
+        "`trainer.release.embeddings.Embedder` gives the same vectors from the keras-hub "
+        "model."
+    )
+
+
 def usage_section(facts, fmt: str, options) -> str:
+    if fmt == "sentence-transformers":
+        return sentence_transformers_usage(facts, options)
     mask = facts.tokenizer_kind["special_tokens"].get("mask_token", "[MASK]")
     hf = options.published.get("hf", "PATH/TO/hf").removeprefix("hf://")
     preset = options.published.get("keras-hub", "PATH/TO/keras-hub")
@@ -283,6 +316,11 @@ def _origin(record) -> str:
 
 # Every card's first paragraph says this, and only our export writes it: how a later export
 # recognises a folder it may replace (trainer/release/export_folder.py).
+EXPORT_NAME = {
+    "hf": "Hugging Face transformers",
+    "keras-hub": "keras-hub preset",
+    "sentence-transformers": "sentence-transformers",
+}
 SIGNATURE = (
     "with mlm_pretrain (Beam prepare pipeline, Keras 3 / keras-hub trainer). This folder is the "
 )
@@ -293,7 +331,7 @@ def body(facts, fmt: str, options, name: str) -> str:
     intro = (
         f"# {name}\n\nA {record.family.name} masked language model ({_size(record)}, "
         f"{_n(facts.parameters)} parameters) {_origin(record)} {SIGNATURE}"
-        f"{'Hugging Face transformers' if fmt == 'hf' else 'keras-hub preset'} export."
+        f"{EXPORT_NAME[fmt]} export."
     )
     sections = [
         intro,

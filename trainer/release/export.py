@@ -1,4 +1,5 @@
-"""Exports a trained masked LM as a keras-hub preset and/or a Hugging Face transformers folder.
+"""Exports a trained masked LM as a keras-hub preset and/or a Hugging Face transformers folder,
+or as a sentence-transformers model.
 
     python -m trainer.export --checkpoint runs/tiny --output_dir exports/tiny --format all
 
@@ -12,6 +13,10 @@ with `all`, into `{output_dir}/keras-hub/` and `{output_dir}/hf/` (both formats 
   tokenizers are `tokenizers` JSON, which keras-hub tokenizers cannot read).
 - hf: `config.json`, `model.safetensors` and the tokenizer files, for
   `AutoModelForMaskedLM.from_pretrained(dir)` and `pipeline("fill-mask", model=dir)` in PyTorch.
+- sentence-transformers (not part of `all`): hf's files plus the modules that pool (`--pooling
+  mean` or `cls`) and normalise, for `SentenceTransformer(dir)`
+  (`trainer/release/sentence_transformers_export.py`); the vectors of
+  `trainer/release/embeddings.py`.
 
 keras-hub cannot export RoBERTa/BERT to transformers, so the weight-name mappings are ours: one
 table per family in `trainer/families/`.
@@ -41,17 +46,19 @@ from common.errors import UserError, run_cli
 from trainer.families import activation, encoder_weights
 from trainer.families.family import Family
 from trainer.models import model_source
+from trainer.models.pooling import CHOICES as POOLINGS
 from trainer.release import card_facts, export_folder, model_card, push
+from trainer.release import sentence_transformers_export as st_export
 from trainer.run_folder import run_dir
 from trainer.startup import keras_backend
 
-KERAS_HUB, HF = "keras-hub", "hf"
-FORMATS = (KERAS_HUB, HF, "all")
+KERAS_HUB, HF, ST = "keras-hub", "hf", st_export.FORMAT
+FORMATS = (KERAS_HUB, HF, ST, "all")  # `all` is keras-hub and hf; ST only when named
 HF_WEIGHTS = "model.safetensors"
 HF_CONFIG = "config.json"
 # The files that make a folder loadable: on an object store they are swapped in last
 # (`folder_swap.whole_folder`); which folder is an earlier export is `export_folder`'s question.
-ALL_MARKERS = (HF_CONFIG, f"{KERAS_HUB}/{HF_CONFIG}", f"{HF}/{HF_CONFIG}")
+ALL_MARKERS = (HF_CONFIG, st_export.MODULES, f"{KERAS_HUB}/{HF_CONFIG}", f"{HF}/{HF_CONFIG}")
 
 
 class ExportError(UserError):
@@ -182,10 +189,15 @@ def formats_of(fmt: str) -> tuple:
 
 
 def export(
-    checkpoint: str, output_dir: str, fmt: str = "all", card: model_card.CardOptions | None = None
+    checkpoint: str,
+    output_dir: str,
+    fmt: str = "all",
+    card: model_card.CardOptions | None = None,
+    pooling: str = "mean",
 ) -> dict[str, str]:
-    """Exports `checkpoint` in `fmt` (keras-hub, hf or all), each folder with its model
-    card; returns {format: folder}.
+    """Exports `checkpoint` in `fmt` (keras-hub, hf, sentence-transformers or all), each
+    folder with its model card; returns {format: folder}. `pooling` (cls or mean) is the
+    sentence-transformers model's.
 
     `output_dir` is written whole or not at all (`folder_swap.whole_folder`): staged beside it,
     then swapped in, so a failure (a full disk, a kill) leaves no partial export there and
@@ -198,6 +210,9 @@ def export(
     if KERAS_HUB in formats:
         _check_preset_computes(source)
     tokenizer, info = _tokenizer_info(source)
+    if ST in formats:  # a tokenizer that would feed other ids: refused before the model loads
+        st_export.check_framing(source.tokenizer_dir, info, source.max_sequence_length)
+    card = dataclasses.replace(card or model_card.CardOptions(), pooling=pooling)
     with folder_swap.whole_folder(output_dir, markers=ALL_MARKERS) as stage:
         masked_lm = model_source.load_source(source)
         staged = {f: fs.join(stage, f) if fmt == "all" else stage for f in formats}
@@ -206,18 +221,24 @@ def export(
             export_keras_hub(masked_lm, source, staged[KERAS_HUB])
         if HF in staged:
             parameters[HF] = export_hf(masked_lm, source, info, staged[HF])
+        if ST in staged:
+            parameters[ST] = export_hf(masked_lm, source, info, staged[ST])
+            st_export.write(staged[ST], source, info, pooling)
         facts = card_facts.gather(source, tokenizer, parameters[KERAS_HUB])
         for f, folder in staged.items():
             own = dataclasses.replace(facts, parameters=parameters[f])
-            model_card.write(model_card.build(own, f, card or model_card.CardOptions()), folder)
+            model_card.write(model_card.build(own, f, card), folder)
     return {f: fs.join(output_dir, f) if fmt == "all" else output_dir for f in formats}
 
 
 def export_and_push(
-    checkpoint: str, output_dir: str, fmt: str, push_flags: publish.PushFlags
+    checkpoint: str, output_dir: str, fmt: str, push_flags: publish.PushFlags, pooling=None
 ) -> tuple[dict, dict]:
     """`export`, then `--push_to` (checked, credentials too, before anything is written);
-    returns ({format: folder}, {format: where it was pushed})."""
+    returns ({format: folder}, {format: where it was pushed}). `pooling` is --pooling, which
+    only the sentence-transformers format takes (None: mean)."""
+    if pooling is not None and ST not in formats_of(fmt):
+        raise ExportError(f"--pooling is for --format {ST}, not {fmt}.")
     repos, target = {}, push_flags.push_target
     if target:
         repos = publish.repos_for(target, formats_of(fmt))
@@ -225,7 +246,7 @@ def export_and_push(
     card = model_card.CardOptions(
         push_flags.language, push_flags.license, {f: t.uri for f, t in repos.items()}
     )
-    paths = export(checkpoint, output_dir, fmt, card)
+    paths = export(checkpoint, output_dir, fmt, card, pooling or "mean")
     return paths, push.push_export(paths, repos)
 
 
@@ -237,14 +258,27 @@ def main(argv=None) -> int:
         help="training output dir, a .weights.h5 checkpoint or a keras-hub preset",
     )
     parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--format", default="all", choices=FORMATS)
+    parser.add_argument(
+        "--format",
+        default="all",
+        choices=FORMATS,
+        help=f"all: {KERAS_HUB} and {HF} (in subfolders); {ST} only when named",
+    )
+    parser.add_argument(
+        "--pooling",
+        choices=POOLINGS,
+        help=f"--format {ST}: the sentence vector, the mean of the tokens or the first "
+        "token's final hidden state, L2-normalised (default mean)",
+    )
     flags.add_flags(parser, publish.PushFlags)
     args = parser.parse_args(argv)
 
     def body():
         keras_backend.check()
         push_flags = publish.PushFlags(args.push_to, args.language, args.license)
-        paths, pushed = export_and_push(args.checkpoint, args.output_dir, args.format, push_flags)
+        paths, pushed = export_and_push(
+            args.checkpoint, args.output_dir, args.format, push_flags, args.pooling
+        )
         for fmt, path in paths.items():
             note = (
                 f" (pushed to {pushed[fmt]})"

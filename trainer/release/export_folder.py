@@ -20,6 +20,7 @@ import re
 from common import fs, tokenizer_files
 from common.errors import UserError
 from trainer.release import card_text
+from trainer.release import sentence_transformers_export as st_export
 from trainer.release.model_card import README
 from trainer.run_folder import run_dir
 from trainer.run_folder.run_record import RunRecord, RunRecordError
@@ -32,15 +33,20 @@ _TOKENIZER_FILES = (
 )
 # What `export_hf` writes, and `export_keras_hub` (keras-hub's `save_to_preset`: its config,
 # metadata and weights, sharded weights with their index, a preprocessor's configs and assets;
-# then our run_config.json and tokenizer/ folder). Both formats write the card.
+# then our run_config.json and tokenizer/ folder), and the sentence-transformers export (hf's
+# files and its modules' configs). Every format writes the card.
 _TOKENIZER = "(" + "|".join(map(re.escape, _TOKENIZER_FILES)) + ")"
-_HF = re.compile(r"config\.json|model\.safetensors|" + _TOKENIZER)
+_HF_FILES = r"config\.json|model\.safetensors|" + _TOKENIZER
+_HF = re.compile(_HF_FILES)
+_ST = re.compile(_HF_FILES + "|" + "|".join(map(re.escape, st_export.FILES)))
 _KERAS_HUB = re.compile(
     r"(config|metadata|task|preprocessor|tokenizer|image_converter|audio_converter)\.json"
     r"|(model|task)(_\d+)?\.weights\.h5|(model|task)\.weights\.json|assets/.+"
     rf"|{re.escape(run_dir.RUN_CONFIG)}|{re.escape(run_dir.TOKENIZER_DIR)}/{_TOKENIZER}"
 )
-FORMAT_FILES = {"hf": _HF, "keras-hub": _KERAS_HUB}
+FORMAT_FILES = {"hf": _HF, "keras-hub": _KERAS_HUB, st_export.FORMAT: _ST}
+# What `--format all` writes, each in its own subfolder.
+ALL = ("hf", "keras-hub")
 
 
 class NotAnExportError(UserError):
@@ -48,7 +54,7 @@ class NotAnExportError(UserError):
 
 
 # Where an export puts each format: one format in the folder itself, or `all`'s subfolders.
-LAYOUTS = [{"": f} for f in FORMAT_FILES] + [{f"{f}/": f for f in FORMAT_FILES}]
+LAYOUTS = [{"": f} for f in FORMAT_FILES] + [{f"{f}/": f for f in ALL}]
 
 
 def check_replaceable(output_dir: str) -> None:

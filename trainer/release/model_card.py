@@ -1,6 +1,7 @@
 """The model card (README.md) of an export, built with the Hub's own library.
 
-The metadata is `huggingface_hub.ModelCardData` (library, `fill-mask` pipeline tag, language,
+The metadata is `huggingface_hub.ModelCardData` (library, pipeline tag: `fill-mask`, or
+`sentence-similarity` for the sentence-transformers export; language,
 license, tags, and the `model-index` results block: eval loss, masked accuracy, perplexity,
 ratio to the unigram baseline); the text says what a reader needs: architecture and size,
 tokenizer, training data as the prepare manifest records it, recipe, results and how to load
@@ -24,18 +25,28 @@ from common import fs
 from trainer.release import card_text
 
 README = "README.md"
-LIBRARY = {"keras-hub": "keras-hub", "hf": "transformers"}
+LIBRARY = {
+    "keras-hub": "keras-hub",
+    "hf": "transformers",
+    "sentence-transformers": "sentence-transformers",
+}
+# What the Hub lists the model under, and tags beside the library's (as sentence-transformers'
+# own cards tag an embedding model).
+PIPELINE = {"sentence-transformers": "sentence-similarity"}
+EXTRA_TAGS = {"sentence-transformers": ["sentence-similarity", "feature-extraction"]}
 MASK_TOKEN_ROLE = "mask_token"
 
 
 @dataclasses.dataclass(frozen=True)
 class CardOptions:
-    """What the run's files cannot say: the card's language and license, and where each
-    format is published (`{format: "hf://ORG/NAME"}`, for the loading instructions)."""
+    """What the run's files cannot say: the card's language and license, where each format
+    is published (`{format: "hf://ORG/NAME"}`, for the loading instructions) and the
+    sentence-transformers export's pooling (`cls` or `mean`)."""
 
     language: str | None = None
     license: str | None = None
     published: dict = dataclasses.field(default_factory=dict)
+    pooling: str = "mean"
 
 
 def model_name(facts) -> str:
@@ -101,12 +112,13 @@ def card_data(facts, fmt: str, options: CardOptions) -> ModelCardData:
         LIBRARY[fmt],
         f"masking-{record.masking}",
         "pretrained-from-scratch",
+        *EXTRA_TAGS.get(fmt, []),
     ]
     return ModelCardData(
         language=options.language,
         license=options.license,
         library_name=LIBRARY[fmt],
-        pipeline_tag="fill-mask",
+        pipeline_tag=PIPELINE.get(fmt, "fill-mask"),
         tags=tags,
         model_name=name,
         eval_results=_eval_results(facts),
@@ -114,7 +126,8 @@ def card_data(facts, fmt: str, options: CardOptions) -> ModelCardData:
 
 
 def build(facts, fmt: str, options: CardOptions) -> ModelCard:
-    """The card of format `fmt` ("keras-hub" or "hf"); `str(card)` is the README.md."""
+    """The card of format `fmt` ("keras-hub", "hf" or "sentence-transformers"); `str(card)`
+    is the README.md."""
     data = card_data(facts, fmt, options)
     body = card_text.body(facts, fmt, options, model_name(facts))
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}")

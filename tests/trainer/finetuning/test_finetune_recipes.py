@@ -176,7 +176,7 @@ def test_a_diverged_grid_rate_is_written_on_the_card_as_diverged(tmp_path):
 
 
 def test_the_mean_pool_averages_the_kept_positions_only():
-    from trainer.finetuning.pooling import MeanPool
+    from trainer.models.pooling import MeanPool
 
     sequence = np.arange(24, dtype="float32").reshape(2, 3, 4)
     mask = np.array([[1, 1, 0], [0, 0, 0]], bool)

@@ -2,7 +2,7 @@
 backbone, in the shape of keras-hub's RoBERTa classifier (the attributes the fine-tuning code
 reads: `pooled_dropout`, `pooled_dense`, `output_dropout`, `output_dense`).
 
-The head reads the first token (`classifier_pooling="cls"`; `trainer/finetuning/pooling.py`
+The head reads the first token (`classifier_pooling="cls"`; `trainer/models/pooling.py`
 rebuilds it on the mean of the tokens for `"mean"`), then dense -> GELU -> LayerNorm without
 bias (transformers' ModernBertPredictionHead, no bias as `classifier_bias=False`), dropout and
 the logits.

@@ -1,5 +1,7 @@
-"""What the classifier's head reads: the first token (`cls`, keras-hub's TextClassifier as it
-is) or the mean of the final hidden states of the non-padding tokens (`mean`).
+"""What reads a sequence of final hidden states as one vector: the first token (`cls`) or the
+mean of the non-padding tokens (`mean`). Fine-tuning's classifier head reads it
+(trainer/finetuning/classifier.py), and so do the release's sentence embeddings
+(trainer/release/embeddings.py): one implementation for both.
 
 keras-hub's RoBERTa classifier takes `backbone(inputs)[:, start_token_index]` and runs its
 own head on it (dropout, dense + tanh, dropout, logits); BERT's takes the backbone's
@@ -11,6 +13,7 @@ compiles with XLA on both backends like the rest of the step.
 
 Example:
     >>> model = mean_pooled(RobertaTextClassifier(backbone, num_classes=3, preprocessor=None))
+    >>> vector = pool(token_states(backbone(inputs)), inputs["padding_mask"], "mean")
 """
 
 from __future__ import annotations
@@ -31,16 +34,32 @@ class MeanPool(keras.layers.Layer):
         return total / ops.maximum(ops.sum(mask, axis=1), 1.0)
 
 
+def token_states(outputs):
+    """The backbone's final hidden states, (batch, length, hidden): BERT's backbone returns a
+    dict beside its pooler's output, the others the tensor itself."""
+    if isinstance(outputs, dict):  # BERT: {"sequence_output", "pooled_output"}
+        return outputs["sequence_output"]
+    return outputs
+
+
+def pool(sequence, padding_mask, how: str, dtype=None):
+    """(batch, hidden) from the final hidden states, read as `how` (one of CHOICES); the
+    start token sits at position 0 in every family's packing."""
+    if how == "mean":
+        return MeanPool(dtype=dtype, name="mean_pool")(sequence, padding_mask)
+    if how == "cls":
+        return sequence[:, 0, :]
+    raise ValueError(f"pooling {how!r} is not one of {CHOICES}")
+
+
 class MeanPooledClassifier(keras.Model):
     """A keras-hub TextClassifier's backbone and head, the head reading the mean of the
     non-padding tokens. `backbone` is kept as an attribute, as keras-hub's tasks keep it."""
 
     def __init__(self, backbone, head: list, **kwargs):
         inputs = backbone.input
-        outputs = backbone(inputs)
-        if isinstance(outputs, dict):  # BERT: {"sequence_output", "pooled_output"}
-            outputs = outputs["sequence_output"]
-        x = MeanPool(dtype=backbone.dtype_policy, name="mean_pool")(outputs, inputs["padding_mask"])
+        outputs = token_states(backbone(inputs))
+        x = pool(outputs, inputs["padding_mask"], "mean", dtype=backbone.dtype_policy)
         for layer in head:
             x = layer(x)
         super().__init__(inputs=inputs, outputs=x, **kwargs)
