@@ -68,6 +68,9 @@ setuptools.setup(
             "scipy==1.17.1",
             # Retrieval evaluation's BM25 floor (trainer/tasks/retrieval/bm25.py); numpy only.
             "bm25s==0.3.16",
+            # Entity-level F1 of token classification (trainer/tasks/entity_f1.py): conlleval's
+            # and strict BIOES counting, as Hugging Face's NER examples score; brings scikit-learn.
+            "seqeval==1.2.2",
         ],
         # The JAX TPU stack (make venv-tpu-jax): JAX drives the TPU through the libtpu that
         # jax[tpu] pins; grain feeds batches; no TensorFlow. keras-hub and keras-nlp come
