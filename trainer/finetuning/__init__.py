@@ -4,7 +4,8 @@ tasks come from is the room below, trainer/tasks/).
 The modules, bottom up: `packing` (our tokenizer's ids, packed the family's way), `classifier`
 (the family's classifier on the pretrained or a fresh backbone; what its head reads, CLS or
 mean, is `trainer.models.pooling`, which the release's embeddings share),
-`recipes` (the one `Recipe`, by size), `divergence` (a seed whose loss turns non-finite),
+`recipes` (the one `Recipe`, by size), `contrastive` (InfoNCE and gradient caching, for
+embedding models), `divergence` (a seed whose loss turns non-finite),
 `interruption` (SIGTERM on a pod), `protocol` (seeds, epochs, selection on dev, collapse),
 `auto_rate` (`--learning_rate auto`), `masked_accuracy` (how well the model being judged learnt
 its pretraining task), `results` (results.json and the printed table), `output_folder` (what an
