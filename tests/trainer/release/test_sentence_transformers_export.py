@@ -8,7 +8,6 @@ Measured on both backends (tiny models, fp32): max abs difference 1.8e-7.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -65,7 +64,8 @@ def exported(runs, tmp_path_factory):
 
 
 def load(path):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may come from the network
+    # Nothing may come from the network: local files only (not HF_HUB_OFFLINE, which would
+    # leak into the worker's later tests, such as a push to a local stand-in Hub).
     return sentence_transformers.SentenceTransformer(path, device="cpu", local_files_only=True)
 
 
