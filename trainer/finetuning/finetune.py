@@ -65,7 +65,8 @@ def finetune(config: FinetuneFlags) -> dict | None:
     output_folder.check([job.output_dir for job in tasks])  # before any work: one line
     cards = card_scores.writable(card_scores.readmes(config.card)) if config.card else []
     runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
-    with folder_lock.held(config, runtime.chief), interruption.watching(runtime) as watch:
+    lock = folder_lock.held(config, config.output_dir, runtime.chief)
+    with lock, interruption.watching(runtime) as watch:
         backbone = PretrainedBackbone(source, config.from_scratch, tasks[0].settings.pooling)
         pretrained = masked_accuracy.pretraining_facts(source)  # before training: fails fast
         if pretrained["warning"] and not config.from_scratch:

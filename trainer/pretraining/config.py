@@ -1,19 +1,23 @@
-"""All trainer settings in one typed dataclass, and the command line built from it.
+"""All trainer settings in one typed dataclass of typed parts, and the command line built from
+it.
 
-Every flag is a field of `TrainConfig`; the argparse parser is generated from the fields so
-flag names, types, defaults and help cannot drift apart. Flags of the Hugging Face
+Every flag is a field of a part of `TrainConfig` (data, model, schedule, optimizer...); the
+argparse parser is generated from the fields so flag names, types, defaults and help cannot
+drift apart. Flags of the Hugging Face
 "language-modeling-tpu" seed (`run_mlm.py`) are accepted as aliases with the same meaning.
 
 Example:
     >>> config = parse_args(["--train_data", "gs://b/train", "--eval_data", "gs://b/eval",
     ...                      "--tokenizer", "tok/", "--output_dir", "out/", "--model", "tiny"])
-    >>> config.family, config.model, config.learning_rate  # None: by size,
+    >>> config.model.family, config.model.model, config.schedule.learning_rate  # None: by size,
     trainer/pretraining/plan.py ('roberta', 'tiny', None)
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import asdict
+from types import SimpleNamespace
 
 from common import flags
 from common.flags import flag
@@ -50,12 +54,9 @@ def _recipe_default(text: str, name: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig(PushFlags, DeviceFlags, LockFlags):
-    # PushFlags: --push_to, --language, --license (publish the export at the end); DeviceFlags:
-    # --strategy, --cpu_replicas, --tpu, --precision, --fused_attention...
-    # (trainer/startup/device_flags.py, shared with fine-tuning); LockFlags: --takeover_lock,
-    # --lock_timeout_hours (the run folder's lock, trainer/run_folder/folder_lock.py).
-    # Data and files.
+class DataFlags:
+    """The data, its tokenizer and where the run writes."""
+
     train_data: str = flag(
         "Folder of training shards (manifest or legacy format), local or gs://.",
         aliases=["--train_dataset"],
@@ -74,7 +75,12 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
         "omitted (required for legacy-format shards).",
         minimum=1,
     )
-    # Model.
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFlags:
+    """What is trained: the family, its size, overrides of its config, or a checkpoint."""
+
     model: str = flag("Named size.", "base", choices=sizes.NAMES)
     family: str = flag("Model family.", families.DEFAULT, choices=families.NAMES)
     config: dict = flag(
@@ -94,7 +100,19 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
         "(weights are not "
         f"loaded). One of {sorted(_LEGACY_MODEL_CONFIGS)}."
     )
-    # Distribution and precision.
+
+    @property
+    def family_record(self) -> families.Family:
+        """--family's record: where the family's name enters a pretraining run (its run
+        looks it up here once, unless --init_from gives the checkpoint's)."""
+        return families.get(self.family)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionFlags:
+    """How the train step runs: the Keras backend, precision (legacy), compilation. (The
+    devices are `DeviceFlags`, shared with fine-tuning.)"""
+
     backend: str = flag(
         "Keras backend; default KERAS_BACKEND, else tensorflow. Read before "
         "Keras is imported (trainer/startup/keras_backend.py); a run keeps the "
@@ -111,7 +129,12 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
     steps_per_execution: int = flag(
         "Train steps per compiled call (default: 100 on GPU and TPU, 1 on a CPU).", minimum=1
     )
-    # Batch, length of training.
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchFlags:
+    """Examples per optimizer update."""
+
     per_replica_batch_size: int = flag(
         "Examples per replica per micro-batch (per step without --grad_accum_steps).", 8, minimum=1
     )
@@ -123,17 +146,23 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
         aliases=["--gradient_accumulation_steps"],
         minimum=1,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduleFlags:
+    """How long the run trains and its learning rate over the steps (peak, warmup, decay)."""
+
     train_steps: int = flag("Optimizer steps (alternative to --epochs).", minimum=1)
     epochs: int = flag("Passes over the training data.", aliases=["--num_epochs"], minimum=1)
-    # Optimisation.
     learning_rate: float | None = flag(
         "Peak learning rate. Default: by --model size ("
         + ", ".join(f"{size} {rate:g}" for size, rate in DEFAULT_LEARNING_RATES.items())
         + "), or the rate a resumed run used.",
         greater_than=0,
     )
-    # The flags of trainer/pretraining/pretrain_recipe.py default to None: a given flag wins, then
-    # the resumed run's value, then the family's recipe, then the default named in the help.
+    # The flags of trainer/pretraining/pretrain_recipe.py (here, in OptimizerFlags and
+    # MaskingFlags) default to None: a given flag wins, then the resumed run's value, then the
+    # family's recipe, then the default named in the help.
     warmup_ratio: float | None = flag(
         _recipe_default(
             "Fraction of steps of linear warmup (the legacy HF example uses 0.05).", "warmup_ratio"
@@ -175,6 +204,31 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
     decay_steps: int | None = flag(
         "With --decay_from_step: updates of the 1 - sqrt decay to 0.", minimum=1
     )
+
+    def check_decay_flags(self) -> None:
+        """--decay_from_step S with --decay_steps D: the run ends at S + D (--train_steps, if
+        given, must say so)."""
+        if (self.decay_from_step is None) != (self.decay_steps is None):
+            raise ValueError("give --decay_from_step and --decay_steps together")
+        if self.decay_steps is None:
+            return
+        end = self.decay_from_step + self.decay_steps
+        if self.epochs is not None:
+            raise ValueError(
+                f"--decay_from_step/--decay_steps end the run at step {end}: drop --epochs"
+            )
+        if self.train_steps not in (None, end):
+            raise ValueError(
+                f"--train_steps {self.train_steps}, but the decay ends at step {end} "
+                "(--decay_from_step + --decay_steps): drop --train_steps or give that"
+            )
+        flags.resolve(self, train_steps=end)
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerFlags:
+    """AdamW's settings besides its learning rate (trainer/training/optimizer.py)."""
+
     weight_decay: float | None = flag(
         _recipe_default("AdamW decoupled weight decay (not on biases/LayerNorm).", "weight_decay"),
         aliases=["--weight_decay_rate"],
@@ -201,6 +255,12 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
         ),
         choices=("on", "off"),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskingFlags:
+    """What the masked-language objective masks (trainer/data/masking.py)."""
+
     mlm_probability: float | None = flag(
         _recipe_default("Fraction of maskable tokens selected.", "mlm_probability"),
         greater_than=0,
@@ -213,10 +273,15 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
         "token",
         choices=masking.MODES,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFlags:
+    """The run's seeds, data order window, and its loop: evaluation, checkpoints, output."""
+
     seed: int = flag(
         "Seed for weights, data order, dropout and masking.", 42, minimum=0, maximum=MAX_SEED
     )
-    # Input pipeline.
     shuffle_buffer_size: int = flag(
         "Records per shuffle window (trainer/data/data_order.py).", 2**16, minimum=1
     )
@@ -235,60 +300,78 @@ class TrainConfig(PushFlags, DeviceFlags, LockFlags):
         "Keras progress output: 0 silent, 1 bar, 2 one line per interval.", 1, minimum=0, maximum=2
     )
 
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Every flag of pretraining, in typed parts (`flags.group`: their flags join one command
+    line, flat, in this order). The devices, the lock and the push are the parts fine-tuning
+    shares: --strategy, --cpu_replicas, --tpu, --precision, --fused_attention...
+    (trainer/startup/device_flags.py), --takeover_lock, --lock_timeout_hours
+    (trainer/run_folder/folder_lock.py), --push_to, --language, --license (common/publish.py)."""
+
+    lock: LockFlags = flags.group(LockFlags)
+    device: DeviceFlags = flags.group(DeviceFlags)
+    push: PushFlags = flags.group(PushFlags)
+    data: DataFlags = flags.group(DataFlags)
+    model: ModelFlags = flags.group(ModelFlags)
+    execution: ExecutionFlags = flags.group(ExecutionFlags)
+    batch: BatchFlags = flags.group(BatchFlags)
+    schedule: ScheduleFlags = flags.group(ScheduleFlags)
+    optimizer: OptimizerFlags = flags.group(OptimizerFlags)
+    masking: MaskingFlags = flags.group(MaskingFlags)
+    run: RunFlags = flags.group(RunFlags)
+
     def __post_init__(self):
-        self.check_push_flags()  # a bad target or card metadata fails now, not after training
-        if self.pretrained_model_config:
-            if self.pretrained_model_config not in _LEGACY_MODEL_CONFIGS:
+        # The checks in the order of the flat flags' days: a command with two faults is told
+        # of the same one. (PushFlags checked itself when built: a bad target or card metadata
+        # fails now, not after training.)
+        model_flags = self.model
+        if model_flags.pretrained_model_config:
+            if model_flags.pretrained_model_config not in _LEGACY_MODEL_CONFIGS:
                 raise ValueError(
-                    f"--pretrained_model_config {self.pretrained_model_config!r} is not one of "
-                    f"{sorted(_LEGACY_MODEL_CONFIGS)}; use --family and --model instead."
+                    f"--pretrained_model_config {model_flags.pretrained_model_config!r} is not "
+                    f"one of {sorted(_LEGACY_MODEL_CONFIGS)}; use --family and --model instead."
                 )
-            family, size = _LEGACY_MODEL_CONFIGS[self.pretrained_model_config]
-            flags.resolve(self, family=family, model=size)
-        if self.bfloat16:
-            flags.resolve(self, precision="bf16")
-        self.check_devices()
-        self._check_decay_flags()
-        if (self.train_steps is None) == (self.epochs is None):
+            family, size = _LEGACY_MODEL_CONFIGS[model_flags.pretrained_model_config]
+            flags.resolve(model_flags, family=family, model=size)
+        if self.execution.bfloat16:
+            flags.resolve(self, device=dataclasses.replace(self.device, precision="bf16"))
+        self.device.check_devices()
+        self.schedule.check_decay_flags()
+        if (self.schedule.train_steps is None) == (self.schedule.epochs is None):
             raise ValueError("give exactly one of --train_steps and --epochs")
-        if self.backend is None:  # else the flag chose it (trainer/startup/keras_backend.py)
+        if self.execution.backend is None:  # else the flag chose it (startup/keras_backend.py)
             keras_backend.check()
-        if problem := flags.out_of_bounds(TrainConfig, self):
+        if problem := flags.out_of_bounds(TrainConfig, SimpleNamespace(**self.to_dict())):
             raise ValueError(problem)
-        model.check_overrides(self.family_record, self.model, self.config)
-        if self.init_from and (self.config or self.pretrained_model_config):
+        model.check_overrides(model_flags.family_record, model_flags.model, model_flags.config)
+        if model_flags.init_from and (model_flags.config or model_flags.pretrained_model_config):
             raise ValueError(
                 "--init_from takes the model's family and sizes from the "
                 "checkpoint: drop --config / --pretrained_model_config"
             )
 
-    @property
-    def family_record(self) -> families.Family:
-        """--family's record: where the family's name enters a pretraining run (its run
-        looks it up here once, unless --init_from gives the checkpoint's)."""
-        return families.get(self.family)
-
-    def _check_decay_flags(self) -> None:
-        """--decay_from_step S with --decay_steps D: the run ends at S + D (--train_steps, if
-        given, must say so)."""
-        if (self.decay_from_step is None) != (self.decay_steps is None):
-            raise ValueError("give --decay_from_step and --decay_steps together")
-        if self.decay_steps is None:
-            return
-        end = self.decay_from_step + self.decay_steps
-        if self.epochs is not None:
-            raise ValueError(
-                f"--decay_from_step/--decay_steps end the run at step {end}: drop --epochs"
-            )
-        if self.train_steps not in (None, end):
-            raise ValueError(
-                f"--train_steps {self.train_steps}, but the decay ends at step {end} "
-                "(--decay_from_step + --decay_steps): drop --train_steps or give that"
-            )
-        flags.resolve(self, train_steps=end)
+    def parts(self) -> list:
+        return [getattr(self, field.name) for field in dataclasses.fields(self)]
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Every flag under its own name, flat, in --help order (run_config.json records it)."""
+        return {name: value for part in self.parts() for name, value in asdict(part).items()}
+
+    def with_flags(self, **values) -> TrainConfig:
+        """A copy with the flags named (flat, as on the command line) changed in their parts;
+        the copy checks itself as the parsed flags were checked."""
+        changed = {}
+        for field in dataclasses.fields(self):
+            part = getattr(self, field.name)
+            names = [f.name for f in dataclasses.fields(part) if f.name in values]
+            if names:
+                changed[field.name] = dataclasses.replace(
+                    part, **{name: values.pop(name) for name in names}
+                )
+        if values:
+            raise TypeError(f"no such flags: {sorted(values)}")
+        return dataclasses.replace(self, **changed)
 
 
 def parse_args(argv=None) -> TrainConfig:

@@ -17,13 +17,12 @@ run_config.json records the values chosen.
 Example:
     >>> chosen(config, {"mlm_probability": 0.3}, saved=None)["mlm_probability"]
     0.3
-    >>> apply(config, family.pretraining_recipe, saved).mlm_probability   # saved: a RunRecord
+    >>> apply(config, family.pretraining_recipe, saved).masking.mlm_probability  # a RunRecord
     0.15
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from trainer.families.recipe_flags import DEFAULTS
@@ -33,9 +32,9 @@ from trainer.pretraining.plan import PlanError
 def chosen(config, recipe: Mapping, saved) -> dict:
     """{flag: value} for every recipe flag of `config` (None where not given); `saved` is the
     `RunRecord` of a run that has trained, or None."""
-    out = {}
+    out, flags = {}, config.to_dict()
     for name, default in DEFAULTS.items():
-        given = getattr(config, name)
+        given = flags[name]
         if given is not None:
             out[name] = given
         elif saved and saved.flag(name) is not None:
@@ -48,10 +47,11 @@ def chosen(config, recipe: Mapping, saved) -> dict:
 def apply(config, recipe: Mapping, saved):
     """A copy of `config` with every recipe flag chosen (`chosen`); the copy checks the
     values' bounds as the flags' are. --decay_from_step needs the wsd schedule."""
-    config = dataclasses.replace(config, **chosen(config, recipe, saved))
-    if config.decay_from_step is not None and config.schedule != "wsd":
+    config = config.with_flags(**chosen(config, recipe, saved))
+    schedule = config.schedule
+    if schedule.decay_from_step is not None and schedule.schedule != "wsd":
         raise PlanError(
             f"--decay_from_step/--decay_steps decay a warmup-stable-decay run: this run's "
-            f"--schedule is {config.schedule} (pass --schedule wsd)"
+            f"--schedule is {schedule.schedule} (pass --schedule wsd)"
         )
     return config

@@ -11,12 +11,13 @@ import keras
 
 from common import fs, manifest, prepared_dir, tokenizer_files, word_tables
 from common.errors import UserError
+from common.publish import PushFlags
 from trainer.data import splits as data
 from trainer.data.masking import MaskingSpec
 from trainer.models import init_from, model, starting_point
 from trainer.pretraining import context_extension, pretrain_recipe
 from trainer.pretraining import plan as plans
-from trainer.pretraining.config import TrainConfig
+from trainer.pretraining.config import DataFlags, MaskingFlags, TrainConfig
 from trainer.release import push
 from trainer.run_folder.run_record import FROM_INIT, RunRecord
 
@@ -66,20 +67,20 @@ class Inputs:
     data_start_step: int = 0
 
 
-def load_inputs(config: TrainConfig) -> Inputs:
-    tokenizer, info = tokenizer_files.load(config.tokenizer)  # a bad folder: one line
-    train_source = data.resolve_split(config.train_data, info, config.max_length)
-    eval_source = data.resolve_split(config.eval_data, info, train_source.max_length)
+def load_inputs(flags: DataFlags) -> Inputs:
+    tokenizer, info = tokenizer_files.load(flags.tokenizer)  # a bad folder: one line
+    train_source = data.resolve_split(flags.train_data, info, flags.max_length)
+    eval_source = data.resolve_split(flags.eval_data, info, train_source.max_length)
     data.check_one_prepare_run(train_source, eval_source)
     return Inputs(tokenizer, info, train_source, eval_source)
 
 
-def check_backend(config: TrainConfig) -> str:
-    """The backend Keras runs, if --backend asks for no other."""
+def check_backend(asked: str | None) -> str:
+    """The backend Keras runs, if --backend (`asked`) asks for no other."""
     backend = keras.backend.backend()
-    if config.backend not in (None, backend):
+    if asked not in (None, backend):
         raise RunConfigError(
-            f"--backend {config.backend}, but Keras was already imported with "
+            f"--backend {asked}, but Keras was already imported with "
             f"{backend}; pass --backend on the command line."
         )
     return backend
@@ -88,13 +89,15 @@ def check_backend(config: TrainConfig) -> str:
 def resolve(config: TrainConfig, saved: RunRecord | None) -> TrainConfig:
     """A copy of `config` with what the flags left open filled in: the backend Keras runs,
     the tokenizer the manifest names, the learning rate of the size (or of the saved run)."""
-    backend = check_backend(config)
-    return dataclasses.replace(
-        config,
+    backend = check_backend(config.execution.backend)
+    return config.with_flags(
         backend=backend,
-        tokenizer=config.tokenizer or tokenizer_of(config.train_data),
+        tokenizer=config.data.tokenizer or tokenizer_of(config.data.train_data),
         learning_rate=plans.learning_rate(
-            config.learning_rate, config.model, saved, continued=bool(config.init_from)
+            config.schedule.learning_rate,
+            config.model.model,
+            saved,
+            continued=bool(config.model.init_from),
         ),
     )
 
@@ -104,16 +107,16 @@ def resolved(config: TrainConfig, trained: RunRecord | None):
     (trainer/pretraining/pretrain_recipe.py), the run's `Family`, the checked `Initial` or
     None). The family is looked up here once: the flag's, or the checkpoint's."""
     config, initial = initial_model(resolve(config, trained))
-    family = initial.family if initial else config.family_record
+    family = initial.family if initial else config.model.family_record
     return pretrain_recipe.apply(config, family.pretraining_recipe, trained), family, initial
 
 
 def initial_model(config: TrainConfig):
     """With --init_from: (config with the checkpoint's family, the checked `Initial`)."""
-    if not config.init_from:
+    if not config.model.init_from:
         return config, None
-    initial = init_from.resolve(config.init_from)
-    return dataclasses.replace(config, family=initial.family.name), initial  # as recorded
+    initial = init_from.resolve(config.model.init_from)
+    return config.with_flags(family=initial.family.name), initial  # as recorded
 
 
 def backbone_of(config, family, inputs: Inputs, initial) -> dict:
@@ -122,10 +125,10 @@ def backbone_of(config, family, inputs: Inputs, initial) -> dict:
     ids, length = inputs.info.special_token_ids, inputs.train.max_length
     if initial is None:
         backbone = model.backbone_config(
-            family, config.model, inputs.info.vocab_size, length, config.config, ids
+            family, config.model.model, inputs.info.vocab_size, length, config.model.config, ids
         )
     else:
-        starting_point.check_tokenizer(initial, inputs.info, config.tokenizer)
+        starting_point.check_tokenizer(initial, inputs.info, config.data.tokenizer)
         starting_point.check_length(initial, length)
         backbone = {**initial.backbone_config, **family.token_args(ids)}
     if problem := family.device_rule(backbone, length):
@@ -133,10 +136,10 @@ def backbone_of(config, family, inputs: Inputs, initial) -> dict:
     return backbone
 
 
-def masking_spec(config, inputs: Inputs) -> MaskingSpec:
+def masking_spec(flags: MaskingFlags, inputs: Inputs) -> MaskingSpec:
     info = inputs.info
     tables = {}
-    if config.masking == "whole_word":
+    if flags.masking == "whole_word":
         ends, mid = word_tables.unit_tables(inputs.tokenizer)
         tables = dict(
             word_starts=tuple(word_tables.word_starts(inputs.tokenizer)),
@@ -147,8 +150,8 @@ def masking_spec(config, inputs: Inputs) -> MaskingSpec:
         info.vocab_size,
         info.mask_id,
         tuple(info.all_special_ids),
-        rate=config.mlm_probability,
-        masking=config.masking,
+        rate=flags.mlm_probability,
+        masking=flags.masking,
         **tables,
     )
 
@@ -157,13 +160,13 @@ def run_config_of(config, runtime, inputs, plan, backbone, global_batch, initial
     """run_config.json of this attempt (its `attempts` and data start are added later)."""
     run_config = {
         **config.to_dict(),
-        "family": config.family,
-        "size": config.model,
+        "family": config.model.family,
+        "size": config.model.model,
         "init_from": None,
         "backbone_config": backbone,
         "max_length": inputs.train.max_length,
         "tokenizer": inputs.info.to_dict(),
-        "seed": config.seed,
+        "seed": config.run.seed,
         "precision": runtime.device.precision,
         "total_steps": plan.total_steps,
         "warmup_steps": plan.warmup_steps,
@@ -171,7 +174,7 @@ def run_config_of(config, runtime, inputs, plan, backbone, global_batch, initial
         "decay_num_steps": plan.decay_steps,
         "global_batch_size": global_batch,
         "replicas": runtime.replicas,
-        "grad_accum_steps": config.grad_accum_steps,
+        "grad_accum_steps": config.batch.grad_accum_steps,
         "input_pipelines": runtime.num_pipelines,
         "train_data_digest": inputs.train.digest,
         "jit_compile": runtime.device.jit,
@@ -182,32 +185,37 @@ def run_config_of(config, runtime, inputs, plan, backbone, global_batch, initial
     return run_config
 
 
-def check_continuation(config, family, saved, trained, run_config: dict, where: str) -> None:
+def check_continuation(
+    extend_context: bool, family, saved, trained, run_config: dict, where: str
+) -> None:
     """Refuses a restart that changes a fixed setting of the saved run (trainer/pretraining/plan.py
     FIXED), except what --extend_context may change."""
     now = RunRecord.of(run_config, family)
-    plans.check_continuation(extension_view(config, now, saved, trained, where), run_config, where)
+    view = extension_view(extend_context, now, saved, trained, where)
+    plans.check_continuation(view, run_config, where)
 
 
-def data_start(config, family, saved, run_config: dict, start_step: int, inputs: Inputs) -> Inputs:
+def data_start(
+    extend_context: bool, family, saved, run_config: dict, start_step: int, inputs: Inputs
+) -> Inputs:
     """Records where the training data's stream starts (and what an extension changed);
     returns the inputs that read from there."""
     now = RunRecord.of(run_config, family)
     start = context_extension.data_start_step(saved, now, start_step)
-    changed = context_extension.changes(saved, now) if config.extend_context else None
+    changed = context_extension.changes(saved, now) if extend_context else None
     run_config["data_start_step"] = start
     if changed:
         run_config["context_extension"] = changed
     return dataclasses.replace(inputs, data_start_step=start)
 
 
-def extension_view(config, now: RunRecord, saved, trained, where: str):
+def extension_view(extend_context: bool, now: RunRecord, saved, trained, where: str):
     """The saved run config as a restart must match it: under --extend_context, with the
     settings an extension may change taken from this attempt
     (trainer/pretraining/context_extension.py). A run that saved no weights binds nothing:
     its command may have been refused at step 1 (a NaN loss), and the corrected command
     starts it afresh."""
-    if not config.extend_context:
+    if not extend_context:
         return trained.raw if trained else None
     if trained is None:
         raise plans.PlanError(
@@ -216,39 +224,44 @@ def extension_view(config, now: RunRecord, saved, trained, where: str):
     return context_extension.allowed(saved, now, where)
 
 
-def check_resume(saved: RunRecord | None, plan, start_step: int, where: str, config) -> None:
+def check_resume(
+    saved: RunRecord | None, plan, start_step: int, where: str, decay_from_step: int | None
+) -> None:
     """The restored step against the plan: not past the total, not past a --decay_from_step
     the run did not decay from."""
     plans.check_start(start_step, plan.total_steps, where)
-    plans.check_decay_start(saved, plan, start_step, where, config.decay_from_step)
+    plans.check_decay_start(saved, plan, start_step, where, decay_from_step)
 
 
 def plan_of(config, runtime, inputs, trained) -> tuple:
     """(global batch, plan): examples per optimizer update (Keras' own steps are
     micro-batches, ours are updates) and the steps of this attempt."""
-    plans.check_accumulation(runtime.backend, runtime.replicas, config.grad_accum_steps)
-    global_batch = config.per_replica_batch_size * runtime.replicas * config.grad_accum_steps
-    total_steps = config.train_steps or config.epochs * (inputs.train.num_examples // global_batch)
+    batch, schedule = config.batch, config.schedule
+    plans.check_accumulation(runtime.backend, runtime.replicas, batch.grad_accum_steps)
+    global_batch = batch.per_replica_batch_size * runtime.replicas * batch.grad_accum_steps
+    examples = inputs.train.num_examples
+    total_steps = schedule.train_steps or schedule.epochs * (examples // global_batch)
     if total_steps < 1:
         raise data.DataError(
-            f"{config.train_data} holds fewer examples than one global batch of {global_batch}."
+            f"{config.data.train_data} holds fewer examples than one global batch of "
+            f"{global_batch}."
         )
     plan = plans.make_plan(
         total_steps,
-        config.save_every,
-        config.eval_every,
+        config.run.save_every,
+        config.run.eval_every,
         runtime.device.steps_per_execution,
-        config.warmup_ratio,
+        schedule.warmup_ratio,
         trained,
-        plans.DecayFlags(config.decay_ratio, config.decay_from_step, config.decay_steps)
-        if config.schedule == "wsd"
+        plans.DecayFlags(schedule.decay_ratio, schedule.decay_from_step, schedule.decay_steps)
+        if schedule.schedule == "wsd"
         else None,
     )
     return global_batch, plan
 
 
-def check_push(config) -> None:
+def check_push(flags: PushFlags) -> None:
     """With --push_to, credentials must exist (on every host: any may be the chief): fail
     now, not after training."""
-    if config.push_target:
-        push.check_credentials(config.push_target)
+    if flags.push_target:
+        push.check_credentials(flags.push_target)

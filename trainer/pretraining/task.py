@@ -19,6 +19,7 @@ import keras
 
 from common import fs, schema
 from common.errors import run_cli
+from common.publish import PushFlags
 from trainer import backends
 from trainer.backends.devices import DeviceRequest
 from trainer.data import read_errors
@@ -56,30 +57,30 @@ def _build(config, family, runtime, spec, backbone, plan):
     """The compiled trainer model with a built optimizer (ready for `restore_state`)."""
     keras.mixed_precision.set_dtype_policy(model.dtype_policy(runtime.device.precision))
     with runtime.scope():
-        keras.utils.set_random_seed(config.seed)
+        keras.utils.set_random_seed(config.run.seed)
         masked_lm = model.build_masked_lm(family, backbone)
         model.bf16_lm_head(masked_lm)  # a no-op in float32
         if runtime.device.fused_attention:
             model.fuse_attention(masked_lm)
         trainer_model = MaskedLMTrainer(
-            masked_lm, spec, seed=config.seed, eval_seed=config.eval_seed
+            masked_lm, spec, seed=config.run.seed, eval_seed=config.run.eval_seed
         )
         length = family.build_length(backbone)
         dummy = {name: keras.ops.ones((1, length), "int32") for name in schema.FEATURES}
         with quiet.harmless_lines_hidden():
             trainer_model(dummy)  # build the weights (eagerly)
         optimizer = build_optimizer(
-            config.learning_rate,
+            config.schedule.learning_rate,
             plan.total_steps,
             plan.warmup_steps,
-            AdamWSettings.of(config),
-            config.grad_accum_steps,
+            AdamWSettings.of(config.optimizer),
+            config.batch.grad_accum_steps,
             plan.decay,
         )
         trainer_model.compile(
             optimizer=optimizer,
             jit_compile=runtime.device.jit,
-            steps_per_execution=plan.steps_per_execution * config.grad_accum_steps,
+            steps_per_execution=plan.steps_per_execution * config.batch.grad_accum_steps,
         )
         optimizer.build(trainer_model.trainable_variables)  # so a backup can load into it
     return trainer_model, masked_lm
@@ -89,23 +90,24 @@ def run(config: TrainConfig, extra_callbacks=()) -> dict:
     """Trains (or resumes) as `config` says; returns the final metrics. The chief holds the
     run folder's lock from before it reads the saved run until it returns."""
     with backends.errors_end_pod_processes():
-        run_setup.check_backend(config)
+        execution = config.execution
+        run_setup.check_backend(execution.backend)
         runtime = backends.setup(
-            DeviceRequest.of(config, config.jit_compile, config.steps_per_execution)
+            DeviceRequest.of(config.device, execution.jit_compile, execution.steps_per_execution)
         )
-        with folder_lock.held(config, runtime.chief) as lock:
+        with folder_lock.held(config.lock, config.data.output_dir, runtime.chief) as lock:
             return _train(config, runtime, lock, extra_callbacks)
 
 
 def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
-    run_files = RunDir(config.output_dir)
+    run_files = RunDir(config.data.output_dir)
     saved = RunRecord.read(run_files.run_config) if fs.exists(run_files.run_config) else None
     # The saved plan binds only a run that has trained: a start killed before its first
     # backup is planned afresh from today's flags (warmup, default learning rate).
     trained = saved if checkpoints.has_trained(run_files) else None
     config, family, initial = run_setup.resolved(config, trained)
-    run_setup.check_push(config)
-    inputs = run_setup.load_inputs(config)
+    run_setup.check_push(config.push)
+    inputs = run_setup.load_inputs(config.data)
     global_batch, plan = run_setup.plan_of(config, runtime, inputs, trained)
     total_steps = plan.total_steps
     backbone = run_setup.backbone_of(config, family, inputs, initial)
@@ -116,21 +118,22 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     plans.check_hosts_agree(
         runtime.gather, run_files.backups() + run_files.checkpoints(), saved, run_config
     )
-    run_setup.check_continuation(config, family, saved, trained, run_config, run_files.root)
+    extend_context = config.schedule.extend_context
+    run_setup.check_continuation(extend_context, family, saved, trained, run_config, run_files.root)
     trainer_model, masked_lm = _build(
-        config, family, runtime, run_setup.masking_spec(config, inputs), backbone, plan
+        config, family, runtime, run_setup.masking_spec(config.masking, inputs), backbone, plan
     )
     start_step = checkpoints.restore_state(run_files, trainer_model, masked_lm)
     if initial is not None and start_step == 0:  # a restart resumes the run, not the model
         init_from.load_into(masked_lm, initial)
-    run_setup.check_resume(saved, plan, start_step, run_files.root, config)
-    inputs = run_setup.data_start(config, family, saved, run_config, start_step, inputs)
+    run_setup.check_resume(saved, plan, start_step, run_files.root, config.schedule.decay_from_step)
+    inputs = run_setup.data_start(extend_context, family, saved, run_config, start_step, inputs)
     run = Run(config, runtime, run_files, inputs, plan, global_batch, trainer_model, masked_lm)
     if runtime.chief:  # only once every check passed: a refused command changes no file
         run_setup.remove_orphans(run_files)
         earlier = saved.raw if saved else None
         run_config["attempts"] = attempts.history(earlier, run_config, start_step)
-        run_setup.write_run_files(run_files, run_config, family, config.tokenizer)
+        run_setup.write_run_files(run_files, run_config, family, config.data.tokenizer)
     if replanned := plans.warmup_change(trained, plan):
         print(replanned)
     if start_step == total_steps:
@@ -149,7 +152,7 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
     metrics = final_metrics(log.history, log.rates, steps_done, global_batch)
     if runtime.chief:
         fs.write_json(run_files.metrics, metrics)
-    return _published(config, run_files, runtime.chief, metrics)
+    return _published(config.push, run_files, runtime.chief, metrics)
 
 
 def _recompile_for(run: Run, start_step: int) -> None:
@@ -160,16 +163,16 @@ def _recompile_for(run: Run, start_step: int) -> None:
         run.trainer_model.compile(
             optimizer=run.trainer_model.optimizer,
             jit_compile=run.runtime.device.jit,
-            steps_per_execution=execution * run.config.grad_accum_steps,
+            steps_per_execution=execution * run.config.batch.grad_accum_steps,
         )
 
 
-def _published(config, run_files, chief: bool, metrics: dict) -> dict:
+def _published(push_flags: PushFlags, run_files, chief: bool, metrics: dict) -> dict:
     """With --push_to, the chief exports the run it just finished (with its model card) to
     {output_dir}/export/ and pushes it; returns `metrics` unchanged. (A rerun of a finished
     run pushes nothing: `python -m trainer.export --checkpoint OUTPUT_DIR --push_to ...`.)"""
-    if chief and config.push_to:
-        _, pushed = export.export_and_push(run_files.root, run_files.export_dir, "all", config)
+    if chief and push_flags.push_to:
+        _, pushed = export.export_and_push(run_files.root, run_files.export_dir, "all", push_flags)
         for fmt, where in pushed.items():
             print(f"pushed the {fmt} export to {where}")
     return metrics
@@ -179,26 +182,26 @@ def _callbacks(run: Run, guards_and_log) -> list:
     """The run's callbacks in their order: the non-finite stop first (a NaN interval
     reaches none of the writers), the guards and the log, the writers, then the
     preemption stop (a stop at an interval end follows the writers)."""
-    config, runtime, plan, run_files = run.config, run.runtime, run.plan, run.files
+    flags, runtime, plan, run_files = run.config.run, run.runtime, run.plan, run.files
     chief, masked_lm = runtime.chief, run.masked_lm
     callbacks = [
         cb.StopOnNonFiniteLoss(),
-        cb.DeterministicDropout(config.seed),
+        cb.DeterministicDropout(flags.seed),
         *guards_and_log,
         cb.StepCheckpoints(
             run_files,
             masked_lm,
-            config.save_every,
+            flags.save_every,
             plan.total_steps,
-            config.keep_checkpoints,
+            flags.keep_checkpoints,
             chief=chief,
         ),
-        cb.StateBackup(run_files, config.save_every, plan.total_steps, chief=chief),
+        cb.StateBackup(run_files, flags.save_every, plan.total_steps, chief=chief),
     ]
     if runtime.preemption_sync:
         callbacks.append(
             cb.PreemptionSync(
-                runtime.preemption_sync, run_files, config.save_every, plan.total_steps, chief
+                runtime.preemption_sync, run_files, flags.save_every, plan.total_steps, chief
             )
         )
     return callbacks
@@ -213,20 +216,20 @@ def _fit(run: Run, start_step: int, guards, extra_callbacks):
     )
     callbacks = _callbacks(run, [*guards, log])
     callbacks.extend(extra_callbacks)
-    batch_size = runtime.pipeline_batch_size(config.per_replica_batch_size)
+    batch_size = runtime.pipeline_batch_size(config.batch.per_replica_batch_size)
     eval_batches = runtime.distribute(
-        data.eval_dataset_fn(inputs.eval, batch_size, config.max_eval_batches)
+        data.eval_dataset_fn(inputs.eval, batch_size, config.run.max_eval_batches)
     )
     eval_steps = _eval_steps(run)
-    micro = config.grad_accum_steps
+    micro = config.batch.grad_accum_steps
     for first_step, intervals, length in plan.segments(start_step):
         train_batches = runtime.distribute(
             data.train_dataset_fn(
                 inputs.train,
                 batch_size,
-                config.seed,
+                config.run.seed,
                 first_step - inputs.data_start_step,
-                config.shuffle_buffer_size,
+                config.run.shuffle_buffer_size,
                 micro,
             )
         )
@@ -238,7 +241,7 @@ def _fit(run: Run, start_step: int, guards, extra_callbacks):
             validation_steps=eval_steps,
             validation_freq=plan.eval_epochs(first_step, intervals, length),
             callbacks=callbacks,
-            verbose=config.verbose,
+            verbose=config.run.verbose,
             shuffle=False,
         )  # data_order shuffles; Keras would warn it cannot
     return log
@@ -281,8 +284,8 @@ def _evaluate(run: Run) -> dict:
     batches = runtime.distribute(
         data.eval_dataset_fn(
             inputs.eval,
-            runtime.pipeline_batch_size(config.per_replica_batch_size),
-            config.max_eval_batches,
+            runtime.pipeline_batch_size(config.batch.per_replica_batch_size),
+            config.run.max_eval_batches,
         )
     )
     with read_errors.replaced_splits_named(inputs.train, inputs.eval):
@@ -298,8 +301,8 @@ def _eval_steps(run: Run) -> int | None:
     if runtime.backend != "jax":
         return None
     share = data.PipelineShare(runtime.pipeline_id, runtime.num_pipelines, runtime.batches_per_step)
-    batch_size = runtime.pipeline_batch_size(config.per_replica_batch_size)
-    return data.eval_steps(inputs.eval, batch_size, config.max_eval_batches, share)
+    batch_size = runtime.pipeline_batch_size(config.batch.per_replica_batch_size)
+    return data.eval_steps(inputs.eval, batch_size, config.run.max_eval_batches, share)
 
 
 def final_metrics(history: list, rates: list, steps: int, global_batch: int) -> dict:

@@ -12,7 +12,7 @@ after a preemption), or with --takeover_lock. A run whose lock was taken over st
 next interval end, before it writes anything more (`LockKept`).
 
 Example:
-    >>> with held(config, chief=True) as lock:
+    >>> with held(config.lock, config.data.output_dir, chief=True) as lock:
     ...     train(..., callbacks=[LockKept(lock)])
 """
 
@@ -27,6 +27,7 @@ import keras
 
 from common import fs, run_lock
 from common.errors import UserError
+from trainer.run_folder.lock_flags import LockFlags
 
 
 def new_run_id() -> str:
@@ -35,21 +36,27 @@ def new_run_id() -> str:
 
 
 @contextlib.contextmanager
-def held(config, chief: bool, heartbeat_seconds: float = run_lock.HEARTBEAT_SECONDS):
-    """The lock of `config.output_dir` while the block runs (None on a non-chief process,
-    which writes nothing); LockedError (one line) if another live run holds it."""
+def held(
+    flags: LockFlags,
+    output_dir: str,
+    chief: bool,
+    heartbeat_seconds: float = run_lock.HEARTBEAT_SECONDS,
+):
+    """The lock of `output_dir` while the block runs (None on a non-chief process, which
+    writes nothing), as the lock flags say; LockedError (one line) if another live run holds
+    it."""
     if not chief:
         yield None
         return
-    output_dir = config.output_dir.rstrip("/")
+    output_dir = output_dir.rstrip("/")
     new_folder = not fs.is_remote(output_dir) and not os.path.exists(output_dir)
     run_id = new_run_id()
     lock = run_lock.acquire(
         output_dir,
         run_id,
         f"trainer ({keras.backend.backend()})",
-        takeover=config.takeover_lock,
-        stale=run_lock.StaleRule(config.lock_timeout_hours),
+        takeover=flags.takeover_lock,
+        stale=run_lock.StaleRule(flags.lock_timeout_hours),
         heartbeat_seconds=heartbeat_seconds,
         kind=run_lock.TRAINING,
     )

@@ -1,6 +1,7 @@
 """The flags of an output folder's lock (trainer/run_folder/folder_lock.py), one definition for
-every command that trains into a folder: pretraining (`trainer.pretraining.config.TrainConfig`) and
-fine-tuning (`trainer.finetuning.finetune.FinetuneFlags`) both inherit `LockFlags`.
+every command that trains into a folder: pretraining (`trainer.pretraining.config.TrainConfig`,
+its `lock` part) and fine-tuning (`trainer.finetuning.finetune.FinetuneFlags`, which inherits
+`LockFlags`) share it.
 
 Example:
     >>> LockFlags(takeover_lock=True).lock_timeout_hours

@@ -1,6 +1,7 @@
 """The flags that choose the devices and what runs on them (precision, fused attention), one
-definition for every command that trains: pretraining (`trainer.pretraining.config.TrainConfig`) and
-fine-tuning (`trainer.finetuning.finetune.FinetuneFlags`) both inherit `DeviceFlags`, and
+definition for every command that trains: pretraining (`trainer.pretraining.config.TrainConfig`,
+its `device` part) and fine-tuning (`trainer.finetuning.finetune.FinetuneFlags`, which inherits
+`DeviceFlags`) share it, and
 `trainer.backends.setup` reads them.
 
 Example:

@@ -89,15 +89,16 @@ class AdamWSettings:
     update_clipping: bool = False  # StableAdamW's per-tensor clip of the update
 
     @classmethod
-    def of(cls, config) -> AdamWSettings:
-        """A pretraining run's, from its flags (trainer/pretraining/config.py)."""
+    def of(cls, flags) -> AdamWSettings:
+        """A pretraining run's, from its optimizer flags (trainer/pretraining/config.py
+        `OptimizerFlags`)."""
         return cls(
-            config.weight_decay,
-            config.adam_beta1,
-            config.adam_beta2,
-            config.adam_epsilon,
-            config.clip_norm,
-            config.update_clipping == "on",
+            flags.weight_decay,
+            flags.adam_beta1,
+            flags.adam_beta2,
+            flags.adam_epsilon,
+            flags.clip_norm,
+            flags.update_clipping == "on",
         )
 
 

@@ -40,7 +40,8 @@ def test_one_process_is_the_chief_and_the_only_pipeline():
     from trainer.backends import jax_backend
 
     config = _config()
-    request = DeviceRequest.of(config, config.jit_compile, config.steps_per_execution)
+    execution = config.execution
+    request = DeviceRequest.of(config.device, execution.jit_compile, execution.steps_per_execution)
     runtime = jax_backend.setup(request)
     assert (runtime.backend, runtime.replicas, runtime.num_pipelines) == ("jax", 1, 1)
     assert runtime.chief and runtime.device.jit and runtime.pipeline_batch_size(16) == 16

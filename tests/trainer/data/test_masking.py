@@ -391,6 +391,6 @@ def test_short_sequences_keep_the_rate_with_units(spec):
 def test_the_masking_flag_offers_exactly_the_modes():
     """trainer/pretraining/config.py keeps its choices literal (its --help imports no Keras)."""
     from trainer.data.masking import MODES
-    from trainer.pretraining.config import TrainConfig
+    from trainer.pretraining.config import MaskingFlags
 
-    assert TrainConfig.__dataclass_fields__["masking"].metadata["choices"] == MODES
+    assert MaskingFlags.__dataclass_fields__["masking"].metadata["choices"] == MODES

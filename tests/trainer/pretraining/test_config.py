@@ -91,7 +91,7 @@ def test_the_allowed_config_keys_come_from_the_backbone_signature():
             '{"num_segments": 1, "dropout": 0.0}',
         )
     )
-    assert config.config == {"num_segments": 1, "dropout": 0.0}
+    assert config.model.config == {"num_segments": 1, "dropout": 0.0}
 
 
 @pytest.mark.parametrize(
@@ -205,9 +205,11 @@ def test_the_flags_are_resolved_once_and_then_frozen():
 
     args = task_args({"train": "t", "eval": "e", "tokenizer": "k"}, "o", "--decay_from_step", "8")
     config = task.parse_args([*args, "--decay_steps", "2", "--schedule", "wsd"])
-    assert config.train_steps == 10  # resolved when parsed: --decay_from_step + --decay_steps
+    assert config.schedule.train_steps == 10  # resolved when parsed: from + steps of the decay
     with pytest.raises(dataclasses.FrozenInstanceError):
-        config.train_steps = 20
+        config.schedule.train_steps = 20
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.schedule = config.schedule
     tuned = FinetuneFlags(model="m", train="t.csv", dev="d.csv", output_dir="o")
     assert tuned.metric == "accuracy"  # the kind's default metric, resolved when made
     with pytest.raises(dataclasses.FrozenInstanceError):

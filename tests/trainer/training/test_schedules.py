@@ -102,10 +102,10 @@ def test_decay_flags_that_cannot_work_are_one_line(tmp_path, capsys, flags, mess
 
 def test_decay_flags_end_the_run_and_need_the_wsd_schedule(tmp_path, capsys):
     config = parse_args(task_args(FAKE, tmp_path, "--decay_from_step", "10", "--decay_steps", "5"))
-    assert config.train_steps == 15
+    assert config.schedule.train_steps == 15
     with pytest.raises(PlanError, match="pass --schedule wsd"):
         pretrain_recipe.apply(config, {}, None)
-    assert pretrain_recipe.apply(config, {"schedule": "wsd"}, None).schedule == "wsd"
+    assert pretrain_recipe.apply(config, {"schedule": "wsd"}, None).schedule.schedule == "wsd"
 
 
 def plain_flags(tmp_path):
@@ -114,17 +114,31 @@ def plain_flags(tmp_path):
 
 def test_a_flag_wins_then_the_resumed_run_then_the_family_recipe_then_the_default(tmp_path):
     recipe = {"mlm_probability": 0.3, "schedule": "wsd", "update_clipping": "on"}
-    given = parse_args(task_args(FAKE, tmp_path, "--train_steps", "5", "--mlm_probability", "0.2"))
-    assert given.schedule is None and given.adam_beta2 is None  # left open
-    chosen = pretrain_recipe.apply(given, recipe, None)
-    assert (chosen.mlm_probability, chosen.schedule, chosen.update_clipping) == (0.2, "wsd", "on")
-    assert (chosen.adam_beta2, chosen.adam_epsilon, chosen.decay_ratio) == (0.98, 1e-6, 0.2)
+    parsed = parse_args(task_args(FAKE, tmp_path, "--train_steps", "5", "--mlm_probability", "0.2"))
+    # The recipe flags span three parts: read flat, as run_config.json records them.
+    given = parsed.to_dict()
+    assert given["schedule"] is None and given["adam_beta2"] is None  # left open
+    chosen = pretrain_recipe.apply(parsed, recipe, None).to_dict()
+    assert (chosen["mlm_probability"], chosen["schedule"], chosen["update_clipping"]) == (
+        0.2,
+        "wsd",
+        "on",
+    )
+    assert (chosen["adam_beta2"], chosen["adam_epsilon"], chosen["decay_ratio"]) == (
+        0.98,
+        1e-6,
+        0.2,
+    )
     saved = saved_run(schedule="linear", adam_beta2=0.95)
-    resumed = pretrain_recipe.apply(given, recipe, saved)
-    assert (resumed.schedule, resumed.adam_beta2, resumed.update_clipping) == ("linear", 0.95, "on")
+    resumed = pretrain_recipe.apply(parsed, recipe, saved).to_dict()
+    assert (resumed["schedule"], resumed["adam_beta2"], resumed["update_clipping"]) == (
+        "linear",
+        0.95,
+        "on",
+    )
     # Without a recipe every value is today's default: existing runs train as before.
-    plain = pretrain_recipe.apply(plain_flags(tmp_path), {}, None)
-    assert {name: getattr(plain, name) for name in recipe_flags.FLAGS} == recipe_flags.DEFAULTS
+    plain = pretrain_recipe.apply(plain_flags(tmp_path), {}, None).to_dict()
+    assert {name: plain[name] for name in recipe_flags.FLAGS} == recipe_flags.DEFAULTS
     with pytest.raises(ValueError, match="--mlm_probability must be in"):  # a recipe's too
         pretrain_recipe.apply(plain_flags(tmp_path), {"mlm_probability": 2.0}, None)
 
