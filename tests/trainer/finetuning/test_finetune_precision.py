@@ -52,9 +52,10 @@ def _losses(document) -> list[float]:
 
 def test_one_precision_and_attention_flag_for_pretraining_and_fine_tuning():
     fields = {f.name: f for f in device_flags.DeviceFlags.__dataclass_fields__.values()}
-    for name in ("precision", "fused_attention"):
+    for name in ("precision", "fused_attention"):  # pretraining holds DeviceFlags as its part
         assert finetune.FinetuneFlags.__dataclass_fields__[name] is fields[name]
-        assert train_config.TrainConfig.__dataclass_fields__[name] is fields[name]
+        device_part = train_config.TrainConfig.__dataclass_fields__["device"]
+        assert device_part.metadata["group"] is device_flags.DeviceFlags
 
 
 def test_bf16_fine_tunes_near_fp32_and_a_cpu_stays_fp32_by_default(export, tmp_path):
