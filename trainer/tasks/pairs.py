@@ -34,7 +34,6 @@ Example:
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
 import unicodedata
 
@@ -43,6 +42,8 @@ import orjson
 
 from common import fs
 from common.errors import UserError
+from trainer.tasks import json_lines
+from trainer.tasks.json_lines import one_line
 
 FIELDS = ("query", "positive", "negative")
 
@@ -90,31 +91,13 @@ def text_key(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-def _one_line(text) -> str:
-    return " ".join(str(text).split())
-
-
 def _json_lines(path: str):
-    """(line number, object) for every non-blank line of a JSONL file, read as a stream."""
+    """(line number, object) of a pair file's lines (`json_lines.rows`)."""
     if not fs.exists(path):
         raise UserError(
             f"{path} is missing: a pair file is JSONL, a query and a positive on each line"
         )
-    with fs.open_read(path) as stream:
-        for number, line in enumerate(stream, start=1):
-            if number == 1:
-                line = line.removeprefix(codecs.BOM_UTF8)
-            if not line.strip():
-                continue
-            try:
-                row = orjson.loads(line)  # also refuses bytes that are not UTF-8
-            except orjson.JSONDecodeError as err:
-                raise UserError(
-                    f"{path} line {number} is not JSON: {_one_line(err.msg)} (column {err.colno})"
-                ) from None
-            if not isinstance(row, dict):
-                raise UserError(f"{path} line {number} is not a JSON object")
-            yield number, row
+    yield from json_lines.rows(path)
 
 
 def _side(path: str, number: int, row: dict, name: str) -> str:
@@ -126,7 +109,7 @@ def _side(path: str, number: int, row: dict, name: str) -> str:
     elif isinstance(value, str):
         what = f"an empty {name!r}"
     else:
-        what = f"a non-string {name!r} ({_one_line(orjson.dumps(value).decode())[:60]})"
+        what = f"a non-string {name!r} ({one_line(orjson.dumps(value).decode())[:60]})"
     raise UserError(
         f"{path} line {number} has {what}; each pair needs a non-empty query and positive"
     )
@@ -142,7 +125,7 @@ def _negatives(path: str, number: int, row: dict, own: tuple[str, str]) -> tuple
     for place, item in enumerate(values, start=1):
         if not isinstance(item, str) or not item.strip():
             what = "empty" if isinstance(item, str) else "not a string"
-            shown = _one_line(orjson.dumps(item).decode())[:60]
+            shown = one_line(orjson.dumps(item).decode())[:60]
             raise UserError(
                 f"{path} line {number}: negative {place} ({shown}) is {what}; 'negative' is a "
                 "non-empty string or a list of them"

@@ -33,17 +33,15 @@ Example:
 
 from __future__ import annotations
 
-import codecs
 import csv
 import dataclasses
 import io
 import re
 
-import orjson
-
 from common import fs
 from common.errors import UserError
-from trainer.tasks import datasets
+from trainer.tasks import datasets, json_lines
+from trainer.tasks.json_lines import one_line
 
 CORPUS = "corpus.jsonl"
 QUERIES = "queries.jsonl"
@@ -65,10 +63,6 @@ class RetrievalData:
     queries_left_out: int  # queries in queries.jsonl that the split does not judge
 
 
-def _one_line(text) -> str:
-    return " ".join(str(text).split())
-
-
 def _check_exists(path: str) -> None:
     if not fs.exists(path):
         raise UserError(
@@ -76,31 +70,12 @@ def _check_exists(path: str) -> None:
         )
 
 
-def _json_lines(path: str):
-    """(line number, object) for every non-blank line of a JSONL file, read as a stream."""
-    with fs.open_read(path) as stream:
-        for number, line in enumerate(stream, start=1):
-            if number == 1:
-                line = line.removeprefix(codecs.BOM_UTF8)
-            if not line.strip():
-                continue
-            try:
-                row = orjson.loads(line)  # also refuses bytes that are not UTF-8
-            except orjson.JSONDecodeError as err:
-                raise UserError(
-                    f"{path} line {number} is not JSON: {_one_line(err.msg)} (column {err.colno})"
-                ) from None
-            if not isinstance(row, dict):
-                raise UserError(f"{path} line {number} is not a JSON object")
-            yield number, row
-
-
 def _id(path: str, number: int, row: dict) -> str:
     value = row.get("_id")
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if not isinstance(value, str) or not value.strip():
-        what = "no _id" if value is None else f"_id {_one_line(repr(value))[:60]}"
+        what = "no _id" if value is None else f"_id {one_line(repr(value))[:60]}"
         raise UserError(f"{path} line {number} has {what}: each line needs a non-empty string _id")
     return value
 
@@ -118,7 +93,7 @@ def _field(path: str, number: int, row: dict, name: str, required: bool = True) 
 def _read_texts(path: str, document: bool) -> dict[str, str]:
     """{id: text} of corpus.jsonl (`document`: title and text joined) or queries.jsonl."""
     texts = {}
-    for number, row in _json_lines(path):
+    for number, row in json_lines.rows(path):
         key = _id(path, number, row)
         text = _field(path, number, row, "text")
         if document:
@@ -142,13 +117,13 @@ def _qrels_rows(path: str) -> list[tuple[int, list[str]]]:
             if row:  # a blank line
                 rows.append((reader.line_num, row))
     except csv.Error as err:
-        raise UserError(f"{path} line {reader.line_num}: {_one_line(err)}") from None
+        raise UserError(f"{path} line {reader.line_num}: {one_line(err)}") from None
     header = f"the header {' '.join(HEADER)} (tab-separated; BEIR's loader skips line 1 unread)"
     if not rows:
         raise UserError(f"{path} is empty: it needs {header}, then one judgement a line")
     line, first = rows[0]
     if tuple(field.strip() for field in first) != HEADER:
-        found = _one_line(repr("\t".join(first)))[:80]
+        found = one_line(repr("\t".join(first)))[:80]
         raise UserError(f"{path} line {line} is {found}, not {header}")
     return rows[1:]
 
@@ -165,7 +140,7 @@ def read_qrels(path: str) -> tuple[dict[str, dict[str, int]], dict]:
         query_id, doc_id, grade = row
         if not _INTEGER.fullmatch(grade.strip()):
             raise UserError(
-                f"{path} line {number}: score {_one_line(repr(grade))[:40]} is not an integer"
+                f"{path} line {number}: score {one_line(repr(grade))[:40]} is not an integer"
             )
         qrels.setdefault(query_id, {})[doc_id] = int(grade)  # a repeated pair: the last
         first_lines.setdefault(("query", query_id), number)
