@@ -18,9 +18,9 @@ from trainer.models import pooling
 from trainer.run_folder.lock_flags import LockFlags
 from trainer.startup import keras_backend
 from trainer.startup.device_flags import DeviceFlags
-from trainer.tasks import datasets, glue, metrics, task_kinds
+from trainer.tasks import datasets, glue, metrics, tagging, task_kinds
 
-ALL_METRICS = (*metrics.CLASSIFICATION, *metrics.REGRESSION)
+ALL_METRICS = tuple(metrics.HIGHER_IS_BETTER)
 # cramming's one recipe (results.RECIPE_SOURCE), for a task of the user's own files with a
 # base or large model (tiny and small: trainer/finetuning/recipes.py).
 DEFAULTS = recipes.CRAMMING_DEFAULTS
@@ -88,13 +88,16 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
     text_pair_column: str = flag("The column of the second text (a text-pair task).")
     label_column: str = flag("The column of the label.", "label")
     task_type: str = flag(
-        "classification (labels named in train) or regression (a number).",
+        "classification (labels named in train), regression (a number), embedding "
+        "(query/positive pairs, scored by retrieval on a BEIR folder), reranking (a "
+        "cross-encoder, scored by reranking BM25's candidates) or tagging (words and tags).",
         task_kinds.CLASSIFICATION.name,
         choices=task_kinds.NAMES,
     )
     metric: str = flag(
         "The dev score that selects the best epoch; default accuracy for "
-        "classification, spearman for regression (a GLUE task: its own).",
+        "classification, spearman for regression, ndcg@10 for embedding and reranking, "
+        "entity_f1 for tagging (a GLUE task: its own).",
         choices=ALL_METRICS,
     )
     max_length: int = flag(
@@ -137,6 +140,27 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
     from_scratch: bool = flag(
         "Same architecture, random weights: the reference that shows what pretraining bought.",
         False,
+    )
+    temperature: float = flag(
+        "embedding: InfoNCE's temperature (scores are cosines / T; 0.05 is "
+        "sentence-transformers' scale 20).",
+        0.05,
+        minimum=1e-4,
+    )
+    gradient_chunk: int = flag(
+        "embedding: rows embedded at a time by gradient caching (GradCache): a chunk's "
+        "memory, the whole batch's gradient. Default: the whole batch at once.",
+        minimum=1,
+    )
+    rerank_top: int = flag(
+        "reranking: BM25's candidates per query that the reranker reorders.", 100, minimum=1
+    )
+    tag_column: int = flag(
+        "tagging: the CoNLL column of the tag (0-based, negative from the end).", -1
+    )
+    tag_scheme: str = flag(
+        "tagging: how tags mark entities; default detected from the training file.",
+        choices=tagging.SCHEMES,
     )
     jit_compile: str = flag(
         "XLA-compile the step: auto = yes on JAX and on accelerators, "
@@ -211,11 +235,10 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
                 raise ValueError(f"--hf_dataset names the data: drop {', '.join(clash)}")
             self._check_saved_folder()
             return
-        lonely = [
-            f"--{n}"
-            for n in ("hf_config", "train_split", "dev_split", "test_split")
-            if getattr(self, n)
-        ]
+        # A kind with its own loop may read --dev_split / --test_split of its own folders
+        # (embedding and reranking: a BEIR folder's judgements).
+        splits = () if task_kinds.get(self.task_type).runner else ("dev_split", "test_split")
+        lonely = [f"--{n}" for n in ("hf_config", "train_split", *splits) if getattr(self, n)]
         if self.hf_revision and not self.task:
             lonely.append("--hf_revision")
         if lonely:

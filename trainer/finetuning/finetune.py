@@ -35,6 +35,7 @@ from trainer.finetuning import (
     output_folder,
     recipes,
     results,
+    runners,
 )
 from trainer.finetuning.config import FinetuneFlags
 from trainer.models import model_source
@@ -86,7 +87,10 @@ def finetune(config: FinetuneFlags) -> dict | None:
             if runtime.chief:
                 results.write(config.output_dir, document)
         else:
-            document = job_run.run_job(runtime, source, backbone, pretrained, tasks[0], watch=watch)
+            loop = (
+                runners.of(tasks[0].task_type) or job_run
+            )  # a kind's own loop, else the classifier's
+            document = loop.run_job(runtime, source, backbone, pretrained, tasks[0], watch=watch)
     if not runtime.chief:
         return None
     found = card_scores.entries(document) if cards else []
@@ -188,7 +192,10 @@ def main(argv=None) -> int:
             document = finetune(config)
         if document is None:  # a pod's process other than 0
             return
-        print(results.glue_table(document) if config.task == "glue" else results.table(document))
+        if config.task == "glue":
+            print(results.glue_table(document))
+        else:
+            print((runners.of(config.task_type) or results).table(document))
         print(f"results: {fs.join(config.output_dir, results.RESULTS)}")
 
     return run_cli(body, argv)

@@ -16,7 +16,7 @@ import os
 
 from common import fs, tokenizer_files
 from common.errors import UserError
-from trainer.finetuning import packing, protocol, recipes, results
+from trainer.finetuning import packing, protocol, recipes, results, runners
 from trainer.tasks import datasets, glue, task_kinds
 
 DEFAULT_MAX_LENGTH = 128  # cramming's GLUE length
@@ -54,6 +54,7 @@ class Job:
     recipe_source: str = results.RECIPE_SOURCE  # cramming's
     extra: dict = dataclasses.field(default_factory=dict)  # added to the document's "task"
     dataset: dict | None = None  # a dataset loaded by name: id, config, revision, splits
+    options: object = None  # a kind with its own loop: its settings (`task_kinds` runner)
 
 
 def build(config, size: tuple[str, str]) -> list[Job]:
@@ -70,6 +71,9 @@ def build(config, size: tuple[str, str]) -> list[Job]:
     )
     if config.task:
         return glue_jobs(config, size[0], settings)
+    runner = runners.of(config.task_type)
+    if runner is not None:
+        return runner.build(config, size[0], settings)
     return [own_job(config, size[0], settings)]
 
 

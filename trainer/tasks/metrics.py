@@ -35,6 +35,14 @@ HIGHER_IS_BETTER = {
     "pearson": True,
     "spearman": True,
     "mse": False,
+    # retrieval (trainer/tasks/retrieval/metrics.py) and tagging (trainer/tasks/entity_f1.py)
+    "ndcg@10": True,
+    "mrr@10": True,
+    "recall@100": True,
+    "entity_f1": True,
+    "entity_precision": True,
+    "entity_recall": True,
+    "token_accuracy": True,
 }
 
 

@@ -28,6 +28,8 @@ import numpy as np
 NDCG_K = 10
 MRR_K = 10
 RECALL_K = 100
+# The scores `scores` reports at the default cuts, the first the one that selects an epoch.
+NAMES = (f"ndcg@{NDCG_K}", f"mrr@{MRR_K}", f"recall@{RECALL_K}")
 
 
 def ordered(ranking) -> list[str]:

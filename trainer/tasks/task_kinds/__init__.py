@@ -17,10 +17,14 @@ Example:
 from __future__ import annotations
 
 from trainer.tasks.task_kinds.classification import CLASSIFICATION
+from trainer.tasks.task_kinds.embedding import EMBEDDING
 from trainer.tasks.task_kinds.kind import TaskKind
 from trainer.tasks.task_kinds.regression import REGRESSION
+from trainer.tasks.task_kinds.reranking import RERANKING
+from trainer.tasks.task_kinds.tagging import TAGGING
 
-KINDS = {kind.name: kind for kind in (CLASSIFICATION, REGRESSION)}  # the registry
+_ALL = (CLASSIFICATION, REGRESSION, EMBEDDING, RERANKING, TAGGING)
+KINDS = {kind.name: kind for kind in _ALL}  # the registry
 NAMES = tuple(KINDS)  # --task_type's choices
 __all__ = ["KINDS", "NAMES", "TaskKind", "get"]
 
