@@ -122,6 +122,20 @@ def _backward_chunks(model, trainable, inputs, starts, cached, chunk_size: int) 
     return total
 
 
+def batch_gradient(model, values, queries, documents, loss=info_nce) -> CachedStep:
+    """A `CachedStep` computed in one pass over the whole batch (no caching): what
+    `cached_gradient` equals, at the memory of every row's activations at once."""
+    trainable, non_trainable = values
+
+    def batch_loss(weights):
+        query_vectors, after = model.stateless_call(weights, non_trainable, queries, training=True)
+        doc_vectors, after = model.stateless_call(weights, after, documents, training=True)
+        return loss(query_vectors, doc_vectors), after
+
+    value, after, grads = gradients.vjp(batch_loss, trainable, 1.0)
+    return CachedStep(value, list(grads), after)
+
+
 def cached_gradient(model, values, queries, documents, chunk_size: int, loss=info_nce):
     """A `CachedStep`: the loss of `model`'s embeddings of `queries` and `documents` (inputs
     as the model takes them, batch first; documents: B positives then B*H negatives) and its

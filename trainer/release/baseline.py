@@ -59,6 +59,8 @@ def unigram_baseline(run_dir: str, train_batches: int = 200) -> tuple[int, float
     if not fs.exists(run.run_config):
         raise UserError(f"{run_dir} holds no run_config.json; point --run_dir at a run")
     record = RunRecord.read(run.run_config)
+    if not (record.train_data and record.eval_data):
+        raise UserError(f"{run.run_config} names no training or evaluation data to count")
     _, info = tokenizer_files.load(run.tokenizer_dir)
     train = data.resolve_split(record.train_data, info, record.max_length)
     evaluation = data.resolve_split(record.eval_data, info, record.max_length)

@@ -1,0 +1,164 @@
+"""What contrastive fine-tuning reads, in fixed shapes: texts tokenized once as the model reads
+one text (`release/embeddings.text_rows`: `[cls] text [sep]`, cut to the length and counted),
+each batch right-padded to a length bucket instead of its own longest row.
+
+Why buckets: XLA compiles one program per input shape, so padding each batch to its longest
+text (what sentence-transformers does in PyTorch) would compile again at almost every step;
+padding everything to `max_length` wastes most of the compute on short texts. Buckets (16, 32,
+64, ..., `max_length`) bound the programs to a handful and the padding to under half a row.
+A batch's queries and documents are bucketed apart (queries are usually much shorter).
+
+The training pairs come from a pair file (`tasks/pairs.py`) or a BEIR folder's training
+judgements (one pair per query and relevant document, `train_pairs`); the evaluation texts are
+encoded longest first in fixed batches (`Encoder`), the last batch filled with empty rows.
+
+Example:
+    >>> sizes = buckets(128)                       # (16, 32, 64, 128)
+    >>> texts = TextRows.of(tokenizer, info, ["a query", "a document"], 128)
+    >>> batch = features([texts.rows[0]], info.pad_id, False, sizes)
+    >>> batch["token_ids"].shape
+    (1, 16)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from common import fs
+from common.errors import UserError
+from trainer.release import embeddings
+from trainer.tasks import pairs as pair_files
+from trainer.tasks.retrieval import beir
+
+SMALLEST_BUCKET = 16
+TRAIN_SPLIT = "train"  # the judgements a BEIR folder trains on
+
+
+def buckets(max_length: int) -> tuple[int, ...]:
+    """The padded lengths a batch may take: powers of two from 16, then `max_length`."""
+    sizes, size = [], SMALLEST_BUCKET
+    while size < max_length:
+        sizes.append(size)
+        size *= 2
+    return (*sizes, max_length)
+
+
+def bucket(length: int, sizes: tuple[int, ...]) -> int:
+    return next(size for size in sizes if size >= length)
+
+
+def features(rows: list, pad_id: int, with_segments: bool, sizes: tuple[int, ...]) -> dict:
+    """The backbone's inputs for `rows`, right-padded to the bucket of the longest."""
+    length = bucket(max(len(row) for row in rows), sizes)
+    token_ids = np.full((len(rows), length), pad_id, np.int32)
+    padding_mask = np.zeros((len(rows), length), np.int32)
+    for i, row in enumerate(rows):
+        token_ids[i, : len(row)] = row
+        padding_mask[i, : len(row)] = 1
+    inputs = {"token_ids": token_ids, "padding_mask": padding_mask}
+    if with_segments:
+        inputs["segment_ids"] = np.zeros_like(token_ids)
+    return inputs
+
+
+@dataclasses.dataclass(frozen=True)
+class TextRows:
+    """Texts as the model reads them, and how many were cut to fit."""
+
+    rows: tuple
+    truncated: int
+
+    @classmethod
+    def of(cls, tokenizer, info, texts, max_length: int) -> TextRows:
+        rows = embeddings.text_rows(tokenizer, info, texts, max_length + 1)
+        cut = sum(len(row) > max_length for row in rows)  # one token over: it was cut
+        sep = info.special_token_ids["sep_token"]
+        kept = tuple(
+            row if len(row) <= max_length else [*row[: max_length - 1], sep] for row in rows
+        )
+        return cls(kept, cut)
+
+
+def is_beir_folder(path: str) -> bool:
+    return fs.exists(fs.join(path, beir.CORPUS))
+
+
+def train_pairs(path: str) -> pair_files.Pairs:
+    """The training pairs of `path`: a pair file, or a BEIR folder's `qrels/train.tsv` (a pair
+    per judged query and document of grade above 0, no hard negatives)."""
+    if not is_beir_folder(path):
+        return pair_files.read(path)
+    data = beir.read(path, TRAIN_SPLIT)
+    found = [
+        (data.queries[query_id], data.corpus[doc_id])
+        for query_id, judged in data.qrels.items()
+        for doc_id, grade in judged.items()
+        if grade > 0
+    ]
+    if not found:
+        raise UserError(f"{path}: its {TRAIN_SPLIT} judgements hold no relevant document")
+    queries, positives = zip(*found)
+    return pair_files.Pairs(
+        path, queries, positives, ((),) * len(found), tuple(range(1, len(found) + 1))
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainRows:
+    """Every pair's query, positive and hard negatives as rows (`TextRows`)."""
+
+    queries: TextRows
+    positives: TextRows
+    negatives: TextRows  # pair i's j-th negative at i * hard_negatives + j
+    hard_negatives: int
+
+    @classmethod
+    def of(cls, tokenizer, info, pairs: pair_files.Pairs, max_length: int) -> TrainRows:
+        flat = [text for negatives in pairs.negatives for text in negatives]
+        return cls(
+            TextRows.of(tokenizer, info, pairs.queries, max_length),
+            TextRows.of(tokenizer, info, pairs.positives, max_length),
+            TextRows.of(tokenizer, info, flat, max_length),
+            len(pairs.negatives[0]),
+        )
+
+    def batch(self, indices, pad_id: int, with_segments: bool, sizes) -> tuple[dict, dict]:
+        """(queries, documents) of the pairs `indices`: the positives in order, then every
+        pair's hard negatives (`contrastive.info_nce`'s layout)."""
+        queries = [self.queries.rows[i] for i in indices]
+        documents = [self.positives.rows[i] for i in indices]
+        width = self.hard_negatives
+        documents += [self.negatives.rows[i * width + j] for i in indices for j in range(width)]
+        return (
+            features(queries, pad_id, with_segments, sizes),
+            features(documents, pad_id, with_segments, sizes),
+        )
+
+
+class Encoder:
+    """Texts -> unit vectors by `embed(features) -> array`, in batches of `batch_size` rows
+    (the last filled with a bare `[cls] [sep]` row: one shape per bucket), longest texts
+    first."""
+
+    def __init__(self, embed, tokenizer, info, max_length: int, with_segments: bool, batch_size):
+        self.embed, self.tokenizer, self.info = embed, tokenizer, info
+        self.max_length, self.with_segments = max_length, with_segments
+        self.batch_size, self.sizes = batch_size, buckets(max_length)
+
+    def __call__(self, texts) -> np.ndarray:
+        rows = TextRows.of(self.tokenizer, self.info, texts, self.max_length).rows
+        order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
+        out = [None] * len(rows)
+        for start in range(0, len(order), self.batch_size):
+            taken = order[start : start + self.batch_size]
+            batch = [rows[i] for i in taken]
+            filler = [self.info.special_token_ids[name] for name in ("cls_token", "sep_token")]
+            batch += [filler] * (self.batch_size - len(batch))  # outputs dropped
+            vectors = np.asarray(
+                self.embed(features(batch, self.info.pad_id, self.with_segments, self.sizes))
+            )
+            for i, vector in zip(taken, vectors):
+                out[i] = vector
+        return np.stack(out).astype(np.float32) if out else np.zeros((0, 0), np.float32)
