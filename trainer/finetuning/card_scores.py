@@ -35,8 +35,16 @@ METRIC_TYPES = {
     "pearson": "pearsonr",
     "spearman": "spearmanr",
     "mse": "mse",
+    # retrieval as MTEB's cards name them; tagging's entity scores as seqeval's
+    "ndcg@10": "ndcg_at_10",
+    "mrr@10": "mrr_at_10",
+    "recall@100": "recall_at_100",
+    "entity_f1": "f1",
+    "entity_precision": "precision",
+    "entity_recall": "recall",
+    "token_accuracy": "accuracy",
 }
-TASK_TYPE = "text-classification"
+TASK_TYPE = "text-classification"  # GLUE's; a task of one's own: its kind's `card_type`
 
 
 def readmes(export_dir: str) -> list[str]:
@@ -55,7 +63,9 @@ def readmes(export_dir: str) -> list[str]:
     return found
 
 
-def _result(metric: str, value: float, name: str, labels=None, **dataset):
+def _result(
+    metric: str, value: float, name: str, labels=None, task_type: str = TASK_TYPE, **dataset
+):
     """One EvalResult; `labels` (class names in id order) go into metric_args, so the card
     says what the classes were and which one binary F1 is of."""
     from huggingface_hub import EvalResult
@@ -66,11 +76,11 @@ def _result(metric: str, value: float, name: str, labels=None, **dataset):
         if metric == "f1" and len(labels) == 2:
             args["pos_label"] = labels[1]
     return EvalResult(
-        task_type=TASK_TYPE,
+        task_type=task_type,
         metric_type=METRIC_TYPES.get(metric, metric),
         metric_name=name,
         metric_value=round(float(value), 4),
-        metric_config="macro" if metric == "macro_f1" else None,
+        metric_config=_METRIC_CONFIGS.get(metric),
         metric_args=args,
         **dataset,
     )
@@ -178,6 +188,9 @@ def _glue_entries(document: dict) -> list:
     return found
 
 
+_METRIC_CONFIGS = {"macro_f1": "macro", "entity_f1": "seqeval micro"}
+
+
 def entries(document: dict) -> list:
     """The EvalResults of a results document (one task's, or --task glue's summary)."""
     if "glue" in document:
@@ -186,7 +199,7 @@ def entries(document: dict) -> list:
     if summary is None:  # every seed diverged: no score to put on a card
         return []
     seeds = _seeds_said(document["scores"])
-    source, labels = document.get("dataset"), None
+    source, labels, task_type = document.get("dataset"), None, TASK_TYPE
     if task.get("glue"):
         folder = glue.TASKS[task["glue"]].folder
         dataset = dict(
@@ -203,11 +216,13 @@ def entries(document: dict) -> list:
             task_name=task_kinds.get(task["type"]).card_name, **_hub_dataset(source, "dev")
         )
         names, labels = list(summary), task.get("labels")
+        task_type = task_kinds.get(task["type"]).card_type
     else:
         dataset = dict(task_name=task_kinds.get(task["type"]).card_name, **_own_files(document))
         names, labels = list(summary), task.get("labels")
+        task_type = task_kinds.get(task["type"]).card_type
     found = [
-        _result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds})", labels, **dataset)
+        _result(m, summary[m]["mean"], f"{m} (dev, mean of {seeds})", labels, task_type, **dataset)
         for m in names
         if m in summary
     ]

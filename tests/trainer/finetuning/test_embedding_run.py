@@ -95,10 +95,22 @@ def test_the_command_trains_scores_and_writes_a_model_that_scores_alike(
         assert theirs[name] == pytest.approx(ours, abs=1e-6), name
 
 
-def test_training_pairs_may_be_a_beir_folders_train_judgements(task, runs, tmp_path):
-    assert _finetune(runs("bert"), tmp_path, task["beir"], task["beir"], "--epochs", "1") == 0
-    document = json.loads((tmp_path / "results.json").read_text())
+def test_beir_train_judgements_train_and_the_card_gets_retrieval_scores(task, runs, tmp_path):
+    from trainer.release import export
+
+    card = str(tmp_path / "export")
+    export.export(runs("bert"), card, "hf")
+    out = tmp_path / "out"
+    assert (
+        _finetune(runs("bert"), out, task["beir"], task["beir"], "--epochs", "1", "--card", card)
+        == 0
+    )
+    document = json.loads((out / "results.json").read_text())
     assert document["data"]["train"]["examples"] == len(TRAIN)
+    readme = (tmp_path / "export" / "README.md").read_text()
+    assert "type: ndcg_at_10" in readme and "type: sentence-similarity" in readme
+    ndcg = document["scores"]["summary"]["dev"]["ndcg@10"]["mean"]
+    assert f"value: {round(ndcg, 4)}" in readme
 
 
 def test_gradient_caching_trains_as_the_whole_batch(task, tmp_path):
