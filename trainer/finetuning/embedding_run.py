@@ -39,6 +39,7 @@ from common import fs, tokenizer_files
 from common.errors import UserError
 from trainer.finetuning import (
     embedding_data,
+    embedding_results,
     embedding_step,
     interruption,
     job_run,
@@ -283,7 +284,7 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
         score = (record.get("dev") or {}).get(job.recipe.metric)
         if weights is not None and protocol.better(score, best[0], job.recipe.metric):
             best = (score, weights)
-    document = _document(source, backbone, job, ctx, pretrained)
+    document = embedding_results.document(source, backbone, job, ctx, pretrained)
     document["bm25"] = bm25_scores
     document["scores"] = {
         "metric": job.recipe.metric,
@@ -335,77 +336,5 @@ def _write_model(source, info, weights: list, job: jobs.Job) -> str:
     return folder
 
 
-def _document(source, backbone, job: jobs.Job, ctx: Context, pretrained: dict) -> dict:
-    options, recipe = job.options, job.recipe
-    train = job.splits["train"]
-    return {
-        "protocol": {
-            **job.settings.flags,
-            "seeds": list(job.seeds),
-            "epochs": recipe.epochs,
-            "batch_size": recipe.batch_size,
-            "learning_rate": recipe.learning_rate,
-            "metric": recipe.metric,
-            "max_length": ctx.max_length,
-            "backend": keras.backend.backend(),
-            "pooling": options.pooling,
-            "temperature": options.temperature,
-            "gradient_chunk": options.chunk,
-            "loss": "InfoNCE, in-batch and hard negatives, no text twice in a batch",
-            "selection": "best epoch on dev by the metric",
-            "search": "exact, dot product of unit vectors",
-        },
-        "model": {
-            "path": job.settings.model,
-            "kind": source.kind,
-            "checkpoint": source.path,
-            "family": source.family.name,
-            "from_scratch": job.settings.from_scratch,
-            "backbone_parameters": backbone.parameters,
-        },
-        "task": {"name": job.name, "type": job.task_type, "labels": None, "pair": True},
-        "data": {
-            "train": _train_counts(train, ctx),
-            **{s: _split_counts(job.splits[s], ctx) for s in ("dev", "test") if s in job.splits},
-        },
-        "dataset": None,
-        "pretraining": pretrained,
-    }
-
-
-def _train_counts(train, ctx: Context) -> dict:
-    rows = ctx.rows
-    return {
-        "path": train.path,
-        "examples": len(train),
-        "hard_negatives": rows.hard_negatives,
-        "skipped_empty": 0,
-        "truncated": rows.queries.truncated + rows.positives.truncated + rows.negatives.truncated,
-        "max_length": ctx.max_length,
-    }
-
-
-def _split_counts(data, ctx: Context) -> dict:
-    texts = [*data.queries.values(), *data.corpus.values()]
-    cut = embedding_data.TextRows.of(ctx.tokenizer, ctx.info, texts, ctx.max_length).truncated
-    return {
-        "path": data.folder,
-        "split": data.split,
-        "examples": len(data.queries),
-        "documents": len(data.corpus),
-        "queries_left_out": data.queries_left_out,
-        "skipped_empty": 0,
-        "truncated": cut,  # queries and documents cut to the length
-        "max_length": ctx.max_length,
-    }
-
-
 def table(document: dict) -> str:
-    """The seeds' table (`results.table`), then BM25's scores on the same splits."""
-    lines = [results.table(document)]
-    for split, scores in document.get("bm25", {}).items():
-        said = ", ".join(f"{name} {value:.4f}" for name, value in scores.items())
-        lines.append(f"BM25 {split}: {said}")
-    if document.get("export"):
-        lines.append(f"best seed's model (sentence-transformers): {document['export']}")
-    return "\n".join(lines)
+    return embedding_results.table(document)
