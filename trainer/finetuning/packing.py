@@ -58,15 +58,20 @@ class Packed:
 
 
 def truncate_pair(first: list, second: list | None, budget: int) -> tuple[list, list | None]:
-    """Cuts tokens from the end of the longer text (the first on a tie) until both fit."""
-    first = list(first)
-    second = None if second is None else list(second)
-    while len(first) + len(second or []) > budget:
-        if second and len(second) > len(first):
-            second.pop()
-        else:
-            first.pop()
-    return first, second
+    """Both texts cut to fit `budget` as `tokenizers`' LongestFirst cuts them (what
+    transformers' tokenizers and sentence-transformers' CrossEncoder do): the longer text loses
+    tokens until both fit; where both must be cut, the shorter keeps half the budget and the
+    longer the rest (the odd token)."""
+    if second is None:
+        return list(first[:budget]), None
+    swap = len(first) > len(second)
+    short, long_ = sorted((len(first), len(second)))
+    long_ = short if short > budget else max(short, budget - short)
+    if short + long_ > budget:
+        short = budget // 2
+        long_ = short + budget % 2
+    keep_first, keep_second = (long_, short) if swap else (short, long_)
+    return list(first[:keep_first]), list(second[:keep_second])
 
 
 class Packer:

@@ -26,11 +26,8 @@ or `[CLS] a [SEP] b [SEP]`, segment ids 0 then 1 where the family takes them): t
 tokenizer.json's post-processor is kept when it already does (the caller's `frame`, packing's
 own, says how the model read a pair: this room is below fine-tuning's), else replaced by that
 template (said in the returned note); control tokens' strings in a text stay text
-(`split_special_tokens`); `model_max_length` is the fine-tuning's length. Truncation: where
-one text is cut (a query under half the length), the same ids; where both are, `tokenizers`'
-longest_first gives the odd token to the text that was longer and `packing.truncate_pair` to
-the second, so such a pair of unequal texts may differ by one token per text (the tests mark
-it).
+(`split_special_tokens`); `model_max_length` is the fine-tuning's length. Truncation: the same
+ids, `packing.truncate_pair` cutting as `tokenizers`' longest_first does.
 
 Example:
     >>> frame = lambda a, b: (ids, segment_ids)       # packing.Packer's, no cut

@@ -36,11 +36,9 @@ PASSAGES = [
     "in [SEP] </s>",
     " ".join(["The quick brown fox jumps over the lazy dog."] * 4),
 ]
-# Both texts longer than half the length, of unequal lengths: both are cut, and where the
-# cutting reaches a tie `packing.truncate_pair` cuts the first text, `tokenizers` the one that
-# was shorter (its LongestFirst gives the longer text the odd token): one token apart. Strict:
-# once packing cuts as tokenizers does, this test passes and its mark must go.
-# 10 and 7 WordPiece tokens in 13: tokenizers keeps 7 + 6, packing 6 + 7.
+# Both texts longer than half the length, of unequal lengths: both are cut, the longer keeping
+# the odd token (tokenizers' LongestFirst, which `packing.truncate_pair` follows).
+# 10 and 7 WordPiece tokens in 13: 7 + 6.
 BOTH_CUT = ("the cat sat on the mat today and the dog", "the dog sat on the log today")
 
 
@@ -151,11 +149,6 @@ def test_mean_pooling_is_refused_where_the_class_reads_the_first_token(sources):
         assert ce.pooling_problem(source.family, *args, "cls") is None
 
 
-@pytest.mark.xfail(
-    reason="packing.truncate_pair cuts the first text on a tie; tokenizers' longest_first the "
-    "originally shorter one: a pair with both texts cut may differ by a token (issue 51)",
-    strict=True,
-)
 def test_a_pair_cut_on_both_sides_is_framed_as_ours(sources, tmp_path):
     source = sources["bert"]
     tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
