@@ -226,10 +226,12 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
     def _check_dataset(self) -> None:
         """--hf_dataset replaces --train/--dev/--test; its split and config flags need it."""
         if self.hf_dataset:
+            # A kind with its own loop scores on folders of its own (embedding and reranking:
+            # BEIR folders) and reads only its training data from the dataset.
+            scored_apart = task_kinds.get(self.task_type).runner
+            named = ("train",) if scored_apart else ("train", "dev", "test")
             clash = [
-                f"--{n}"
-                for n in ("train", "dev", "test", "task", "glue_dir", "input_format")
-                if getattr(self, n)
+                f"--{n}" for n in (*named, "task", "glue_dir", "input_format") if getattr(self, n)
             ]
             if clash:
                 raise ValueError(f"--hf_dataset names the data: drop {', '.join(clash)}")

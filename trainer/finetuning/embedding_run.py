@@ -67,12 +67,9 @@ class EmbeddingOptions:
 def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
     """The one job of the flags: its pairs and BEIR splits read and checked before any model
     loads."""
-    if config.hf_dataset:
-        raise UserError(
-            "--hf_dataset is not read for embedding yet: give --train a pair file (JSONL) "
-            "or a BEIR folder, and --dev a BEIR folder"
-        )
-    train = embedding_data.train_pairs(config.train)
+    if not config.dev:
+        raise UserError("--dev is required: a BEIR folder whose dev split scores each epoch")
+    train = _hub_pairs(config) if config.hf_dataset else embedding_data.train_pairs(config.train)
     splits = {"train": train, "dev": beir.read(config.dev, config.dev_split or "dev")}
     if config.test:
         splits["test"] = beir.read(config.test, config.test_split or "test")
@@ -96,6 +93,26 @@ def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
         config.output_dir, settings, options=options,
     )  # fmt: skip
     return [job]
+
+
+def _hub_pairs(config) -> pair_files.Pairs:
+    """The training pairs of --hf_dataset's --train_split (default train): its query, positive
+    and negative columns, else sentence-transformers' order (`pairs.dataset_rows`)."""
+    from trainer.tasks import datasets, hub
+
+    loaded = hub.load(
+        config.hf_dataset, config.hf_config, config.hf_revision, hint="--train (a pair file)"
+    )
+    split = config.train_split or "train"
+    if split not in loaded.splits:
+        raise UserError(
+            f"{loaded.title} has no split {split!r} (it has {', '.join(loaded.splits)}): "
+            "name one with --train_split"
+        )
+    columns, rows, _ = datasets.dataset_rows(loaded.splits[split])
+    found = pair_files.from_rows(loaded.label(split), pair_files.dataset_rows(columns, rows))
+    print(loaded.said({"train": split}, {"train": len(found)}), flush=True)
+    return found
 
 
 @dataclasses.dataclass

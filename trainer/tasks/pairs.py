@@ -140,9 +140,15 @@ def _negatives(path: str, number: int, row: dict, own: tuple[str, str]) -> tuple
 
 def read(path: str) -> Pairs:
     """The pairs of one JSONL file (local or gs://), checked; see the module's docstring."""
+    return from_rows(path, _json_lines(path))
+
+
+def from_rows(path: str, numbered_rows) -> Pairs:
+    """The pairs of `numbered_rows` ((line number, object) of `path`, a file or a dataset's
+    split as messages name it), checked as a file's lines are."""
     columns = ([], [], [], [])
     first = None  # (line, number of negatives) of the first pair
-    for number, row in _json_lines(path):
+    for number, row in numbered_rows:
         query, positive = _side(path, number, row, "query"), _side(path, number, row, "positive")
         negatives = _negatives(path, number, row, (query, positive))
         if first is None:
@@ -157,6 +163,21 @@ def read(path: str) -> Pairs:
     if first is None:
         raise UserError(f"{path} holds no pairs: each line needs a query and a positive")
     return Pairs(path, *(tuple(column) for column in columns))
+
+
+def dataset_rows(columns: list, rows: list):
+    """(row number, {query, positive, negative}) of a dataset's rows: its `query`, `positive`
+    and `negative` columns where it has the first two, else sentence-transformers' convention
+    (the first column the query, the second the positive, any others hard negatives)."""
+    if "query" in columns and "positive" in columns:
+        yield from enumerate(rows, start=1)
+        return
+    if len(columns) < 2:
+        raise UserError(f"a pair dataset needs a query and a positive column; it has {columns}")
+    query, positive, *others = columns
+    for number, row in enumerate(rows, start=1):
+        negatives = [row[name] for name in others]
+        yield number, {"query": row[query], "positive": row[positive], "negative": negatives}
 
 
 def _fill(pending, keys, batch_size: int, batch: list, seen: set) -> list:

@@ -148,3 +148,23 @@ def test_a_pair_without_a_positive_is_one_line(task, runs, tmp_path, capsys):
     assert _finetune(runs("roberta"), tmp_path / "out", str(bad), task["beir"]) == 2
     err = capsys.readouterr().err.strip()
     assert "line 1" in err and "positive" in err and len(err.splitlines()) == 1
+
+
+@TENSORFLOW_ONLY
+def test_pairs_may_come_from_a_dataset_in_sentence_transformers_column_order(task, runs, tmp_path):
+    """A DatasetDict (here saved to disk; a Hub name loads the same way) whose columns are
+    anchor and positive: the first is the query, the second the positive."""
+    import datasets
+
+    rows = [json.loads(line) for line in open(task["pairs"], encoding="utf-8")]
+    columns = {"anchor": [r["query"] for r in rows], "positive": [r["positive"] for r in rows]}
+    folder = str(tmp_path / "dataset")
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(columns)}).save_to_disk(folder)
+    out = tmp_path / "out"
+    args = ["--model", runs("roberta"), "--task_type", "embedding", "--hf_dataset", folder,
+            "--dev", task["beir"], "--output_dir", str(out), "--seeds", "1", "--epochs", "1",
+            "--batch_size", "8"]  # fmt: skip
+    assert finetune.main(args) == 0
+    document = json.loads((out / "results.json").read_text())
+    assert document["data"]["train"]["examples"] == len(rows)
+    assert document["data"]["train"]["path"].endswith("train")
