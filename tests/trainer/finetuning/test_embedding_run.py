@@ -168,3 +168,36 @@ def test_pairs_may_come_from_a_dataset_in_sentence_transformers_column_order(tas
     document = json.loads((out / "results.json").read_text())
     assert document["data"]["train"]["examples"] == len(rows)
     assert document["data"]["train"]["path"].endswith("train")
+
+
+@pytest.fixture
+def one_device_afterwards():
+    """DataParallel is Keras' process-wide state: later tests must not build under it."""
+    yield
+    if os.environ.get("KERAS_BACKEND") == "jax":
+        import keras
+
+        keras.distribution.set_distribution(None)
+
+
+def test_two_devices_train_as_one_on_jax_and_are_refused_on_tensorflow(
+    task, tmp_path, capsys, one_device_afterwards
+):
+    """JAX: DataParallel over two CPU devices, each batch laid out by the distribution, the
+    loss over the whole batch: the same scores as one device. TensorFlow: one line."""
+    model = _run(str(tmp_path), "roberta", dropout=0.0)
+    two = ("--epochs", "1", "--cpu_replicas", "2")
+    if os.environ.get("KERAS_BACKEND") != "jax":
+        assert _finetune(model, tmp_path / "two", task["negatives"], task["beir"], *two) == 2
+        assert "runs on one device on TensorFlow" in capsys.readouterr().err
+        return
+    found = []
+    for name, extra in (("one", ("--epochs", "1")), ("two", two)):
+        assert _finetune(model, tmp_path / name, task["negatives"], task["beir"], *extra) == 0
+        found.append(json.loads((tmp_path / name / "results.json").read_text()))
+    one, both = (document["scores"]["seeds"][0] for document in found)
+    assert found[1]["protocol"]["cpu_replicas"] == 2
+    assert both["epochs"][0]["train_loss"] == pytest.approx(
+        one["epochs"][0]["train_loss"], rel=1e-4
+    )
+    assert both["dev"]["ndcg@10"] == pytest.approx(one["dev"]["ndcg@10"], abs=1e-4)
