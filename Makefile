@@ -47,6 +47,11 @@ DEMO_FT_SEEDS ?= 1,2
 DEMO_FT_EPOCHS ?= 3
 DEMO_FT_BUDGET ?= 16
 DEMO_FT = --dev $(D)/task/dev.jsonl --metric macro_f1 --seeds $(call q,$(DEMO_FT_SEEDS)) --batch_size 32
+# The demo's retrieval line (benchmarks/demo_retrieval.py): the model and random weights trained
+# as embedders on a docstring's summary -> the rest of it (benchmarks/retrieval_task.py), DEMO_EMB_EPOCHS
+# epochs, one seed, beside BM25 (docs/embeddings.md).
+DEMO_EMB_EPOCHS ?= 2
+DEMO_EMB = --task_type embedding --train $(D)/retrieval/train.jsonl --dev $(D)/retrieval/beir --test $(D)/retrieval/beir --seeds 1 --epochs $(call q,$(DEMO_EMB_EPOCHS))
 PUSH_TO ?=  # e.g. hf://ORG/NAME: `make demo` then publishes the export (docs/publishing.md)
 LOCAL_BEAM := --runner=FnApiRunner
 # `make demo-multilingual`: Chinese, Japanese, Thai and English, whole-word masking (docs/languages.md)
@@ -212,6 +217,10 @@ demo: $(STAMP)
 	$(PY) -m trainer.finetune --model $(D)/train --train $(D)/task/train.jsonl $(DEMO_FT) --epochs $(call q,$(DEMO_FT_EPOCHS)) --output_dir $(D)/finetune/pretrained-all
 	$(PY) -m trainer.finetune --model $(D)/train --train $(D)/task/train.jsonl $(DEMO_FT) --epochs $(call q,$(DEMO_FT_EPOCHS)) --output_dir $(D)/finetune/scratch-all --from_scratch
 	$(PY) -m benchmarks.demo_task report --finetune_dir $(D)/finetune --budgets few,all --output $(D)/finetune/downstream.txt
+	$(PY) -m benchmarks.retrieval_task docstrings --corpus $(D)/corpus.jsonl --output_dir $(D)/retrieval --max_train 1000 --max_queries 100 --max_corpus 1500
+	$(PY) -m trainer.finetune --model $(D)/train $(DEMO_EMB) --output_dir $(D)/embed/pretrained
+	$(PY) -m trainer.finetune --model $(D)/train $(DEMO_EMB) --output_dir $(D)/embed/scratch --from_scratch
+	$(PY) -m benchmarks.demo_retrieval --embed_dir $(D)/embed --output $(D)/embed/retrieval.txt
 	@echo; echo "Demo outputs (a second run reuses corpus and tokenizer, replaces the rest):"
 	@echo "  corpus            "$(D)"/corpus.jsonl"
 	@echo "  tokenizer         "$(DT)"/"
@@ -223,7 +232,9 @@ demo: $(STAMP)
 	@echo "  downstream task   "$(D)"/task/{train,train-N,dev}.jsonl (which package a docstring came from)"
 	@echo "  fine-tunes        "$(D)"/finetune/{pretrained,scratch}-{few,all}/results.json"
 	@echo "  final metrics     $$(cat $(D)/train/metrics.json | tr -d '\n ')"
+	@echo "  embedders         "$(D)"/embed/{pretrained,scratch}/ (results.json, sentence-transformers/)"
 	@echo "$$(sed 's/^/  /' $(D)/finetune/downstream.txt)"
+	@echo "$$(sed 's/^/  /' $(D)/embed/retrieval.txt)"
 
 # A few minutes on 2 cores: corpus, tokenizer, prepare, a tiny model a few dozen steps with
 # whole-word masking, then per language the tokenizer's figures and the run's metrics.

@@ -138,8 +138,11 @@ def test_demo_ends_with_the_downstream_task_in_its_folder(make):
         "benchmarks.demo_task",
         *["trainer.finetune"] * 4,
         "benchmarks.demo_task",
+        "benchmarks.retrieval_task",
+        *["trainer.finetune"] * 2,
+        "benchmarks.demo_retrieval",
     ]
-    build, *finetunes, report = calls[start:]
+    build, *finetunes, report = calls[start : start + 6]
     assert build[2] == "build" and _after(build, "--output_dir") == EVIL + "/task"
     assert _after(build, "--budget") == "7"
     sides = [("pretrained", "few"), ("scratch", "few"), ("pretrained", "all"), ("scratch", "all")]
@@ -157,6 +160,23 @@ def test_demo_ends_with_the_downstream_task_in_its_folder(make):
         assert ("--from_scratch" in argv) == (side == "scratch")
     assert report[2] == "report" and _after(report, "--finetune_dir") == EVIL + "/finetune"
     assert _after(report, "--budgets") == "few,all"
+
+
+def test_demo_ends_with_the_retrieval_line_in_its_folder(make):
+    code, calls, err = make("demo", DEMO=EVIL, DEMO_EMB_EPOCHS="3")
+    assert code == 0, err
+    start = [argv[1] for argv in calls].index("benchmarks.retrieval_task")
+    build, *finetunes, report = calls[start:]
+    assert build[2] == "docstrings" and _after(build, "--output_dir") == EVIL + "/retrieval"
+    assert _after(build, "--corpus") == EVIL + "/corpus.jsonl"
+    for argv, side in zip(finetunes, ("pretrained", "scratch")):
+        assert _after(argv, "--task_type") == "embedding"
+        assert _after(argv, "--train") == EVIL + "/retrieval/train.jsonl"
+        assert _after(argv, "--dev") == _after(argv, "--test") == EVIL + "/retrieval/beir"
+        assert _after(argv, "--epochs") == "3"
+        assert _after(argv, "--output_dir") == f"{EVIL}/embed/{side}"
+        assert ("--from_scratch" in argv) == (side == "scratch")
+    assert _after(report, "--embed_dir") == EVIL + "/embed"
 
 
 def test_bench_masking_studies_the_demos_folder_with_the_values_given(make):
