@@ -11,5 +11,8 @@ embedding models), `divergence` (a seed whose loss turns non-finite),
 its pretraining task), `results` (results.json and the printed table), `output_folder` (what an
 earlier run left), `card_scores` (the scores into an export's model cards), `jobs` (the flags
 resolved once: one frozen `Job` per task) and `job_run` (each job run) and `finetune` (the
-command).
+command). The kinds with a loop of their own (`runners`: the module a kind's record names):
+`embedding_run` (contrastive training scored by retrieval; `embedding_data`, `embedding_step`,
+`embedding_results`), `reranker_run` (a cross-encoder reranking BM25's candidates) and
+`tagging_run` (token classification).
 """
