@@ -183,8 +183,10 @@ def report(found: dict) -> str:
         lines.append(f"{side:<9} {values['encode']:>14}   {values.get('train', '-'):>13}")
     if "buckets" in found and "padded" in found:
         b, p = found["buckets"], found["padded"]
-        lines.append(f"buckets / padded: encode {b['encode'] / p['encode']:.2f}x"
-                     + (f", train {b['train'] / p['train']:.2f}x" if "train" in b and "train" in p else ""))  # fmt: skip
+        line = f"buckets / padded: encode {b['encode'] / p['encode']:.2f}x"
+        if "train" in b and "train" in p:
+            line += f", train {b['train'] / p['train']:.2f}x"
+        lines.append(line)
     torch_runs = [found[s]["encode"] for s in ("torch", "torch1") if s in found]
     torch_best = max(torch_runs, default=None)
     if "buckets" in found and torch_best:
