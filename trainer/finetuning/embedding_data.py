@@ -52,15 +52,7 @@ def bucket(length: int, sizes: tuple[int, ...]) -> int:
 def features(rows: list, pad_id: int, with_segments: bool, sizes: tuple[int, ...]) -> dict:
     """The backbone's inputs for `rows`, right-padded to the bucket of the longest."""
     length = bucket(max(len(row) for row in rows), sizes)
-    token_ids = np.full((len(rows), length), pad_id, np.int32)
-    padding_mask = np.zeros((len(rows), length), np.int32)
-    for i, row in enumerate(rows):
-        token_ids[i, : len(row)] = row
-        padding_mask[i, : len(row)] = 1
-    inputs = {"token_ids": token_ids, "padding_mask": padding_mask}
-    if with_segments:
-        inputs["segment_ids"] = np.zeros_like(token_ids)
-    return inputs
+    return embeddings.features(rows, pad_id, with_segments, length)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,40 +4,23 @@ of the best seed's model (`export`); and the table `trainer.finetune` prints of 
 
 from __future__ import annotations
 
-import keras
-
 from trainer.finetuning import embedding_data, results
 
 
 def document(source, backbone, job, ctx, pretrained: dict) -> dict:
     """Everything but the scores, which `embedding_run.run_job` adds."""
-    options, recipe = job.options, job.recipe
+    options = job.options
     train = job.splits["train"]
     return {
         "protocol": {
-            **job.settings.flags,
-            "seeds": list(job.seeds),
-            "epochs": recipe.epochs,
-            "batch_size": recipe.batch_size,
-            "learning_rate": recipe.learning_rate,
-            "metric": recipe.metric,
-            "max_length": ctx.max_length,
-            "backend": keras.backend.backend(),
+            **results.protocol_facts(job, ctx.max_length),
             "pooling": options.pooling,
             "temperature": options.temperature,
             "gradient_chunk": options.chunk,
             "loss": "InfoNCE, in-batch and hard negatives, no text twice in a batch",
-            "selection": "best epoch on dev by the metric",
             "search": "exact, dot product of unit vectors",
         },
-        "model": {
-            "path": job.settings.model,
-            "kind": source.kind,
-            "checkpoint": source.path,
-            "family": source.family.name,
-            "from_scratch": job.settings.from_scratch,
-            "backbone_parameters": backbone.parameters,
-        },
+        "model": results.model_facts(source, backbone, job),
         "task": {"name": job.name, "type": job.task_type, "labels": None, "pair": True},
         "data": {
             "train": _train_counts(train, ctx),

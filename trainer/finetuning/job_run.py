@@ -41,7 +41,7 @@ def run_job(
     models = protocol.SeedModels(backbone, data, job.recipe, jit, runtime)
     scalars = results.Scalars(job.output_dir) if runtime.chief else None
     records = []
-    document = _document(source, backbone, job, counts)
+    document = results_document(source, backbone, job, counts)
     document["learning_rate_sweep"] = sweep
     try:
         for seed in job.seeds:
@@ -55,7 +55,7 @@ def run_job(
                     record.pop("test_predictions"),
                     runtime.chief,
                 )
-            say(runtime, _seed_line(job, record))
+            say(runtime, seed_line(job, record))
             records.append(record)
             if after_seed:
                 after_seed(record, models.model)
@@ -76,7 +76,7 @@ def run_job(
     return document
 
 
-def _seed_line(job: jobs.Job, record: dict) -> str:
+def seed_line(job: jobs.Job, record: dict) -> str:
     if record.get("diverged"):
         return divergence.line(job.name, record["seed"], record["diverged"])
     metric = job.recipe.metric
@@ -139,35 +139,17 @@ def check_hosts_agree(runtime, flags: dict, data: protocol.TaskData) -> None:
         )
 
 
-def _document(source, backbone, job: jobs.Job, counts: dict) -> dict:
-    import keras
-
+def results_document(source, backbone, job: jobs.Job, counts: dict) -> dict:
+    """results.json before its scores: the protocol, the model, the task and its data."""
     return {
         "protocol": {
-            **job.settings.flags,
-            "seeds": list(job.seeds),
-            "epochs": job.recipe.epochs,
-            "batch_size": job.recipe.batch_size,
-            "learning_rate": job.recipe.learning_rate,
-            "metric": job.recipe.metric,
-            "max_length": counts["train"]["max_length"],
-            "backend": keras.backend.backend(),
-            "recipe_source": job.recipe_source,
-            "recipe_by_size": job.settings.recipe_by_size,
+            **results.protocol_facts(job, counts["train"]["max_length"]),
             "pooling": job.settings.pooling,
-            "selection": "best epoch on dev by the metric",
             "notes": results.PROTOCOL_NOTES,
             "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, "
             "global norm clip 1.0, linear warmup then linear decay to 0",
         },
-        "model": {
-            "path": job.settings.model,
-            "kind": source.kind,
-            "checkpoint": source.path,
-            "family": source.family.name,
-            "from_scratch": job.settings.from_scratch,
-            "backbone_parameters": backbone.parameters,
-        },
+        "model": results.model_facts(source, backbone, job),
         "task": {
             "name": job.name,
             "type": job.task_type,

@@ -225,6 +225,26 @@ def shuffled(train: tuple, seed: int, epoch: int) -> tuple:
     return {name: array[order] for name, array in features.items()}, targets[order]
 
 
+def fit_epoch(model, arrays: dict, seed: int, epoch: int, watch=None) -> tuple:
+    """One epoch of `model.fit` on `arrays` (fit's x, y, sample_weight, batch_size, in this
+    seed's order): (its loss, None), or (None, why) where the loss turned non-finite. `watch`
+    (`interruption.Watch`) stops the fit at a batch end after a SIGTERM, then raises
+    `Interrupted`. Every kind fitted with `model.fit` runs its epochs through here."""
+    guard = divergence.NonFiniteLoss(epoch)
+    history = model.fit(
+        **arrays,
+        epochs=1,
+        shuffle=False,
+        verbose=0,
+        callbacks=[guard] if watch is None else [guard, watch],
+    )
+    if watch is not None:
+        watch.check(seed, epoch)  # raises Interrupted where the watch stopped the fit
+    if guard.found:
+        return None, guard.found
+    return float(history.history["loss"][-1]), None
+
+
 def run_seed(models: SeedModels, seed: int, on_epoch=None, watch=None) -> dict:
     """One seed's fine-tuning; returns its record (per-epoch dev scores, best epoch, test),
     or a diverged seed's (`divergence.record`). `watch` (`interruption.Watch`) stops the
@@ -234,26 +254,18 @@ def run_seed(models: SeedModels, seed: int, on_epoch=None, watch=None) -> dict:
     model = models.start(seed)
     epochs, best, best_weights = [], None, None
     for epoch in range(1, recipe.epochs + 1):
-        guard = divergence.NonFiniteLoss(epoch)
-        history = model.fit(
-            **training_arrays(data.train, seed, epoch, recipe.batch_size, models.devices),
-            epochs=1,
-            shuffle=False,
-            verbose=0,
-            callbacks=[guard] if watch is None else [guard, watch],
-        )
-        if watch is not None:
-            watch.check(seed, epoch)  # raises Interrupted where the watch stopped the fit
-        if guard.found:
-            epochs.append({"epoch": epoch, "train_loss": None, "stopped": guard.found})
-            return divergence.record(seed, epochs, guard.found, _since(started))
+        arrays = training_arrays(data.train, seed, epoch, recipe.batch_size, models.devices)
+        loss, stopped = fit_epoch(model, arrays, seed, epoch, watch)
+        if stopped:
+            epochs.append({"epoch": epoch, "train_loss": None, "stopped": stopped})
+            return divergence.record(seed, epochs, stopped, _since(started))
         predicted = predictions(
             model, data.dev[0], data.task_type, recipe.batch_size, models.devices
         )
         dev = scores(data.task_type, data.num_outputs, data.dev[1], predicted)
         entry = {
             "epoch": epoch,
-            "train_loss": float(history.history["loss"][-1]),
+            "train_loss": loss,
             "dev": dev,
             "distinct_predictions": int(len(np.unique(predicted))),
         }

@@ -232,24 +232,16 @@ class _Seeds:
 
 def _epoch(seeds: _Seeds, job: jobs.Job, arrays: dict, seed: int, epoch: int, watch) -> dict:
     """One epoch's entry, with `stopped` where the loss or the logits turned non-finite."""
-    guard = divergence.NonFiniteLoss(epoch)
-    history = seeds.model.fit(
-        **seeds.fit_arrays(arrays["train"], seed, epoch),
-        epochs=1,
-        shuffle=False,
-        verbose=0,
-        callbacks=[guard] if watch is None else [guard, watch],
-    )
-    if watch is not None:
-        watch.check(seed, epoch)  # raises Interrupted where the watch stopped the fit
-    if guard.found:
-        return {"epoch": epoch, "train_loss": None, "stopped": guard.found}
+    fitted = seeds.fit_arrays(arrays["train"], seed, epoch)
+    loss, stopped = protocol.fit_epoch(seeds.model, fitted, seed, epoch, watch)
+    if stopped:
+        return {"epoch": epoch, "train_loss": None, "stopped": stopped}
     logits = seeds.logits(arrays["dev"])
     if not np.isfinite(logits).all():
         return {"epoch": epoch, "train_loss": None, "stopped": divergence.NO_FINITE_DEV}
     return {
         "epoch": epoch,
-        "train_loss": float(history.history["loss"][-1]),
+        "train_loss": loss,
         "dev": scored(job.splits["dev"], logits),
         "distinct_predictions": int(len(np.unique(logits))),
     }
@@ -314,7 +306,7 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
     jit = jit_default(job.settings.jit_compile, runtime.device.jit)
     seeds = _Seeds(backbone, job.recipe, len(arrays["train"][1]), jit, runtime)
     scalars = results.Scalars(job.output_dir) if runtime.chief else None
-    document = job_run._document(source, backbone, job, counts)
+    document = job_run.results_document(source, backbone, job, counts)
     document["protocol"]["cross_encoder"] = PROTOCOL
     document["protocol"]["rerank_top"] = job.options.rerank_top
     before = {n: bm25_scores(s) for n, s in job.splits.items() if isinstance(s, Candidates)}
@@ -322,7 +314,7 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
     try:
         for seed in job.seeds:
             record, weights = run_seed(seeds, job, arrays, seed, scalars, watch)
-            job_run.say(runtime, job_run._seed_line(job, record))
+            job_run.say(runtime, job_run.seed_line(job, record))
             records.append(record)
             if weights is not None and protocol.better(record["dev"][metric], best[0], metric):
                 best = (record["dev"][metric], seed, weights)

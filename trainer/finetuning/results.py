@@ -45,6 +45,38 @@ def remove_stale(output_dir: str) -> None:
     fs.delete([fs.join(output_dir, RESULTS)])  # a missing file is no error
 
 
+def protocol_facts(job, max_length: int) -> dict:
+    """What every kind's results.json opens its `protocol` with: every flag as parsed, the
+    recipe the job ran (`jobs.Job`), the length, the backend and how an epoch is selected."""
+    import keras
+
+    return {
+        **job.settings.flags,
+        "seeds": list(job.seeds),
+        "epochs": job.recipe.epochs,
+        "batch_size": job.recipe.batch_size,
+        "learning_rate": job.recipe.learning_rate,
+        "metric": job.recipe.metric,
+        "max_length": max_length,
+        "backend": keras.backend.backend(),
+        "recipe_source": job.recipe_source,
+        "recipe_by_size": job.settings.recipe_by_size,
+        "selection": "best epoch on dev by the metric",
+    }
+
+
+def model_facts(source, backbone, job) -> dict:
+    """results.json's `model`: the model fine-tuned (`source`), and whether from scratch."""
+    return {
+        "path": job.settings.model,
+        "kind": source.kind,
+        "checkpoint": source.path,
+        "family": source.family.name,
+        "from_scratch": job.settings.from_scratch,
+        "backbone_parameters": backbone.parameters,
+    }
+
+
 def write(output_dir: str, document: dict) -> str:
     """Writes results.json as strict JSON: a non-finite number (a diverged seed's training
     loss) is null there, and `non_finite` says which and what it was."""

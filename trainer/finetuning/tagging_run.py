@@ -230,17 +230,13 @@ def run_seed(models: TaggerModels, seed: int, on_epoch=None, watch=None) -> tupl
     model = models.start(seed)
     epochs, best, weights = [], None, None
     for epoch in range(1, recipe.epochs + 1):
-        guard = divergence.NonFiniteLoss(epoch)
         arrays = epoch_arrays(data, seed, epoch, recipe.batch_size, models.devices)
-        callbacks = [guard] if watch is None else [guard, watch]
-        history = model.fit(**arrays, epochs=1, shuffle=False, verbose=0, callbacks=callbacks)
-        if watch is not None:
-            watch.check(seed, epoch)
-        if guard.found:
-            epochs.append({"epoch": epoch, "train_loss": None, "stopped": guard.found})
-            return divergence.record(seed, epochs, guard.found, _since(started)), None
+        loss, stopped = protocol.fit_epoch(model, arrays, seed, epoch, watch)
+        if stopped:
+            epochs.append({"epoch": epoch, "train_loss": None, "stopped": stopped})
+            return divergence.record(seed, epochs, stopped, _since(started)), None
         dev, per_type, distinct = evaluate(model, data, "dev", recipe.batch_size, models.devices)
-        entry = {"epoch": epoch, "train_loss": float(history.history["loss"][-1]), "dev": dev}
+        entry = {"epoch": epoch, "train_loss": loss, "dev": dev}
         entry["distinct_predictions"] = distinct
         epochs.append(entry)
         if on_epoch:
@@ -334,33 +330,16 @@ def _add_scores(document: dict, models, data: TaggingData, records: list, pretra
 
 
 def _document(source, backbone, job: jobs.Job, data: TaggingData) -> dict:
-    recipe, tagset, scheme = job.recipe, data.tagset, data.tagset.scheme
+    tagset, scheme = data.tagset, data.tagset.scheme
     return {
         "protocol": {
-            **job.settings.flags,
-            "seeds": list(job.seeds),
-            "epochs": recipe.epochs,
-            "batch_size": recipe.batch_size,
-            "learning_rate": recipe.learning_rate,
-            "metric": recipe.metric,
-            "max_length": data.counts["train"]["max_length"],
-            "backend": keras.backend.backend(),
-            "recipe_source": job.recipe_source,
-            "recipe_by_size": job.settings.recipe_by_size,
-            "selection": "best epoch on dev by the metric",
+            **results.protocol_facts(job, data.counts["train"]["max_length"]),
             "notes": results.PROTOCOL_NOTES,
             "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, global norm clip 1.0, linear warmup "
             "then linear decay to 0; loss on each word's first piece only",
             "scoring": "seqeval, " + entity_f1.seqeval_arguments(scheme).get("mode", "conlleval"),
         },
-        "model": {
-            "path": job.settings.model,
-            "kind": source.kind,
-            "checkpoint": source.path,
-            "family": source.family.name,
-            "from_scratch": job.settings.from_scratch,
-            "backbone_parameters": backbone.parameters,
-        },
+        "model": results.model_facts(source, backbone, job),
         "task": {
             "name": job.name,
             "type": job.task_type,

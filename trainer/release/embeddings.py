@@ -48,10 +48,10 @@ def text_rows(tokenizer, info, texts, max_length: int) -> list[list[int]]:
     return [[cls_id, *e.ids[:budget], sep_id] for e in encoded]
 
 
-def features(rows: list, pad_id: int, with_segments: bool) -> dict:
-    """The backbone's input dict for `rows`, right-padded to the longest (the position ids
-    pretraining used); one segment."""
-    length = max(len(row) for row in rows)
+def features(rows: list, pad_id: int, with_segments: bool, length: int | None = None) -> dict:
+    """The backbone's input dict for `rows`, right-padded to `length` (default: the longest;
+    the position ids pretraining used); one segment."""
+    length = length or max(len(row) for row in rows)
     token_ids = np.full((len(rows), length), pad_id, np.int32)
     padding_mask = np.zeros((len(rows), length), np.int32)
     for i, row in enumerate(rows):
