@@ -81,6 +81,10 @@ class Family:
     # separator): a model that reads one text per row (fine-tuning, predict, the exports) has
     # them None, as transformers computes it, so a literal `<s>` in a text splits nothing.
     packed_rows_only: tuple[str, ...] = ()
+    # Where the backbone can read several fine-tuning examples in one row (ModernBERT's
+    # document masks): (backbone, token_ids, example_ids, positions, training) -> its final
+    # hidden states (trainer/finetuning/packed_rows.py lays the rows out); None elsewhere.
+    packed_states: Callable | None = None
     # True where the backbone picks its own attention kernel (no Keras MultiHeadAttention
     # whose dropout `trainer.models.model.fuse_attention` drops to reach the fused kernel).
     own_attention: bool = False

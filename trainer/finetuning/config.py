@@ -152,6 +152,13 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
         "memory, the whole batch's gradient. Default: the whole batch at once.",
         minimum=1,
     )
+    packing: str = flag(
+        "embedding: several short texts to a row where the family reads them apart "
+        "(ModernBERT's document masks), instead of a padded row each: auto = there, on "
+        "(refused elsewhere) or off.",
+        "auto",
+        choices=("auto", "on", "off"),
+    )
     rerank_top: int = flag(
         "reranking: BM25's candidates per query that the reranker reorders.", 100, minimum=1
     )

@@ -78,20 +78,29 @@ def current_values(model) -> tuple[list, list]:
     )
 
 
-def _rows(inputs) -> int:
+def _examples(inputs) -> int:
+    """The examples of a batch: its rows, or a packed batch's `example_starts`."""
+    if isinstance(inputs, dict) and "example_starts" in inputs:
+        return inputs["example_starts"].shape[0]
     return keras.tree.flatten(inputs)[0].shape[0]
 
 
 def _chunks(inputs, chunk_size: int) -> list:
-    """`inputs` (an array or a structure of arrays, batch first) cut into equal chunks."""
-    rows = _rows(inputs)
-    if rows % chunk_size:
-        raise ValueError(f"a chunk of {chunk_size} rows does not divide a batch of {rows}")
+    """`inputs` (an array or a structure of arrays, batch first) cut into the chunks of
+    `chunk_size` examples each: every array cut into as many equal pieces (a packed batch's
+    rows, `packed_rows.Packed.features(rows, chunk)`, hold each chunk apart)."""
+    examples = _examples(inputs)
+    if examples % chunk_size:
+        raise ValueError(f"a chunk of {chunk_size} rows does not divide a batch of {examples}")
+    count = examples // chunk_size
+
+    def piece(array, number):
+        size = array.shape[0] // count
+        return array[number * size : (number + 1) * size]
+
     return [
-        keras.tree.map_structure(
-            lambda array, start=start: array[start : start + chunk_size], inputs
-        )
-        for start in range(0, rows, chunk_size)
+        keras.tree.map_structure(lambda array, n=number: piece(array, n), inputs)
+        for number in range(count)
     ]
 
 

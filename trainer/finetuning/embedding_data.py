@@ -15,7 +15,7 @@ encoded longest first in fixed batches (`Encoder`), the last batch filled with e
 Example:
     >>> sizes = buckets(128)                       # (16, 32, 64, 128)
     >>> texts = TextRows.of(tokenizer, info, ["a query", "a document"], 128)
-    >>> batch = features([texts.rows[0]], info.pad_id, False, sizes)
+    >>> batch = layout(info, 128, family, packed=False).features([texts.rows[0]])
     >>> batch["token_ids"].shape
     (1, 16)
 """
@@ -28,6 +28,7 @@ import numpy as np
 
 from common import fs
 from common.errors import UserError
+from trainer.finetuning import packed_rows
 from trainer.release import embeddings
 from trainer.tasks import pairs as pair_files
 from trainer.tasks.retrieval import beir
@@ -49,10 +50,14 @@ def bucket(length: int, sizes: tuple[int, ...]) -> int:
     return next(size for size in sizes if size >= length)
 
 
-def features(rows: list, pad_id: int, with_segments: bool, sizes: tuple[int, ...]) -> dict:
-    """The backbone's inputs for `rows`, right-padded to the bucket of the longest."""
-    length = bucket(max(len(row) for row in rows), sizes)
-    return embeddings.features(rows, pad_id, with_segments, length)
+def layout(info, max_length: int, family, packed: bool, multiple: int = 1):
+    """How a batch's rows become the model's inputs: padded to the bucket of the longest
+    (`packed_rows.Padded`), or several to a row (`packed_rows.Packed`: families with
+    `packed_states`), each device getting whole rows."""
+    sizes = buckets(max_length)
+    if packed:
+        return packed_rows.Packed(info.pad_id, max_length, multiple)
+    return packed_rows.Padded(info.pad_id, sizes, family.takes_segment_ids)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,17 +121,15 @@ class TrainRows:
             len(pairs.negatives[0]),
         )
 
-    def batch(self, indices, pad_id: int, with_segments: bool, sizes) -> tuple[dict, dict]:
-        """(queries, documents) of the pairs `indices`: the positives in order, then every
-        pair's hard negatives (`contrastive.info_nce`'s layout)."""
+    def batch(self, indices, layout, chunk: int | None = None) -> tuple[dict, dict]:
+        """(queries, documents) of the pairs `indices` as `layout` lays them out: the
+        positives in order, then every pair's hard negatives (`contrastive.info_nce`'s
+        layout); with `chunk` (gradient caching), packed a chunk of pairs at a time."""
         queries = [self.queries.rows[i] for i in indices]
         documents = [self.positives.rows[i] for i in indices]
         width = self.hard_negatives
-        documents += [self.negatives.rows[i * width + j] for i in indices for j in range(width)]
-        return (
-            features(queries, pad_id, with_segments, sizes),
-            features(documents, pad_id, with_segments, sizes),
-        )
+        negatives = [self.negatives.rows[i * width + j] for i in indices for j in range(width)]
+        return layout.features(queries, chunk), layout.features(documents + negatives, chunk)
 
 
 class Encoder:
@@ -134,10 +137,9 @@ class Encoder:
     (the last filled with a bare `[cls] [sep]` row: one shape per bucket), longest texts
     first."""
 
-    def __init__(self, embed, tokenizer, info, max_length: int, with_segments: bool, batch_size):
+    def __init__(self, embed, tokenizer, info, max_length: int, layout, batch_size):
         self.embed, self.tokenizer, self.info = embed, tokenizer, info
-        self.max_length, self.with_segments = max_length, with_segments
-        self.batch_size, self.sizes = batch_size, buckets(max_length)
+        self.max_length, self.layout, self.batch_size = max_length, layout, batch_size
 
     def __call__(self, texts) -> np.ndarray:
         rows = TextRows.of(self.tokenizer, self.info, texts, self.max_length).rows
@@ -148,9 +150,7 @@ class Encoder:
             batch = [rows[i] for i in taken]
             filler = [self.info.special_token_ids[name] for name in ("cls_token", "sep_token")]
             batch += [filler] * (self.batch_size - len(batch))  # outputs dropped
-            vectors = np.asarray(
-                self.embed(features(batch, self.info.pad_id, self.with_segments, self.sizes))
-            )
+            vectors = np.asarray(self.embed(self.layout.features(batch)))
             for i, vector in zip(taken, vectors):
                 out[i] = vector
         return np.stack(out).astype(np.float32) if out else np.zeros((0, 0), np.float32)

@@ -17,6 +17,7 @@ def document(source, backbone, job, ctx, pretrained: dict) -> dict:
             "pooling": options.pooling,
             "temperature": options.temperature,
             "gradient_chunk": options.chunk,
+            "rows": "packed" if ctx.packed else "padded",  # --packing, as it applied
             "loss": "InfoNCE, in-batch and hard negatives, no text twice in a batch",
             "search": "exact, dot product of unit vectors",
         },

@@ -44,6 +44,7 @@ from trainer.finetuning import (
     interruption,
     job_run,
     jobs,
+    packed_rows,
     protocol,
     recipes,
     results,
@@ -62,6 +63,7 @@ class EmbeddingOptions:
     temperature: float
     chunk: int | None  # rows per gradient-caching chunk; None: the whole batch at once
     pooling: str
+    packing: str  # auto, on, off: several texts a row (`packed_rows`)
 
 
 def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
@@ -86,7 +88,7 @@ def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
             f"{recipe.batch_size}: lower --batch_size"
         )
     options = EmbeddingOptions(
-        config.temperature, config.gradient_chunk, config.pooling or DEFAULT_POOLING
+        config.temperature, config.gradient_chunk, config.pooling or DEFAULT_POOLING, config.packing
     )
     job = jobs.Job(
         "task", config.task_type, splits, None, recipe, tuple(config.seed_list()),
@@ -127,10 +129,11 @@ class Context:
     max_length: int
     runtime: object
     jit: bool
+    layout: object  # packed_rows.Packed or Padded
 
     @property
-    def with_segments(self) -> bool:
-        return self.backbone.family.takes_segment_ids
+    def packed(self) -> bool:
+        return isinstance(self.layout, packed_rows.Packed)
 
 
 def _max_length(source, job: jobs.Job) -> int:
@@ -155,7 +158,11 @@ def _embedding_model(ctx: Context, seed: int):
         )
         if not ctx.backbone.from_scratch:
             backbone.set_weights(ctx.backbone.weights)
-        return embeddings.embedding_model(backbone, ctx.job.options.pooling), backbone
+        how = ctx.job.options.pooling
+        if ctx.packed:
+            packed = embeddings.PackedEmbedding(backbone, ctx.backbone.family.packed_states, how)
+            return packed, backbone
+        return embeddings.embedding_model(backbone, how), backbone
 
 
 def _trainer(ctx: Context, seed: int, steps: int):
@@ -179,10 +186,9 @@ def _trainer(ctx: Context, seed: int, steps: int):
 def _epoch(ctx: Context, trainer, seed: int, epoch: int, watch) -> dict:
     pairs, recipe = ctx.job.splits["train"], ctx.job.recipe
     packing = pair_files.batches(pairs, recipe.batch_size, seed=seed * 1000 + epoch)
-    sizes = embedding_data.buckets(ctx.max_length)
     losses = []
     for number, indices in enumerate(packing.batches, start=1):
-        queries, documents = ctx.rows.batch(indices, ctx.info.pad_id, ctx.with_segments, sizes)
+        queries, documents = ctx.rows.batch(indices, ctx.layout, ctx.job.options.chunk)
         losses.append(trainer.step(queries, documents))
         if not np.isfinite(losses[-1]):
             return {
@@ -206,7 +212,7 @@ def _search(ctx: Context, trainer):
     from trainer.tasks.retrieval import exact_search
 
     encode = embedding_data.Encoder(
-        trainer.embed, ctx.tokenizer, ctx.info, ctx.max_length, ctx.with_segments, EVAL_BATCH
+        trainer.embed, ctx.tokenizer, ctx.info, ctx.max_length, ctx.layout, EVAL_BATCH
     )
     return exact_search.searcher(encode, encode)
 
@@ -290,7 +296,11 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
     max_length = _max_length(source, job)
     rows = embedding_data.TrainRows.of(tokenizer, info, job.splits["train"], max_length)
     jit = jit_default(job.settings.jit_compile, runtime.device.jit if runtime else True)
-    ctx = Context(job, backbone, rows, tokenizer, info, max_length, runtime, jit)
+    packed = _packs(source.family, job.options.packing)
+    layout = embedding_data.layout(
+        info, max_length, source.family, packed, runtime.replicas if runtime else 1
+    )
+    ctx = Context(job, backbone, rows, tokenizer, info, max_length, runtime, jit, layout)
     exportable = _exportable(source, info, runtime)
     bm25_scores, constant = floors(job)
     job_run.say(runtime, _bm25_line(bm25_scores, job.recipe.metric))
@@ -316,6 +326,17 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
         if document.get("export"):  # after the scores: a failed write loses no result
             _write_model(source, info, best[1], job)
     return document
+
+
+def _packs(family, packing: str) -> bool:
+    """Whether batches are packed (`--packing`): refused in one line where the family reads
+    one example a row."""
+    if packing == "on" and family.packed_states is None:
+        raise UserError(
+            f"--packing on: a {family.name} model reads one text a row (packed rows need "
+            "document masks: modernbert); use --packing auto or off"
+        )
+    return packing != "off" and family.packed_states is not None
 
 
 def _exportable(source, info, runtime) -> bool:

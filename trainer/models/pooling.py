@@ -81,3 +81,24 @@ def head_layers(classifier) -> list:
 
 def mean_pooled(classifier) -> MeanPooledClassifier:
     return MeanPooledClassifier(classifier.backbone, head_layers(classifier))
+
+
+def pool_examples(states, example_ids, starts, how: str):
+    """(examples, hidden) from packed rows (trainer/finetuning/packed_rows.py): `states`
+    [rows, length, hidden], `example_ids` [rows, length] each token's example (-1: padding),
+    `starts` [examples] the flat index (row * length + column) of each example's first token.
+    `mean` averages an example's tokens (what `MeanPool` gives the text padded alone), `cls`
+    takes its first. A one-hot matmul, not a scatter: fixed shapes, XLA on both backends."""
+    hidden = ops.shape(states)[-1]
+    flat = ops.reshape(states, (-1, hidden))
+    if how == "cls":
+        return ops.take(flat, starts, axis=0)
+    if how != "mean":
+        raise ValueError(f"pooling {how!r} is not one of {CHOICES}")
+    count = ops.shape(starts)[0]
+    ids = ops.reshape(example_ids, (-1,))
+    members = ops.cast(
+        ops.equal(ids[None, :], ops.arange(count, dtype=ids.dtype)[:, None]), flat.dtype
+    )
+    total = ops.matmul(members, flat)
+    return total / ops.maximum(ops.sum(members, axis=1, keepdims=True), 1.0)

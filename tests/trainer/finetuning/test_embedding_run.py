@@ -113,18 +113,27 @@ def test_beir_train_judgements_train_and_the_card_gets_retrieval_scores(task, ru
     assert f"value: {round(ndcg, 4)}" in readme
 
 
-def test_gradient_caching_trains_as_the_whole_batch(task, tmp_path):
-    """Without dropout, chunks of 2 rows give the whole batch's gradient: the same losses and
-    the same dev scores, to float32 rounding."""
-    model = _run(str(tmp_path), "roberta", dropout=0.0)
+def test_packed_rows_and_gradient_caching_train_as_the_padded_whole_batch(task, tmp_path):
+    """A ModernBERT (no dropout) trained on padded rows in one pass, on packed rows (several
+    texts a row, `--packing auto`) and on packed chunks of 2 pairs (gradient caching): the
+    same losses and the same dev scores, to float32 rounding."""
+    model = _run(str(tmp_path), "modernbert", dropout=0.0)
     found = {}
-    for name, extra in (("whole", ()), ("chunked", ("--gradient_chunk", "2"))):
+    runs = {
+        "padded": ("--packing", "off"),
+        "packed": (),
+        "chunked": ("--gradient_chunk", "2"),
+    }
+    for name, extra in runs.items():
         out = tmp_path / name
         assert _finetune(model, out, task["negatives"], task["beir"], "--epochs", "1", *extra) == 0
-        found[name] = json.loads((out / "results.json").read_text())["scores"]["seeds"][0]
-    for whole, chunked in zip(found["whole"]["epochs"], found["chunked"]["epochs"]):
-        assert chunked["train_loss"] == pytest.approx(whole["train_loss"], rel=1e-4)
-        assert chunked["dev"]["ndcg@10"] == pytest.approx(whole["dev"]["ndcg@10"], abs=1e-4)
+        found[name] = json.loads((out / "results.json").read_text())
+    assert [found[name]["protocol"]["rows"] for name in runs] == ["padded", "packed", "packed"]
+    padded = found["padded"]["scores"]["seeds"][0]["epochs"][0]
+    for name in ("packed", "chunked"):
+        epoch = found[name]["scores"]["seeds"][0]["epochs"][0]
+        assert epoch["train_loss"] == pytest.approx(padded["train_loss"], rel=1e-4), name
+        assert epoch["dev"]["ndcg@10"] == pytest.approx(padded["dev"]["ndcg@10"], abs=1e-4), name
 
 
 @TENSORFLOW_ONLY
@@ -133,6 +142,7 @@ def test_gradient_caching_trains_as_the_whole_batch(task, tmp_path):
     [
         (("--gradient_chunk", "3"), "--gradient_chunk 3 does not divide the batch of 8 pairs"),
         (("--batch_size", "64"), "fewer than one batch of 64"),
+        (("--packing", "on"), "--packing on: a roberta model reads one text a row"),
     ],
 )
 def test_bad_flags_are_one_line(task, runs, tmp_path, capsys, extra, said):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 
 from trainer.families.family import SET_BY_TRAINER, Family
-from trainer.families.modernbert import attention, convert
+from trainer.families.modernbert import attention, convert, packed
 from trainer.families.modernbert.backbone import (
     GLOBAL,
     ModernBertBackbone,
@@ -104,6 +104,7 @@ FAMILY = Family(
     dropout=0.0,  # ModernBERT pretrains without dropout (its configs' *_dropout are 0)
     token_args=_separator,
     packed_rows_only=("separator_id",),
+    packed_states=packed.packed_states,  # several fine-tuning examples a row
     own_attention=True,
     spare_embeddings=True,
     context_extension_args=("global_rope_theta",),  # ModernBERT: 10,000 -> 160,000 at 8,192
