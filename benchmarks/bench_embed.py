@@ -1,6 +1,6 @@
 """Embedding speed on short texts: our length buckets beside padding every batch to the full
-length, and beside sentence-transformers in PyTorch on our export of the same model, the same
-texts, batch and length, on this machine, in one run.
+length, packed rows (several texts a row: ModernBERT) and sentence-transformers in PyTorch on
+our export of the same model, the same texts, batch and length, on this machine, in one run.
 
     python -m benchmarks.bench_embed --model runs/demo/train --texts runs/demo/corpus.jsonl \\
         [--count 2048] [--batch 32] [--max_length 128] [--steps 30]
@@ -14,6 +14,9 @@ per process; torch's threads do not compete with XLA's):
   `embedding_data.Encoder` (longest first, batches padded to a bucket of 16, 32, 64, ...) and
   `embedding_step.Trainer` (one contrastive step on pairs of a text's first half and its second
   half); `padded` is the same with a single bucket, `--max_length`.
+- `packed` (families with packed rows: ModernBERT): `--packing auto`'s layout
+  (`packed_rows.Packed`: the batch's texts several to a row of `--max_length`, read apart by
+  document masks, pooled per text); skipped, and said, for the other families.
 - `torch`: `SentenceTransformer(export).encode` (it sorts by length and pads each batch to its
   own longest text: the best case for dynamic shapes) at one thread and at its default threads.
 
@@ -35,7 +38,7 @@ from common import flags, fs
 from common.errors import UserError, run_cli
 from common.flags import flag
 
-SIDES = ("buckets", "padded", "torch", "torch1")
+SIDES = ("buckets", "padded", "packed", "torch", "torch1")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,26 +70,40 @@ def _texts(path: str, count: int) -> list[str]:
     return texts
 
 
-def _keras_side(config: BenchFlags, padded: bool) -> dict:
-    """Encoding and training texts/s of our code, buckets or one padded length."""
+def _model_and_layout(config: BenchFlags, source, info, side: str):
+    """(the embedding model, the layout its batches take) of a Keras side."""
+    from trainer.finetuning import embedding_data, packed_rows
+    from trainer.models import model_source
+    from trainer.release import embeddings
+
+    backbone = model_source.load_source(source).backbone
+    layout = embedding_data.layout(info, config.max_length, source.family, side == "packed")
+    if side == "packed":
+        model = embeddings.PackedEmbedding(backbone, source.family.packed_states, "mean")
+        return model, layout
+    if side == "padded":
+        layout = packed_rows.Padded(info.pad_id, (config.max_length,), layout.with_segments)
+    return embeddings.embedding_model(backbone, "mean"), layout
+
+
+def _keras_side(config: BenchFlags, side: str) -> dict:
+    """Encoding and training texts/s of our code: buckets, one padded length, or packed."""
     import numpy as np
 
     from common import tokenizer_files
     from trainer.finetuning import embedding_data, embedding_step
     from trainer.models import model_source
-    from trainer.release import embeddings
     from trainer.training.optimizer import build_optimizer
 
     source = model_source.resolve(config.model)
+    if side == "packed" and source.family.packed_states is None:
+        return {"skipped": f"a {source.family.name} model reads one text a row"}
     tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
-    model = embeddings.embedding_model(model_source.load_source(source).backbone, "mean")
+    model, layout = _model_and_layout(config, source, info, side)
     trainer = embedding_step.Trainer(model, build_optimizer(1e-5, 10_000, 0), None, 0.05, jit=True)
-    segments = source.family.takes_segment_ids
     encode = embedding_data.Encoder(
-        trainer.embed, tokenizer, info, config.max_length, segments, config.batch
+        trainer.embed, tokenizer, info, config.max_length, layout, config.batch
     )
-    if padded:
-        encode.sizes = (config.max_length,)
     texts = _texts(config.texts, config.count)
     found = {"encode": _timed(lambda: encode(texts), len(texts))}
     if config.steps:
@@ -96,13 +113,9 @@ def _keras_side(config: BenchFlags, padded: bool) -> dict:
             for part in zip(*halves)
         ]
         batches = [
-            tuple(
-                embedding_data.features(list(rows[start : start + config.batch]), info.pad_id,
-                                        segments, encode.sizes)
-                for rows in sides
-            )
+            tuple(layout.features(list(rows[start : start + config.batch])) for rows in sides)
             for start in range(0, len(texts) - config.batch + 1, config.batch)
-        ]  # fmt: skip
+        ]
 
         def train(count):
             for i in range(count):
@@ -138,9 +151,9 @@ def _torch_side(config: BenchFlags, threads: int | None) -> dict:
 
 
 def _run_side(config: BenchFlags) -> dict:
-    if config.side in ("buckets", "padded"):
+    if config.side in ("buckets", "padded", "packed"):
         os.environ["KERAS_BACKEND"] = "jax"
-        return _keras_side(config, config.side == "padded")
+        return _keras_side(config, config.side)
     return _torch_side(config, 1 if config.side == "torch1" else None)
 
 
@@ -177,21 +190,34 @@ def bench(config: BenchFlags) -> dict:
         return {side: _child(config, side, folder) for side in sides}
 
 
+def _ratio(found: dict, mine: str, theirs: str) -> str:
+    line = f"{mine} / {theirs}: encode {found[mine]['encode'] / found[theirs]['encode']:.2f}x"
+    if "train" in found[mine] and "train" in found[theirs]:
+        line += f", train {found[mine]['train'] / found[theirs]['train']:.2f}x"
+    return line
+
+
 def report(found: dict) -> str:
     lines = ["side      encode texts/s   train pairs/s"]
     for side, values in found.items():
+        if "skipped" in values:
+            lines.append(f"{side:<9} skipped: {values['skipped']}")
+            continue
         lines.append(f"{side:<9} {values['encode']:>14}   {values.get('train', '-'):>13}")
-    if "buckets" in found and "padded" in found:
-        b, p = found["buckets"], found["padded"]
-        line = f"buckets / padded: encode {b['encode'] / p['encode']:.2f}x"
-        if "train" in b and "train" in p:
-            line += f", train {b['train'] / p['train']:.2f}x"
-        lines.append(line)
-    torch_runs = [found[s]["encode"] for s in ("torch", "torch1") if s in found]
+    ran = {side: values for side, values in found.items() if "skipped" not in values}
+    lines += [
+        _ratio(ran, mine, "padded")
+        for mine in ("buckets", "packed")
+        if {mine, "padded"} <= set(ran)
+    ]
+    if {"buckets", "packed"} <= set(ran):
+        lines.append(_ratio(ran, "packed", "buckets"))
+    torch_runs = [ran[s]["encode"] for s in ("torch", "torch1") if s in ran]
     torch_best = max(torch_runs, default=None)
-    if "buckets" in found and torch_best:
-        lines.append(f"buckets / sentence-transformers (best threads): encode "
-                     f"{found['buckets']['encode'] / torch_best:.2f}x")  # fmt: skip
+    for mine in ("buckets", "packed"):
+        if mine in ran and torch_best:
+            lines.append(f"{mine} / sentence-transformers (best threads): encode "
+                         f"{ran[mine]['encode'] / torch_best:.2f}x")  # fmt: skip
     return "\n".join(lines)
 
 
