@@ -13,6 +13,13 @@ duplicate + filtered, and the run's documents read = the splits' + rejected: rej
 records have no split (a bad record may have no text to hash). Removals are counted by
 kind: `{split}/documents_filtered/{rule}` and `{split}/documents_duplicate/{exact|near}`.
 
+With named sources (`--sources`, beam_pipelines/mixture.py) the mixture may leave a clean
+document out (`{split}/documents_cut`) or pass it on more than once (each extra copy in
+`{split}/documents_repeated`), so per split and for the run: documents read + repeated =
+tokenized + empty + (rejected) + duplicate + filtered + cut. What each source gave is counted
+under `source.{name}.{what}` (no split: its names hold no "/"), and its sums are checked
+against the splits'.
+
 The counts themselves: DoFns count into a Counter and emit it once per bundle (`emit_stats`),
 or emit one count from `process` (`emit_stat`); either way each count becomes a Beam metric
 (the Dataflow UI, progress) and a (name, count) pair on the STATS output that the accounting
@@ -35,7 +42,11 @@ SPLIT_KEYS = (
     "tokens_in",
     "tokens_dropped",
     "tokens_padded",
+    "documents_cut",
+    "documents_repeated",
 )
+# What the mixture left out and added: the outcomes beside tokenized, empty and removed.
+MIXTURE_KEYS = ("documents_cut", "documents_repeated")
 # Removals, counted per kind under `removal_key(split, name, kind)`.
 REMOVED_KEYS = {
     "documents_filtered": "filtered_by_rule",
@@ -43,6 +54,17 @@ REMOVED_KEYS = {
 }
 # Run-wide counters that are not documents (e.g. what near dedup skipped), under RUN_PREFIX.
 RUN_PREFIX = "run."
+# What one named source gave (`source_key`), under SOURCE_PREFIX.
+SOURCE_PREFIX = "source."
+SOURCE_KEYS = (
+    "documents",
+    "characters",
+    "documents_out",
+    "characters_out",
+    "repeated",
+    "cut",
+    "tokens",
+)
 
 
 def split_key(split: str, name: str) -> str:
@@ -54,6 +76,22 @@ def split_key(split: str, name: str) -> str:
 def removal_key(split: str, name: str, kind: str) -> str:
     """The counter of one kind of removal, e.g. 'train/documents_filtered/min_words'."""
     return f"{split_key(split, name)}/{kind}"
+
+
+def source_key(name: str, what: str) -> str:
+    """The counter of `what` (one of SOURCE_KEYS) for the named source, e.g.
+    'source.wiki.cut'."""
+    return f"{SOURCE_PREFIX}{name}.{what}"
+
+
+def source_counts(stats: dict) -> dict:
+    """{source name: {what: count}} of a run with named sources; {} without."""
+    out: dict = {}
+    for key, n in sorted(stats.items()):
+        if key.startswith(SOURCE_PREFIX):
+            name, what = key[len(SOURCE_PREFIX) :].rsplit(".", 1)
+            out.setdefault(name, dict.fromkeys(SOURCE_KEYS, 0))[what] = int(n)
+    return out
 
 
 def _counted(key: str, value: int) -> tuple[str, int]:
@@ -108,11 +146,11 @@ def accounting_for(stats: dict, split: str, splits: list) -> dict:
             run,
             {
                 key: int(stats.get(split_key(s, key), 0))
-                for key in ("documents_tokenized", "documents_empty")
+                for key in ("documents_tokenized", "documents_empty", *MIXTURE_KEYS)
             }
             | _removals(stats, s),
         )
-    for key in ("documents_tokenized", "documents_empty", *REMOVED_KEYS):
+    for key in ("documents_tokenized", "documents_empty", *MIXTURE_KEYS, *REMOVED_KEYS):
         run.setdefault(key, 0)
     for breakdown in REMOVED_KEYS.values():
         run.setdefault(breakdown, {})
@@ -121,6 +159,8 @@ def accounting_for(stats: dict, split: str, splits: list) -> dict:
         for key, n in sorted(stats.items())
         if key.startswith(RUN_PREFIX)
     }
+    if sources := source_counts(stats):
+        run["sources"] = sources
     return {"split": own, "run": run}
 
 
@@ -128,21 +168,22 @@ class AccountingError(RuntimeError):
     """The counts do not add up: a bug, never bad input (bad input is dead-lettered)."""
 
 
+# The outcomes of a document: what documents read (+ repeated copies) add up to.
+OUTCOMES = ("documents_tokenized", "documents_empty", "documents_cut", *REMOVED_KEYS)
+
+
 def check_accounting(stats: dict, written: list, splits: list) -> None:
     run = accounting_for(stats, splits[0], splits)["run"] if splits else {}
-    outcomes = sum(
-        run.get(k, 0)
-        for k in ("documents_tokenized", "documents_empty", "documents_rejected", *REMOVED_KEYS)
-    )
-    if outcomes != run.get("documents_read", 0):
+    outcomes = sum(run.get(k, 0) for k in ("documents_rejected", *OUTCOMES))
+    if outcomes != run.get("documents_read", 0) + run.get("documents_repeated", 0):
         raise AccountingError(f"documents do not add up: {run}")
     unknown = {k.split("/")[0] for k in stats if "/" in k} - set(splits)
     if unknown:
         raise AccountingError(f"documents were assigned to unexpected splits {sorted(unknown)}")
+    tokens_in = 0
     for split in splits:
         own = accounting_for(stats, split, splits)["split"]
-        outcomes = sum(own[k] for k in ("documents_tokenized", "documents_empty", *REMOVED_KEYS))
-        if outcomes != own["documents_read"]:
+        if sum(own[k] for k in OUTCOMES) != own["documents_read"] + own["documents_repeated"]:
             raise AccountingError(f"{split}: documents do not add up: {own}")
         on_disk = sum(w["num_tokens"] for w in written if w["split"] == split)
         if own["tokens_in"] - own["tokens_dropped"] != on_disk:
@@ -150,3 +191,22 @@ def check_accounting(stats: dict, written: list, splits: list) -> None:
                 f"{split}: {own['tokens_in']} tokens in, "
                 f"{own['tokens_dropped']} dropped, but {on_disk} written"
             )
+        tokens_in += own["tokens_in"]
+    if run.get("sources"):
+        _check_sources(run, tokens_in)
+
+
+def _check_sources(run: dict, tokens_in: int) -> None:
+    """Each source's documents in and out agree, and the sources' sums are the splits'."""
+    sources = run["sources"]
+    for name, n in sources.items():
+        if n["documents"] + n["repeated"] - n["cut"] != n["documents_out"]:
+            raise AccountingError(f"source {name}: documents do not add up: {n}")
+    sums = {what: sum(n[what] for n in sources.values()) for what in ("cut", "repeated", "tokens")}
+    expected = {
+        "cut": run["documents_cut"],
+        "repeated": run["documents_repeated"],
+        "tokens": tokens_in,
+    }
+    if sums != expected:
+        raise AccountingError(f"the sources' counts {sums} are not the splits' {expected}")

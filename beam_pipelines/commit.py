@@ -31,8 +31,8 @@ import os
 
 import apache_beam as beam
 
-from beam_pipelines import quality
-from beam_pipelines.accounting import accounting_for, check_accounting
+from beam_pipelines import mixture, quality
+from beam_pipelines.accounting import accounting_for, check_accounting, source_counts
 from common import fs, manifest, prepared_dir, run_lock, shards
 
 ENDED = ("committed", "refused")
@@ -173,8 +173,14 @@ class Commit(beam.DoFn):
         self.max_filtered_fraction = max_filtered_fraction
 
     def process(
-        self, written: list, stats: dict, dead_letter_files: list, changed_inputs: list = ()
+        self,
+        written: list,
+        stats: dict,
+        dead_letter_files: list,
+        changed_inputs: list = (),
+        mixture_plan: dict | None = None,
     ):
+        """`mixture_plan`: `mixture.plan` of a run with --sources (None without)."""
         record = read_run_record(self.output_dir, self.run_id)
         if record and record.get("state") in ENDED:  # a retry after the end: nothing to do
             run_lock.release(self.output_dir, self.run_id)  # but what a fault left undone
@@ -212,8 +218,11 @@ class Commit(beam.DoFn):
                 "dead_letter_files": sorted(dead_letter_files),
             }
         else:
+            mixed = {}
+            if mixture_plan is not None:
+                mixed = mixture.manifest_record(mixture_plan, source_counts(stats))
             committed = {
-                split: self._commit_split(split, written, stats, dead_letter_files)
+                split: self._commit_split(split, written, stats, dead_letter_files, mixed)
                 for split in self.splits
             }
             clean_up(self.output_dir, committed)
@@ -226,7 +235,9 @@ class Commit(beam.DoFn):
         run_lock.release(self.output_dir, self.run_id)
         yield record
 
-    def _commit_split(self, split, written, stats, dead_letter_files) -> manifest.Manifest:
+    def _commit_split(
+        self, split, written, stats, dead_letter_files, mixed: dict
+    ) -> manifest.Manifest:
         mine = sorted((w for w in written if w["split"] == split), key=lambda w: w["shard"])
         entries = [
             manifest.Shard(
@@ -245,6 +256,7 @@ class Commit(beam.DoFn):
             accounting=accounting_for(stats, split, self.splits),
             run_id=self.run_id,
             dead_letter_files=sorted(dead_letter_files),
+            mixture=mixed,
         )
         manifest.write_manifest(prepared_dir.split_dir(self.output_dir, split), committed)
         return committed

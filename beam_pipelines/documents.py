@@ -19,6 +19,7 @@ class Document:
     text: str
     split: str | None = None  # set when the input names its split, or once prepare chose it
     offset: int | None = None  # byte offset of the line, for reads of a byte range
+    origin: str | None = None  # the named source (--sources) it came from, set by the mixture
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,6 +25,12 @@ def position_hash(position: tuple) -> int:
     return int.from_bytes(digest(repr(position).encode(), 8), "big")
 
 
+def unit_draw(position: tuple, seed: int) -> float:
+    """A document's place (`documents.position`) and a seed as a number in [0, 1): the
+    mixture's per-document draw, the same on every rerun and worker (no random state)."""
+    return int.from_bytes(digest(repr((seed, position)).encode(), 8), "big") / 2**64
+
+
 def key_halves(key: bytes) -> tuple[int, int]:
     """A 16-byte key as (hi, lo) 64-bit ints: sorting by (hi, lo) sorts the key's bytes."""
     return int.from_bytes(key[:8], "big"), int.from_bytes(key[8:], "big")

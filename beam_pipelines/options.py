@@ -10,8 +10,9 @@ import dataclasses
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_pipelines import dedup, input_spec, minhash, quality, sources
+from beam_pipelines import dedup, input_spec, minhash, mixture, quality
 from beam_pipelines.input_spec import InputSpec
+from beam_pipelines.sources import DEFAULT_RANGE_BYTES
 from common import flags, fs, prepared_dir
 from common.errors import UserError
 from common.flags import flag
@@ -31,6 +32,23 @@ class PrepareFlags:
 
     source: InputSpec = flags.group(InputSpec)  # --input, --text_field, --hf_dataset, ...
     splits: str = flag("inputs that already form splits: 'train=GLOB;validation=GLOB;test=GLOB'")
+    sources: str = flag(
+        "named inputs mixed by --weights or --temperature: 'NAME=GLOB[,GLOB...];NAME=...' "
+        "(beam_pipelines/mixture.py); split like --input"
+    )
+    weights: str = flag(
+        "each --sources name's weight, 'NAME=W,...' (>= 0, not all 0): the share of clean "
+        "characters it gets; default: its size"
+    )
+    temperature: float | None = flag(
+        "weigh --sources by size^(1/T) instead of --weights (1: natural sizes; larger: flatter)",
+        greater_than=0,
+    )
+    max_repeats: str = flag(
+        "most times a --sources source's text is used, 'R' or 'NAME=R,...' (others 1); the "
+        "output is the most that fits every limit",
+        "1",
+    )
     # Their bounds are one rule across both (`check`): the sum in [0, 1).
     validation_fraction: float = flag(
         "share of --input documents hashed into 'validation' (deterministic)", 0.0
@@ -53,13 +71,13 @@ class PrepareFlags:
     )
     read_range_bytes: int = flag(
         "uncompressed .jsonl / line .txt files larger than this are read in parallel byte ranges",
-        sources.DEFAULT_RANGE_BYTES,
+        DEFAULT_RANGE_BYTES,
         minimum=1,
     )
     tokenize_batch_chars: int = flag(
         "characters handed to the fast tokenizer per encode_batch call", 1_000_000, minimum=1
     )
-    seed: int = flag("seed of the deterministic shuffle", 0, minimum=0)
+    seed: int = flag("seed of the deterministic shuffle and of --sources' draws", 0, minimum=0)
     max_rejected_fraction: float = flag(
         "refuse to commit when more than this share of the documents is rejected (1.0 turns "
         "the check off)",
@@ -145,12 +163,13 @@ class Settings:
     # train_tokenizer's config extends that class and sets a field after init.
     flags: PrepareFlags
     # (split, globs) of the files read; split None: --input, split by the fractions; empty
-    # with --hf_dataset (its splits are the dataset's)
+    # with --hf_dataset (its splits are the dataset's) and --sources (`mixture`'s files)
     inputs: tuple[tuple[str | None, str], ...]
     splits: tuple[str, ...]  # the splits this run writes, in a stable order
     quality: quality.QualityConfig | None  # None: --quality_filter none
     near: minhash.MinHashConfig | None  # None: no near dedup
     shard_size: int  # records per shard (--shard_size, or sized for ~150 MB shards)
+    mixture: mixture.MixtureSpec | None = None  # None: no --sources
 
     @property
     def exact(self) -> bool:
@@ -166,9 +185,9 @@ class Settings:
 def resolve(opts: PrepareOptions) -> Settings:
     """One clear sentence for each flag value or combination that cannot work (the bounds
     declared on `PrepareFlags`' fields, then the rules across flags); else the `Settings`."""
-    sources_given = sum(bool(x) for x in (opts.input, opts.splits, opts.hf_dataset))
+    sources_given = sum(bool(x) for x in (opts.input, opts.sources, opts.splits, opts.hf_dataset))
     if sources_given != 1:
-        raise FlagError("give exactly one of --input, --splits or --hf_dataset")
+        raise FlagError("give exactly one of --input, --sources, --splits or --hf_dataset")
     if not opts.tokenizer or not opts.output_dir:
         raise FlagError("--tokenizer and --output_dir are required")
     inputs, splits = _inputs_and_splits(opts)  # a split named twice is refused here
@@ -177,7 +196,7 @@ def resolve(opts: PrepareOptions) -> Settings:
     fractions = opts.validation_fraction + opts.test_fraction
     if not 0 <= fractions < 1 or opts.validation_fraction < 0 or opts.test_fraction < 0:
         raise FlagError("--validation_fraction + --test_fraction must be in [0, 1)")
-    if fractions and not opts.input:
+    if fractions and not (opts.input or opts.sources):
         raise FlagError(
             "--validation_fraction/--test_fraction split --input documents; "
             "--splits and --hf_dataset already name their splits"
@@ -193,7 +212,18 @@ def resolve(opts: PrepareOptions) -> Settings:
         quality_config(opts),
         near_config(opts) if opts.dedup == "near" else None,
         _shard_size(opts),
+        _mixture(opts),
     )
+
+
+def _mixture(opts: PrepareOptions) -> mixture.MixtureSpec | None:
+    """The checked --sources spec, or None; the flags that weigh sources need it."""
+    if not opts.sources:
+        weighing = opts.weights or opts.temperature is not None or opts.max_repeats != "1"
+        if weighing:
+            raise FlagError("--weights, --temperature and --max_repeats weigh --sources")
+        return None
+    return mixture.parse(opts.sources, opts.weights, opts.temperature, opts.max_repeats)
 
 
 def _inputs_and_splits(opts: PrepareOptions) -> tuple[tuple, tuple[str, ...]]:
@@ -204,7 +234,10 @@ def _inputs_and_splits(opts: PrepareOptions) -> tuple[tuple, tuple[str, ...]]:
     if opts.hf_dataset:
         return (), tuple(input_spec.hf_split_list(opts.hf_splits))
     fractions = (("validation", opts.validation_fraction), ("test", opts.test_fraction))
-    return ((None, opts.input),), ("train", *(name for name, share in fractions if share))
+    splits = ("train", *(name for name, share in fractions if share))
+    if opts.sources:  # listed per source (`mixture.with_files`)
+        return (), splits
+    return ((None, opts.input),), splits
 
 
 def near_config(opts: PrepareOptions) -> minhash.MinHashConfig:

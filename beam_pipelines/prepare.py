@@ -7,7 +7,7 @@ Writes `OUT/{split}/{split}-{run_id}-{index:05d}-{count}.tfrecord`, then commits
 split by writing `OUT/{split}/manifest.json` (see beam_pipelines/commit.py: the previous
 output stays valid until then, and a failed or refused run leaves it untouched), and
 `OUT/dead_letter/{run_id}-*.jsonl` (one line per rejected record: source, line, reason);
-every name in OUT: common/prepared_dir.py.
+every name in OUT: common/prepared_dir.py. Named, weighted inputs: `--sources` (mixture.py).
 Every flag is checked, and the output's lock taken, before anything runs.
 Runs on Beam's local runner by default and on Dataflow
 with `--runner DataflowRunner` (see `make prepare`); workers read the input files (or
@@ -16,6 +16,7 @@ dataset shards) in parallel, the launching machine only lists them.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import tempfile
@@ -34,6 +35,7 @@ from beam_pipelines import (
     hf_datasets,
     input_spec,
     jsonl_files,
+    mixture,
     progress,
     provenance,
     sources,
@@ -44,7 +46,7 @@ from beam_pipelines.accounting import STATS
 from beam_pipelines.execution import GroupingExecution
 from beam_pipelines.local import memory_check
 from beam_pipelines.local.execution import OnDiskExecution
-from common import manifest, prepared_dir, run_lock, shards, tokenizer_files
+from common import fs, manifest, prepared_dir, run_lock, shards, tokenizer_files
 from common.errors import UserError, no_room_logged_once, run_cli
 
 
@@ -62,6 +64,8 @@ def read_tasks(settings: opts_lib.Settings) -> list[tuple]:
         split: input_spec.expand_inputs(pattern, f"--splits ({split})" if split else "--input")
         for split, pattern in settings.inputs
     }
+    if settings.mixture is not None:  # listed by `mixture.with_files`
+        files = {None: {path: fs.Stamp(*stamp) for path, _, stamp in settings.mixture.files}}
     opts_lib.check_inputs(settings.flags.output_dir, {s: list(f) for s, f in files.items()})
     # Each task carries its file's listed stamp: a reader that finds another file (rewritten
     # since, or between the two reads of a local exact dedup) has the run refused.
@@ -164,6 +168,11 @@ def build(
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
         settings.quality, flags.validation_fraction, flags.test_fraction, *execution.dedups()
     )
+    stats, plans = [read[STATS], removal_stats], {}
+    if settings.mixture is not None:  # after dedup: shares of clean text, copies kept
+        docs, mixed_stats, plan = docs | "Mix" >> mixture.Mix(settings.mixture, flags.seed)
+        stats.append(mixed_stats)
+        plans = {"mixture_plan": beam.pvalue.AsSingleton(plan)}
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         flags.tokenizer,
         flags.max_length,
@@ -174,7 +183,7 @@ def build(
     )
     written, shuffle_stats = execution.shuffle(blocks)
     stats = (
-        (read[STATS], removal_stats, sequence_stats, shuffle_stats)
+        (*stats, sequence_stats, shuffle_stats)
         | "AllStats" >> beam.Flatten()
         | "SumStats" >> beam.CombinePerKey(sum)
     )
@@ -197,6 +206,7 @@ def build(
             stats=beam.pvalue.AsDict(stats),
             dead_letter_files=beam.pvalue.AsList(side_files),
             changed_inputs=beam.pvalue.AsList(reader.changed()),
+            **plans,
         )
     )
 
@@ -224,13 +234,17 @@ def summarize(output_dir: str, splits: list[str]) -> str:
             f"padding {acc['tokens_padded']:,}"
         )
         run = m.accounting["run"]
+    # With --sources, the mixture's repeats and cuts belong in the documents' sum.
+    repeated = f" + repeated {run['documents_repeated']:,}" if m.mixture else ""
+    cut = f" + cut {run['documents_cut']:,}" if m.mixture else ""
     lines.append(
-        f"documents read {run['documents_read']:,} = tokenized "
+        f"documents read {run['documents_read']:,}{repeated} = tokenized "
         f"{run['documents_tokenized']:,} + empty {run['documents_empty']:,} + "
         f"rejected {run['documents_rejected']:,} + duplicate "
-        f"{run['documents_duplicate']:,} + filtered {run['documents_filtered']:,} "
+        f"{run['documents_duplicate']:,} + filtered {run['documents_filtered']:,}{cut} "
         f"(see {output_dir}/{prepared_dir.DEAD_LETTER_DIR}/)"
     )
+    lines += mixture.summary_lines(m.mixture)
     for title, key in (("duplicates", "duplicates_by_kind"), ("filtered", "filtered_by_rule")):
         if run[key]:
             lines.append(f"{title}: " + ", ".join(f"{k} {n:,}" for k, n in run[key].items()))
@@ -247,6 +261,8 @@ def _prepare(options: PipelineOptions) -> tuple:
     """Everything that can fail on bad input, before anything is written: the settings,
     the tokenizer's record, the read tasks and the arguments to record."""
     settings = opts_lib.resolve(options.view_as(opts_lib.PrepareOptions))
+    if settings.mixture is not None:  # each source's files, on the launcher
+        settings = dataclasses.replace(settings, mixture=mixture.with_files(settings.mixture))
     tokenizer, tokenizer_info = tokenizer_files.load(settings.flags.tokenizer)  # on the launcher
     opts_lib.check_tokenizer(tokenizer, settings.flags.max_length)
     return settings, tokenizer_info, read_tasks(settings), provenance.recorded_args(options)

@@ -11,7 +11,7 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_pipelines import chunking, progress, text_pieces
-from beam_pipelines.accounting import STATS, emit_stat, emit_stats, split_key
+from beam_pipelines.accounting import STATS, emit_stat, emit_stats, source_key, split_key
 from beam_pipelines.documents import Document, split_of
 from common import tokenizer_files
 
@@ -65,7 +65,8 @@ class TokenizeAndChunk(beam.DoFn):
         self.executor.shutdown(wait=False)
 
     def start_bundle(self):
-        self.pending: list[tuple[str, str, int]] = []  # (split, text, WHOLE/PIECE/LAST_PIECE)
+        # ((split, source name or None), text, WHOLE/PIECE/LAST_PIECE)
+        self.pending: list[tuple[tuple, str, int]] = []
         self.pending_chars = 0
         self.in_flight = None  # ([(split, kind)], future of encodings)
         self.open_document = False  # a long document's prefix went out, its suffix not yet
@@ -77,18 +78,20 @@ class TokenizeAndChunk(beam.DoFn):
         if not doc.text.strip():
             self.stats[split_key(split, "documents_empty")] += 1
             return
+        # Its tokens are counted under its named source too (--sources), as `split` travels.
+        where = (split, doc.origin)
         pieces = self.cutter.pieces(doc.text, self.piece_chars) if self.cutter else None
         if pieces is None:
-            yield from self._add(split, doc.text, WHOLE)
+            yield from self._add(where, doc.text, WHOLE)
             return
         piece = next(pieces)
         for following in pieces:
-            yield from self._add(split, piece, PIECE)
+            yield from self._add(where, piece, PIECE)
             piece = following
-        yield from self._add(split, piece, LAST_PIECE)
+        yield from self._add(where, piece, LAST_PIECE)
 
-    def _add(self, split, text, kind):
-        self.pending.append((split, text, kind))
+    def _add(self, where, text, kind):
+        self.pending.append((where, text, kind))
         self.pending_chars += len(text)
         if self.pending_chars >= self.batch_chars:
             yield from self._flush(min_rows=BLOCK_ROWS)
@@ -97,7 +100,7 @@ class TokenizeAndChunk(beam.DoFn):
         """Starts tokenizing the pending batch; returns the batch that was in flight."""
         previous, self.in_flight = self.in_flight, None
         if self.pending:
-            kinds = [(split, kind) for split, _, kind in self.pending]
+            kinds = [(where, kind) for where, _, kind in self.pending]
             texts = [text for _, text, _ in self.pending]
             self.in_flight = (
                 kinds,
@@ -112,7 +115,7 @@ class TokenizeAndChunk(beam.DoFn):
         kinds, future = batch
         kept: dict[str, list] = {}
         documents: Counter = Counter()
-        for (split, kind), encoding in zip(kinds, future.result()):
+        for ((split, origin), kind), encoding in zip(kinds, future.result()):
             ids = encoding.ids
             if kind != WHOLE:
                 ids = self._piece_ids(ids, kind == LAST_PIECE)
@@ -123,6 +126,8 @@ class TokenizeAndChunk(beam.DoFn):
                 continue
             kept.setdefault(split, []).append(ids)
             documents[split] += kind != PIECE
+            if origin is not None:
+                self.stats[source_key(origin, "tokens")] += len(ids)
         for split, id_lists in kept.items():  # one numpy conversion per split and batch
             flat = np.fromiter(
                 itertools.chain.from_iterable(id_lists),

@@ -17,6 +17,10 @@ What a reader may assume at every instant (the protocol is in beam_pipelines/com
   manifest lists (a crashed run's, or an old run's until cleanup) are never read.
 - Format 1 manifests (earlier versions of this code) were trusted only with a `_COMPLETE`
   marker holding their sha256; they are still read that way.
+- Format 3 added `mixture` (what each named source of `prepare --sources` gave: documents,
+  tokens, repeats, cuts, weight, realised share; {} without sources) and the accounting's
+  `documents_cut` and `documents_repeated`. Format 2 manifests (no `mixture`) are read as
+  having none; every format 2 or 3 shard entry records its size and crc32c.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from common import fs, prepared_dir, shards
 from common.errors import UserError
 from common.prepared_dir import MANIFEST, MARKER
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 LEGACY_MARKED_VERSION = 1  # manifests that need the _COMPLETE marker
+READABLE_VERSIONS = (LEGACY_MARKED_VERSION, 2, FORMAT_VERSION)
 
 
 class ManifestError(UserError):
@@ -60,6 +65,8 @@ class Manifest:
     run_id: str = ""  # the prepare run that committed this manifest
     dead_letter_files: list = dataclasses.field(default_factory=list)  # paths, this run's
     format_version: int = FORMAT_VERSION
+    # Per named source (prepare --sources): plan and counts; {} without (and in format 2).
+    mixture: dict = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
@@ -165,10 +172,10 @@ def _read_committed(split_dir: str) -> Manifest:
         raise ManifestError(f"{manifest_path} is not a valid manifest: {err}") from None
     if manifest.format_version == LEGACY_MARKED_VERSION:
         _check_legacy_marker(split_dir, data)
-    elif manifest.format_version != FORMAT_VERSION:
+    elif manifest.format_version not in READABLE_VERSIONS:
         raise ManifestError(
             f"{manifest_path} has format version {manifest.format_version}; this code reads "
-            f"version {FORMAT_VERSION}."
+            f"versions {', '.join(map(str, READABLE_VERSIONS))}."
         )
     return manifest
 

@@ -59,13 +59,13 @@ def check_entries(found: manifest.Manifest, split_dir: str) -> None:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise DamagedShardError(f"{where} lists {twice[0]} more than once")
-    if found.format_version == manifest.FORMAT_VERSION:
+    if found.format_version != manifest.LEGACY_MARKED_VERSION:
         for shard in found.shards:
             if len(shard.crc32c) != 8 or shard.num_bytes < 0:
                 raise DamagedShardError(
                     f"{where}: the entry of {shard.name} has no crc32c or "
                     f"size (crc32c {shard.crc32c!r}, {shard.num_bytes} "
-                    "bytes); every format-2 entry records both"
+                    "bytes); every format-2 or 3 entry records both"
                 )
     total = sum(s.num_tokens for s in found.shards)
     if total != found.num_tokens:

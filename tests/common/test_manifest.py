@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from common import fs, manifest
@@ -130,3 +132,20 @@ def test_a_count_of_the_wrong_type_is_an_invalid_manifest_for_readers_and_verify
     assert verify.main([str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("BAD: ") and "\n" not in err and "Traceback" not in err
+
+
+def test_format_2_without_a_mixture_still_reads(tmp_path):
+    """Outputs prepared before named sources (format 2: no `mixture`) stay readable."""
+    _write_split(str(tmp_path), format_version=2)
+    path = tmp_path / "manifest.json"
+    data = json.loads(path.read_text())
+    del data["mixture"]
+    path.write_text(json.dumps(data))
+    read = manifest.read_manifest(str(tmp_path))
+    assert read.format_version == 2 and read.mixture == {}
+
+
+def test_an_unknown_format_is_refused(tmp_path):
+    _write_split(str(tmp_path), format_version=manifest.FORMAT_VERSION + 1)
+    with pytest.raises(manifest.ManifestError, match="format version 4; this code reads"):
+        manifest.read_manifest(str(tmp_path))

@@ -50,13 +50,14 @@ class TaggingOptions:
 def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
     """The one job of --train/--dev/--test (CoNLL or JSONL), read and checked before any
     model loads."""
-    if config.hf_dataset:
-        raise UserError("--hf_dataset is not read for tagged words yet: give --train and --dev")
     if config.input_format and config.input_format not in tagging.FORMATS:
         raise UserError(f"--input_format {config.input_format}: tagged words are conll or jsonl")
-    fmt = config.input_format or None
-    paths = dict(zip(SPLITS, (config.train, config.dev, config.test)))
-    splits = {n: tagging.read_tagged(p, fmt, config.tag_column) for n, p in paths.items() if p}
+    fmt, dataset = config.input_format or None, None
+    if config.hf_dataset:
+        splits, dataset = _hub_splits(config)
+    else:
+        paths = dict(zip(SPLITS, (config.train, config.dev, config.test)))
+        splits = {n: tagging.read_tagged(p, fmt, config.tag_column) for n, p in paths.items() if p}
     tagset = tagging.label_set(splits["train"], config.tag_scheme)
     print(f"{splits['train'].path}: {tagset.line()}", flush=True)
     unseen = {n: tagging.unseen_labels(splits[n], tagset) for n in ("dev", "test") if n in splits}
@@ -77,9 +78,29 @@ def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
             output_dir=config.output_dir,
             settings=settings,
             recipe_source=source,
+            dataset=dataset,
             options=TaggingOptions(tagset, unseen),
         )
     ]
+
+
+def _hub_splits(config) -> tuple[dict, dict]:
+    """({split: TaggedSplit}, provenance) of --hf_dataset (a Hub name or a saved DatasetDict):
+    its words column (`tokens`, or --text_column) and tags column (`tags`, else `ner_tags`, or
+    --label_column), the splits --train_split/--dev_split/--test_split or the defaults."""
+    from trainer.tasks import hub
+
+    loaded = hub.load(config.hf_dataset, config.hf_config, config.hf_revision, hint="--train")
+    asked = {"train": config.train_split, "dev": config.dev_split, "test": config.test_split}
+    used = hub.choose_splits(loaded, asked)
+    tokens = config.text_column if config.text_column != "text" else "tokens"
+    tags = config.label_column if config.label_column != "label" else None
+    splits = {
+        ours: tagging.from_dataset(loaded.label(theirs), loaded.splits[theirs], tokens, tags)
+        for ours, theirs in used.items()
+    }
+    print(loaded.said(used, {n: len(split) for n, split in splits.items()}), flush=True)
+    return splits, loaded.provenance(used)
 
 
 @dataclasses.dataclass
@@ -349,6 +370,7 @@ def _document(source, backbone, job: jobs.Job, data: TaggingData) -> dict:
             "unseen": {n: found.to_dict() for n, found in job.options.unseen.items()},
         },
         "data": data.counts,
+        "dataset": job.dataset,
     }
 
 

@@ -53,6 +53,7 @@ OUTSIDE = "O"
 IGNORED = -100  # the label id of a word piece no loss or score reads (transformers' convention)
 DOCSTART = "-DOCSTART-"
 _JSONL = (".jsonl", ".json")
+TAG_COLUMNS = ("tags", "ner_tags")  # a dataset's tag column when none is named
 _CONLL = (".conll", ".conll03", ".txt", ".tsv", ".iob", ".iob1", ".iob2", ".bio")
 _CONLL += (".bioes", ".iobes")  # a file named for its scheme
 # CoNLL columns are separated by spaces or tabs only: str.split() would also split a word at
@@ -201,20 +202,45 @@ def read_jsonl(
     """One sentence a line: its tokens and tags (strings, or ids into `label_names`)."""
     split = TaggedSplit(path, [], [], [])
     for number, line in enumerate(decoded(path, fs.read_bytes(path)).split("\n"), start=1):
-        if not line.strip():
-            continue
-        row = _json_object(path, number, line)
-        words = _words(path, number, row, fields[0])
-        tags = _tags(path, number, row, fields[1], label_names)
-        if len(tags) != len(words):
-            raise UserError(
-                f"{path} line {number}: {len(words)} tokens but {len(tags)} tags; every token "
-                "needs one tag"
-            )
-        if not words:
-            split.skipped_empty += 1
-            continue
-        _close(split, words, tags, number)
+        if line.strip():
+            _add_row(split, number, _json_object(path, number, line), fields, label_names)
+    _check_not_empty(split)
+    return split
+
+
+def _add_row(split: TaggedSplit, number: int, row: dict, fields: tuple, label_names) -> None:
+    """One JSON object (a JSONL line, a dataset's row) as a sentence, or counted empty."""
+    path = split.path
+    words = _words(path, number, row, fields[0])
+    tags = _tags(path, number, row, fields[1], label_names)
+    if len(tags) != len(words):
+        raise UserError(
+            f"{path} line {number}: {len(words)} tokens but {len(tags)} tags; every token "
+            "needs one tag"
+        )
+    if not words:
+        split.skipped_empty += 1
+        return
+    _close(split, words, tags, number)
+
+
+def from_dataset(label: str, dataset, tokens: str = "tokens", tags: str | None = None):
+    """A Hugging Face `datasets.Dataset` split's sentences as a `TaggedSplit` (`label` names it
+    in messages, its row numbers as lines): the `tokens` column and the `tags` column, by
+    default the first of TAG_COLUMNS it has; tag ids are read through the column's class names
+    (conll2003's `ner_tags` is a sequence of ClassLabel)."""
+    columns = list(dataset.column_names)
+    tags = tags or next((name for name in TAG_COLUMNS if name in columns), None)
+    if tokens not in columns or tags not in columns:
+        wanted = tokens if tokens not in columns else (tags or " or ".join(TAG_COLUMNS))
+        raise UserError(
+            f"{label} has no {wanted} column (its columns: {', '.join(columns)}): name the "
+            "words' and the tags' columns with --text_column and --label_column"
+        )
+    names = getattr(getattr(dataset.features[tags], "feature", None), "names", None)
+    split = TaggedSplit(label, [], [], [])
+    for number, row in enumerate(dataset.select_columns([tokens, tags]).to_list(), start=1):
+        _add_row(split, number, row, (tokens, tags), tuple(names) if names else None)
     _check_not_empty(split)
     return split
 

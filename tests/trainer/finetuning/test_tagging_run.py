@@ -173,11 +173,52 @@ def test_bad_input_is_one_line_exit_2(run, tmp_path, capsys, case, extra, messag
     assert not (tmp_path / "out" / "results.json").exists()
 
 
-def test_a_hub_dataset_is_refused_in_one_line(run, tmp_path, capsys):
+def _dataset_dict(folder, tag_column: str = "ner_tags") -> str:
+    """A DatasetDict saved to disk as conll2003 is laid out: `tokens`, and the tags as a
+    sequence of ClassLabel ids (a Hub name loads the same way, `hub.load`)."""
+    import datasets
+
+    names = ["O", "B-ENT", "I-ENT"]
+    features = datasets.Features(
+        {
+            "tokens": datasets.Sequence(datasets.Value("string")),
+            tag_column: datasets.Sequence(datasets.ClassLabel(names=names)),
+        }
+    )
+
+    def split(rows):
+        columns = {"tokens": [w for w, _ in rows], tag_column: [t for _, t in rows]}
+        return datasets.Dataset.from_dict(columns, features=features)
+
+    splits = {"train": split(toy(24, 0)), "validation": split(toy(8, 1))}
+    datasets.DatasetDict(splits).save_to_disk(str(folder))
+    return str(folder)
+
+
+@pytest.mark.skipif(JAX, reason="data reading: the TensorFlow pass")
+def test_a_dataset_dict_with_class_label_tags_fine_tunes(run, tmp_path, capsys):
+    folder = _dataset_dict(tmp_path / "dataset")
+    args = ["--model", run, "--task_type", "tagging", "--output_dir", str(tmp_path / "out"),
+            "--hf_dataset", folder, "--seeds", "1", "--epochs", "1", "--batch_size", "8"]  # fmt: skip
+    assert finetune.main(args) == 0
+    assert "train = train (24), dev = validation (8)" in capsys.readouterr().out
+    document = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert document["task"]["labels"] == ["O", "B-ENT", "I-ENT"]
+    assert document["data"]["train"]["examples"] == 24
+    assert document["dataset"]["splits"] == {"train": "train", "dev": "validation"}
+
+
+@pytest.mark.skipif(JAX, reason="data reading: the TensorFlow pass")
+def test_a_dataset_without_a_tag_column_is_one_line(run, tmp_path, capsys):
+    folder = _dataset_dict(tmp_path / "dataset", tag_column="labels")
+    capsys.readouterr()  # the save's progress bars
     args = ["--model", run, "--task_type", "tagging", "--output_dir", str(tmp_path / "out")]
-    assert finetune.main([*args, "--hf_dataset", "conll2003"]) == 2
+    assert finetune.main([*args, "--hf_dataset", folder]) == 2
     err = capsys.readouterr().err.strip()
-    assert "--hf_dataset" in err and len(err.splitlines()) == 1, err
+    assert "has no tags or ner_tags column (its columns: tokens, labels)" in err, err
+    assert len(err.splitlines()) == 1
+    assert finetune.main([*args, "--hf_dataset", folder, "--label_column", "labels",
+                          "--seeds", "1", "--epochs", "1", "--batch_size", "8"]) == 0  # fmt: skip
 
 
 def _replicas_run(model, folder, *extra) -> dict:
