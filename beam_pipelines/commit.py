@@ -218,11 +218,8 @@ class Commit(beam.DoFn):
                 "dead_letter_files": sorted(dead_letter_files),
             }
         else:
-            mixed = {}
-            if mixture_plan is not None:
-                mixed = mixture.manifest_record(mixture_plan, source_counts(stats))
             committed = {
-                split: self._commit_split(split, written, stats, dead_letter_files, mixed)
+                split: self._commit_split(split, written, stats, dead_letter_files, mixture_plan)
                 for split in self.splits
             }
             clean_up(self.output_dir, committed)
@@ -236,7 +233,7 @@ class Commit(beam.DoFn):
         yield record
 
     def _commit_split(
-        self, split, written, stats, dead_letter_files, mixed: dict
+        self, split, written, stats, dead_letter_files, mixture_plan
     ) -> manifest.Manifest:
         mine = sorted((w for w in written if w["split"] == split), key=lambda w: w["shard"])
         entries = [
@@ -256,7 +253,11 @@ class Commit(beam.DoFn):
             accounting=accounting_for(stats, split, self.splits),
             run_id=self.run_id,
             dead_letter_files=sorted(dead_letter_files),
-            mixture=mixed,
+            mixture=(
+                mixture.manifest_record(mixture_plan, source_counts(stats))
+                if mixture_plan is not None
+                else {}
+            ),
         )
         manifest.write_manifest(prepared_dir.split_dir(self.output_dir, split), committed)
         return committed

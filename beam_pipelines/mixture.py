@@ -169,6 +169,14 @@ def with_files(spec: MixtureSpec) -> MixtureSpec:
     return dataclasses.replace(spec, files=tuple(files))
 
 
+def listed(settings):
+    """`settings` (`options.Settings`) with its --sources' files listed, on the launcher;
+    as it is without --sources."""
+    if settings.mixture is None:
+        return settings
+    return dataclasses.replace(settings, mixture=with_files(settings.mixture))
+
+
 def asked_weights(spec: MixtureSpec, sizes: dict) -> dict[str, float]:
     """{name: weight} before normalising: --weights, else size^(1/T), else the size."""
     if spec.weights:

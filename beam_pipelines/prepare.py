@@ -16,7 +16,6 @@ dataset shards) in parallel, the launching machine only lists them.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
 import tempfile
@@ -193,21 +192,27 @@ def build(
         | "CollectShards" >> beam.combiners.ToList()
         | "Commit"
         >> beam.ParDo(
-            commit.Commit(
-                flags.output_dir,
-                run_id,
-                list(settings.splits),
-                flags.max_length,
-                tokenizer_info.to_dict() | {"path": flags.tokenizer},
-                pipeline_args,
-                flags.max_rejected_fraction,
-                flags.max_filtered_fraction,
-            ),
+            _commit(settings, tokenizer_info, run_id, pipeline_args),
             stats=beam.pvalue.AsDict(stats),
             dead_letter_files=beam.pvalue.AsList(side_files),
             changed_inputs=beam.pvalue.AsList(reader.changed()),
             **plans,
         )
+    )
+
+
+def _commit(settings: opts_lib.Settings, tokenizer_info, run_id: str, args: dict):
+    """The run's commit step (beam_pipelines/commit.py)."""
+    flags = settings.flags
+    return commit.Commit(
+        flags.output_dir,
+        run_id,
+        list(settings.splits),
+        flags.max_length,
+        tokenizer_info.to_dict() | {"path": flags.tokenizer},
+        args,
+        flags.max_rejected_fraction,
+        flags.max_filtered_fraction,
     )
 
 
@@ -234,7 +239,6 @@ def summarize(output_dir: str, splits: list[str]) -> str:
             f"padding {acc['tokens_padded']:,}"
         )
         run = m.accounting["run"]
-    # With --sources, the mixture's repeats and cuts belong in the documents' sum.
     repeated = f" + repeated {run['documents_repeated']:,}" if m.mixture else ""
     cut = f" + cut {run['documents_cut']:,}" if m.mixture else ""
     lines.append(
@@ -260,9 +264,7 @@ def summarize(output_dir: str, splits: list[str]) -> str:
 def _prepare(options: PipelineOptions) -> tuple:
     """Everything that can fail on bad input, before anything is written: the settings,
     the tokenizer's record, the read tasks and the arguments to record."""
-    settings = opts_lib.resolve(options.view_as(opts_lib.PrepareOptions))
-    if settings.mixture is not None:  # each source's files, on the launcher
-        settings = dataclasses.replace(settings, mixture=mixture.with_files(settings.mixture))
+    settings = mixture.listed(opts_lib.resolve(options.view_as(opts_lib.PrepareOptions)))
     tokenizer, tokenizer_info = tokenizer_files.load(settings.flags.tokenizer)  # on the launcher
     opts_lib.check_tokenizer(tokenizer, settings.flags.max_length)
     return settings, tokenizer_info, read_tasks(settings), provenance.recorded_args(options)

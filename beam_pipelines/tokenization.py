@@ -68,7 +68,7 @@ class TokenizeAndChunk(beam.DoFn):
         # ((split, source name or None), text, WHOLE/PIECE/LAST_PIECE)
         self.pending: list[tuple[tuple, str, int]] = []
         self.pending_chars = 0
-        self.in_flight = None  # ([(split, kind)], future of encodings)
+        self.in_flight = None  # ([((split, origin), kind)], future of encodings)
         self.open_document = False  # a long document's prefix went out, its suffix not yet
         self.chunkers: dict[str, chunking.Chunker] = {}
         self.stats: Counter = Counter()
@@ -78,7 +78,7 @@ class TokenizeAndChunk(beam.DoFn):
         if not doc.text.strip():
             self.stats[split_key(split, "documents_empty")] += 1
             return
-        # Its tokens are counted under its named source too (--sources), as `split` travels.
+        # With --sources its tokens are also counted under its source, named beside its split.
         where = (split, doc.origin)
         pieces = self.cutter.pieces(doc.text, self.piece_chars) if self.cutter else None
         if pieces is None:

@@ -82,7 +82,11 @@ def test_shares_repeats_and_cuts_are_counted(mixed, bpe_tokenizer_dir):
     a, b = m.mixture["sources"]["a"], m.mixture["sources"]["b"]
     # Clean sizes: a's blank is no document of it, b's copy of a text of a went to dedup.
     assert (a["documents"], b["documents"]) == (200, 799)
-    assert a["rate"] == 1.5 and math.isclose(b["rate"], 300 / 799)
+    texts = list(inputs.values())
+    assert a["characters"] == sum(map(len, texts[0]))
+    assert b["characters"] == sum(map(len, texts[1])) - len(texts[1][5])
+    # a (1.5 at most) sets the total, 3 × its characters; b gets half of it.
+    assert a["rate"] == 1.5 and math.isclose(b["rate"], 1.5 * a["characters"] / b["characters"])
     assert a["cut"] == 0 and a["repeated"] == a["documents_out"] - 200 > 0
     assert b["repeated"] == 0 and b["cut"] == 799 - b["documents_out"] > 0
     for source in (a, b):
@@ -170,3 +174,20 @@ def test_weighing_flags_need_sources(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 2 and "weigh --sources" in err and len(err.strip().splitlines()) == 1
+
+
+def test_dataflows_grouping_path_mixes_the_same(mixed, bpe_tokenizer_dir, monkeypatch):
+    """The mixture sits between the cleaning and the tokenizer, outside the seam: the
+    grouping execution (Dataflow's) gives the on-disk one's rows and records."""
+    folder, _ = mixed
+    original = prepare.build
+
+    def grouping(*args, spill_dir=None, **kwargs):  # what Dataflow runs
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(prepare, "build", grouping)
+    _run(folder, bpe_tokenizer_dir, folder / "grouped")
+    first, grouped = _rows(folder / "out"), _rows(folder / "grouped")
+    assert len(first) == len(grouped) and all((x == y).all() for x, y in zip(first, grouped))
+    read = [manifest.read_manifest(str(folder / o / "train")) for o in ("out", "grouped")]
+    assert read[0].mixture == read[1].mixture and read[0].accounting == read[1].accounting
