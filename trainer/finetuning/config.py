@@ -153,9 +153,9 @@ class FinetuneFlags(DeviceFlags, LockFlags):  # the trainer's --strategy, --take
         minimum=1,
     )
     packing: str = flag(
-        "embedding: several short texts to a row where the family reads them apart "
-        "(ModernBERT's document masks), instead of a padded row each: auto = there, on "
-        "(refused elsewhere) or off.",
+        "embedding, tagging: several short texts (sentences) to a row where the family reads "
+        "them apart (ModernBERT's document masks), instead of a padded row each: auto = "
+        "there, on (refused elsewhere) or off.",
         "auto",
         choices=("auto", "on", "off"),
     )

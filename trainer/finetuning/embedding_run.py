@@ -147,7 +147,7 @@ def _max_length(source, job: jobs.Job) -> int:
 
 
 def _embedding_model(ctx: Context, seed: int):
-    from trainer.models import model
+    from trainer.models import model, packed_models
     from trainer.release import embeddings
 
     keras.utils.set_random_seed(seed)
@@ -160,7 +160,7 @@ def _embedding_model(ctx: Context, seed: int):
             backbone.set_weights(ctx.backbone.weights)
         how = ctx.job.options.pooling
         if ctx.packed:
-            packed = embeddings.PackedEmbedding(backbone, ctx.backbone.family.packed_states, how)
+            packed = packed_models.PackedEmbedding(backbone, ctx.backbone.family.packed_states, how)
             return packed, backbone
         return embeddings.embedding_model(backbone, how), backbone
 
@@ -296,7 +296,7 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
     max_length = _max_length(source, job)
     rows = embedding_data.TrainRows.of(tokenizer, info, job.splits["train"], max_length)
     jit = jit_default(job.settings.jit_compile, runtime.device.jit if runtime else True)
-    packed = _packs(source.family, job.options.packing)
+    packed = packed_rows.applies(source.family, job.options.packing)
     layout = embedding_data.layout(
         info, max_length, source.family, packed, runtime.replicas if runtime else 1
     )
@@ -326,17 +326,6 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
         if document.get("export"):  # after the scores: a failed write loses no result
             _write_model(source, info, best[1], job)
     return document
-
-
-def _packs(family, packing: str) -> bool:
-    """Whether batches are packed (`--packing`): refused in one line where the family reads
-    one example a row."""
-    if packing == "on" and family.packed_states is None:
-        raise UserError(
-            f"--packing on: a {family.name} model reads one text a row (packed rows need "
-            "document masks: modernbert); use --packing auto or off"
-        )
-    return packing != "off" and family.packed_states is not None
 
 
 def _exportable(source, info, runtime) -> bool:

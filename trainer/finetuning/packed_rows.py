@@ -27,9 +27,21 @@ import dataclasses
 
 import numpy as np
 
+from common.errors import UserError
 from trainer.release import embeddings
 
 EXAMPLE_PADDING = -1  # the example id of a padding token (ModernBERT's padding segment)
+
+
+def applies(family, packing: str) -> bool:
+    """Whether a run packs its rows (`--packing` auto, on, off): `on` is refused in one line
+    where the family reads one example a row."""
+    if packing == "on" and family.packed_states is None:
+        raise UserError(
+            f"--packing on: a {family.name} model reads one text a row (packed rows need "
+            "document masks: modernbert); use --packing auto or off"
+        )
+    return packing != "off" and family.packed_states is not None
 
 
 def row_ladder(count: int, multiple: int = 1) -> int:
@@ -112,3 +124,39 @@ class Padded:
     def features(self, rows: list, chunk: int | None = None) -> dict:
         """The batch's inputs (`chunk`: any; rows split into chunks as they are)."""
         return embeddings.features(rows, self.pad_id, self.with_segments, _bucket(rows, self.sizes))
+
+
+def pack_split(
+    features: dict, labels: np.ndarray, pad_id: int, ignored: int, multiple: int = 1, length=None
+):
+    """A whole split of token-level examples (a tagger's: `features` token_ids and
+    padding_mask, `labels` per piece, right-padded one a row) packed once, first-fit
+    decreasing, into as few rows of `length` (default theirs) as hold them (a multiple of
+    `multiple`):
+    (features with `example_ids` and `positions`, labels `ignored` on padding). Packed once:
+    an epoch shuffles the rows, and the examples of a row never see each other."""
+    length = length or features["token_ids"].shape[1]
+    sizes = features["padding_mask"].sum(axis=1)
+    rows = [features["token_ids"][i, :size].tolist() for i, size in enumerate(sizes)]
+    packed = Packed(pad_id, length).features(rows)
+    starts = packed.pop("example_starts")
+    last_row = int(starts.max()) // length  # first-fit fills rows 0, 1, ... in order
+    used = -(-(last_row + 1) // multiple) * multiple
+    packed = {name: array[:used] for name, array in packed.items()}
+    out = np.full(packed["token_ids"].shape, ignored, labels.dtype)
+    flat = out.reshape(-1)
+    for i, (start, size) in enumerate(zip(starts, sizes)):
+        flat[start : start + size] = labels[i, :size]
+    return packed, out
+
+
+def one_per_row(features: dict) -> dict:
+    """Padded rows (one example each) as the packed models read rows: the example 0 on its
+    tokens, positions from 0."""
+    mask = features["padding_mask"].astype(bool)
+    count, length = mask.shape
+    return {
+        **features,
+        "example_ids": np.where(mask, 0, EXAMPLE_PADDING).astype(np.int32),
+        "positions": np.broadcast_to(np.arange(length, dtype=np.int32), (count, length)).copy(),
+    }

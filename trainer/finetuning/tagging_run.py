@@ -25,10 +25,20 @@ import time
 import keras
 import numpy as np
 
-from common import fs, tokenizer_files
+from common import fs
 from common.errors import Terminated, UserError
 from trainer import backends
-from trainer.finetuning import divergence, interruption, job_run, jobs, protocol, recipes, results
+from trainer.finetuning import (
+    divergence,
+    interruption,
+    job_run,
+    jobs,
+    packed_rows,
+    protocol,
+    recipes,
+    results,
+    tagging_data,
+)
 from trainer.models.model import fuse_attention
 from trainer.release import token_classification_export as exporter
 from trainer.tasks import entity_f1, tagging, task_kinds, word_alignment
@@ -36,7 +46,7 @@ from trainer.tasks.tagging import IGNORED, OUTSIDE
 from trainer.training.optimizer import AdamWSettings, build_optimizer
 
 HF_FOLDER = "hf"  # the best seed's transformers folder, under the output folder
-SPLITS = ("train", "dev", "test")
+SPLITS = tagging_data.SPLITS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +55,7 @@ class TaggingOptions:
 
     tagset: tagging.TagSet
     unseen: dict  # split -> tagging.UnseenLabels (dev, test)
+    packing: str = "auto"  # --packing: training sentences several a row where the family can
 
 
 def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
@@ -54,7 +65,7 @@ def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
         raise UserError(f"--input_format {config.input_format}: tagged words are conll or jsonl")
     fmt, dataset = config.input_format or None, None
     if config.hf_dataset:
-        splits, dataset = _hub_splits(config)
+        splits, dataset = tagging_data.hub_splits(config)
     else:
         paths = dict(zip(SPLITS, (config.train, config.dev, config.test)))
         splits = {n: tagging.read_tagged(p, fmt, config.tag_column) for n, p in paths.items() if p}
@@ -79,88 +90,26 @@ def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
             settings=settings,
             recipe_source=source,
             dataset=dataset,
-            options=TaggingOptions(tagset, unseen),
+            options=TaggingOptions(tagset, unseen, config.packing),
         )
     ]
-
-
-def _hub_splits(config) -> tuple[dict, dict]:
-    """({split: TaggedSplit}, provenance) of --hf_dataset (a Hub name or a saved DatasetDict):
-    its words column (`tokens`, or --text_column) and tags column (`tags`, else `ner_tags`, or
-    --label_column), the splits --train_split/--dev_split/--test_split or the defaults."""
-    from trainer.tasks import hub
-
-    loaded = hub.load(config.hf_dataset, config.hf_config, config.hf_revision, hint="--train")
-    asked = {"train": config.train_split, "dev": config.dev_split, "test": config.test_split}
-    used = hub.choose_splits(loaded, asked)
-    tokens = config.text_column if config.text_column != "text" else "tokens"
-    tags = config.label_column if config.label_column != "label" else None
-    splits = {
-        ours: tagging.from_dataset(loaded.label(theirs), loaded.splits[theirs], tokens, tags)
-        for ours, theirs in used.items()
-    }
-    print(loaded.said(used, {n: len(split) for n, split in splits.items()}), flush=True)
-    return splits, loaded.provenance(used)
-
-
-@dataclasses.dataclass
-class TaggingData:
-    """A job's splits aligned to pieces: features and token labels as numpy, per split."""
-
-    tagset: tagging.TagSet
-    splits: dict  # name -> tagging.TaggedSplit
-    aligned: dict  # name -> word_alignment.Alignment
-    # Per split (features: token_ids, padding_mask[, segment_ids]; label ids per piece,
-    # IGNORED where no loss is read), as the classifier's loop holds them.
-    arrays: protocol.TaskData
-    counts: dict  # name -> what results.json's "data" says of it
-    info: object  # the tokenizer's TokenizerInfo
-
-    def split(self, name: str) -> tuple:
-        return getattr(self.arrays, name)
-
-
-def prepare(source, job: jobs.Job) -> TaggingData:
-    """Tokenizes every split with the model's tokenizer and places the word labels."""
-    tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
-    max_length = job.settings.max_length or min(jobs.DEFAULT_MAX_LENGTH, source.max_sequence_length)
-    if max_length > source.max_sequence_length:
-        positions = source.max_sequence_length
-        raise UserError(f"--max_length {max_length} is more than the model's {positions} positions")
-    aligner = word_alignment.WordAligner(tokenizer, info, max_length)
-    tagset = job.options.tagset
-    aligned = {
-        name: aligner.align(split.words, tagging.encode_tags(split, tagset))
-        for name, split in job.splits.items()
-    }
-    length = max(len(s.token_ids) for a in aligned.values() for s in a.sentences)
-    arrays, counts = {}, {}
-    for name, alignment in aligned.items():
-        features = alignment.features(length, info.pad_id)
-        labels = features.pop("labels")
-        if source.family.takes_segment_ids:
-            features["segment_ids"] = np.zeros_like(features["token_ids"])
-        arrays[name] = (features, labels)
-        split = job.splits[name]
-        words = sum(len(words) for words in split.words)
-        counts[name] = dict(alignment.counts(), examples=len(split), words=words, path=split.path)
-        counts[name].update(skipped_empty=split.skipped_empty, max_length=max_length)
-    task = protocol.TaskData(job.task_type, len(tagset.labels), *map(arrays.get, SPLITS))
-    return TaggingData(tagset, job.splits, aligned, task, counts, info)
 
 
 class TaggerModels(protocol.SeedModels):
     """`protocol.SeedModels` (the devices' scope, precision and batch shares; one compiled
     model for every seed) building a tagger instead of a classifier."""
 
-    def __init__(self, backbone, data: TaggingData, recipe, jit_compile: bool, runtime=None):
+    def __init__(
+        self, backbone, data: tagging_data.TaggingData, recipe, jit_compile: bool, runtime=None
+    ):
         super().__init__(backbone, data.arrays, recipe, jit_compile, runtime)
         self.tagging = data
 
     def _start(self, seed: int):
         labels = len(self.tagging.tagset.labels)
         ids = self.tagging.info.special_token_ids
-        fresh = exporter.tagger(self.backbone, labels, seed, ids, self.precision)
+        build = exporter.packed_tagger if self.tagging.batch_rows else exporter.tagger
+        fresh = build(self.backbone, labels, seed, ids, self.precision)
         if self.fused_attention:
             fuse_attention(fresh)
         if self.model is not None:  # later seeds: the compiled model takes the fresh values
@@ -170,7 +119,8 @@ class TaggerModels(protocol.SeedModels):
                 variable.assign(np.zeros(variable.shape, variable.dtype))
             return self.model
         recipe = self.recipe
-        total = -(-len(self.tagging.arrays.train[1]) // recipe.batch_size) * recipe.epochs
+        batch = self.tagging.batch_rows or recipe.batch_size
+        total = -(-len(self.tagging.arrays.train[1]) // batch) * recipe.epochs
         settings = AdamWSettings(weight_decay=recipe.weight_decay)
         warmup = round(total * recipe.warmup_ratio)
         optimizer = build_optimizer(recipe.learning_rate, total, warmup, settings)
@@ -187,7 +137,9 @@ def _rows(arrays: dict, rows) -> dict:
     return arrays if rows is None else {name: array[rows] for name, array in arrays.items()}
 
 
-def epoch_arrays(data: TaggingData, seed: int, epoch: int, batch: int, devices) -> dict:
+def epoch_arrays(
+    data: tagging_data.TaggingData, seed: int, epoch: int, batch: int, devices
+) -> dict:
     """`fit`'s x, y, sample_weight and batch_size for one epoch on this process, in this seed's
     and epoch's order, padded for the replicas. A piece's weight is 1 / the labelled pieces of
     its global batch (0 unlabelled, and on the replicas' padding rows), the loss their sum: the
@@ -229,7 +181,7 @@ def word_scores(gold: list, predicted: list, scheme: str) -> tuple[dict, dict]:
     }, found.per_type
 
 
-def evaluate(model, data: TaggingData, split: str, batch: int, devices) -> tuple:
+def evaluate(model, data: tagging_data.TaggingData, split: str, batch: int, devices) -> tuple:
     """(scores, per type, distinct tags predicted) of one split's words."""
     predicted = predict(model, data.split(split)[0], batch, devices)
     gold = data.splits[split].tags
@@ -251,7 +203,8 @@ def run_seed(models: TaggerModels, seed: int, on_epoch=None, watch=None) -> tupl
     model = models.start(seed)
     epochs, best, weights = [], None, None
     for epoch in range(1, recipe.epochs + 1):
-        arrays = epoch_arrays(data, seed, epoch, recipe.batch_size, models.devices)
+        batch = data.batch_rows or recipe.batch_size
+        arrays = epoch_arrays(data, seed, epoch, batch, models.devices)
         loss, stopped = protocol.fit_epoch(model, arrays, seed, epoch, watch)
         if stopped:
             epochs.append({"epoch": epoch, "train_loss": None, "stopped": stopped})
@@ -286,7 +239,8 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
     complete seeds are written, marked interrupted, and `Terminated` ends the command."""
     from trainer.finetuning.classifier import jit_default
 
-    data = prepare(source, job)
+    packed = packed_rows.applies(source.family, job.options.packing)
+    data = tagging_data.prepare(source, job, packed, runtime.replicas)
     backbone.check_tokenizer(data.info)
     job_run.check_hosts_agree(runtime, job.settings.flags, data.arrays)
     jit = jit_default(job.settings.jit_compile, runtime.device.jit)
@@ -332,7 +286,9 @@ def _seed_line(record: dict, metric: str) -> str:
     )
 
 
-def _add_scores(document: dict, models, data: TaggingData, records: list, pretrained) -> None:
+def _add_scores(
+    document: dict, models, data: tagging_data.TaggingData, records: list, pretrained
+) -> None:
     """The devices the model really ran on, and the scores: every seed's record, the
     all-O answer's dev scores (what a model that learnt nothing gets) and the summary."""
     metric = models.recipe.metric
@@ -350,7 +306,7 @@ def _add_scores(document: dict, models, data: TaggingData, records: list, pretra
     }
 
 
-def _document(source, backbone, job: jobs.Job, data: TaggingData) -> dict:
+def _document(source, backbone, job: jobs.Job, data: tagging_data.TaggingData) -> dict:
     tagset, scheme = data.tagset, data.tagset.scheme
     return {
         "protocol": {
@@ -359,6 +315,7 @@ def _document(source, backbone, job: jobs.Job, data: TaggingData) -> dict:
             "optimizer": "AdamW beta (0.9, 0.98), eps 1e-6, global norm clip 1.0, linear warmup "
             "then linear decay to 0; loss on each word's first piece only",
             "scoring": "seqeval, " + entity_f1.seqeval_arguments(scheme).get("mode", "conlleval"),
+            "rows": "packed" if data.batch_rows else "padded",  # --packing, as it applied
         },
         "model": results.model_facts(source, backbone, job),
         "task": {

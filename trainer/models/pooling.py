@@ -102,3 +102,9 @@ def pool_examples(states, example_ids, starts, how: str):
     )
     total = ops.matmul(members, flat)
     return total / ops.maximum(ops.sum(members, axis=1, keepdims=True), 1.0)
+
+
+def l2_normalised(pooled):
+    """torch's F.normalize, as sentence-transformers' Normalize: x / max(|x|, 1e-12)."""
+    norm = ops.sqrt(ops.sum(ops.square(pooled), axis=-1, keepdims=True))
+    return pooled / ops.maximum(norm, 1e-12)

@@ -63,42 +63,12 @@ def features(rows: list, pad_id: int, with_segments: bool, length: int | None = 
     return inputs
 
 
-def _normalised(pooled):
-    # torch's F.normalize, as sentence-transformers' Normalize: x / max(|x|, 1e-12).
-    norm = keras.ops.sqrt(keras.ops.sum(keras.ops.square(pooled), axis=-1, keepdims=True))
-    return pooled / keras.ops.maximum(norm, 1e-12)
-
-
 def embedding_model(backbone, how: str) -> keras.Model:
     """The backbone, its final hidden states pooled (`how`: pooling.CHOICES) and L2-normalised."""
     inputs = backbone.input
     states = pooling.token_states(backbone(inputs))
     pooled = pooling.pool(states, inputs["padding_mask"], how, dtype=backbone.dtype_policy)
-    return keras.Model(inputs, _normalised(pooled), name=f"{how}_embedding")
-
-
-class PackedEmbedding(keras.Model):
-    """`embedding_model`'s vectors from packed rows (trainer/finetuning/packed_rows.py): the
-    same backbone and weights, read by its family's `packed_states`, one vector per example
-    in the examples' order."""
-
-    def __init__(self, backbone, packed_states, how: str, **kwargs):
-        super().__init__(name=f"packed_{how}_embedding", **kwargs)
-        self.backbone, self.packed_states, self.how = backbone, packed_states, how
-        self.built = True  # the backbone is
-
-    def call(self, inputs, training=None):
-        states = self.packed_states(
-            self.backbone,
-            inputs["token_ids"],
-            inputs["example_ids"],
-            inputs["positions"],
-            training=training,
-        )
-        pooled = pooling.pool_examples(
-            states, inputs["example_ids"], inputs["example_starts"], self.how
-        )
-        return _normalised(pooled)
+    return keras.Model(inputs, pooling.l2_normalised(pooled), name=f"{how}_embedding")
 
 
 class Embedder:

@@ -112,6 +112,27 @@ def tagger(backbone, num_labels: int, seed: int, ids: dict, precision: str = "fp
     return built
 
 
+def packed_tagger(backbone, num_labels: int, seed: int, ids: dict, precision: str = "fp32"):
+    """`tagger`'s model reading packed rows (trainer/finetuning/packed_rows.py: several
+    sentences a row, read apart by the family's `packed_states`): the same backbone and head,
+    built here on one row so that every variable exists before a compiled step."""
+    import keras
+
+    from trainer.models import model, packed_models
+
+    keras.utils.set_random_seed(seed)
+    encoder = model.build_backbone(backbone.family, backbone.config, model.dtype_policy(precision))
+    if not backbone.from_scratch:
+        encoder.set_weights(backbone.weights)
+    head = head_layers(backbone.family, backbone.config, ids, num_labels, HEAD_DROPOUT)
+    built = packed_models.PackedTagger(encoder, head, backbone.family.packed_states)
+    length = backbone.family.build_length(backbone.config)
+    zeros = np.zeros((1, length), np.int32)
+    built({"token_ids": zeros, "padding_mask": zeros + 1, "example_ids": zeros,
+           "positions": np.arange(length, dtype=np.int32)[None]})  # fmt: skip
+    return built
+
+
 def _array(variable) -> np.ndarray:
     return np.asarray(variable.numpy(), np.float32)
 

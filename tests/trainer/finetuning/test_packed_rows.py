@@ -13,6 +13,7 @@ import pytest
 from trainer.families.modernbert import packed
 from trainer.families.modernbert.backbone import ModernBertBackbone
 from trainer.finetuning import contrastive, packed_rows
+from trainer.models import packed_models
 from trainer.release import embeddings
 
 CLS, SEP, PAD = 2, 3, 0
@@ -88,7 +89,7 @@ def test_packed_vectors_equal_the_texts_padded_one_a_row(how):
     padded = _compiled(embeddings.embedding_model(backbone, how))(
         packed_rows.Padded(PAD, SIZES).features(rows)
     )
-    model = embeddings.PackedEmbedding(backbone, packed.packed_states, how)
+    model = packed_models.PackedEmbedding(backbone, packed.packed_states, how)
     got = _compiled(model)(packed_rows.Packed(PAD, 16).features(rows))
     np.testing.assert_allclose(np.asarray(got), np.asarray(padded), atol=1e-6)
 
@@ -117,10 +118,50 @@ def test_the_packed_gradient_equals_the_padded_one():
         padded.features(queries), padded.features(documents), None,
     )  # fmt: skip
     got = _gradient(
-        embeddings.PackedEmbedding(backbone, packed.packed_states, "mean"),
+        packed_models.PackedEmbedding(backbone, packed.packed_states, "mean"),
         packs.features(queries, chunk), packs.features(documents, chunk), chunk,
     )  # fmt: skip
     assert float(got.loss) == pytest.approx(float(want.loss), abs=1e-5)
     for a, b in zip(got.gradients, want.gradients):
         a, b = np.asarray(a), np.asarray(b)
         assert float(np.abs(a - b).max()) <= 1e-5 * max(1.0, float(np.abs(b).max()))
+
+
+def test_a_split_packs_once_into_fewer_rows_with_every_label_in_place():
+    rows = _rows(np.random.default_rng(4), [3, 9, 1, 5, 2, 12, 4])
+    padded = packed_rows.Padded(PAD, (16,)).features(rows)
+    labels = np.where(padded["padding_mask"] == 1, np.arange(16)[None] % 3, -100)
+    features, packed_labels = packed_rows.pack_split(padded, labels, PAD, -100, multiple=2)
+    assert features["token_ids"].shape == (4, 16) and "example_starts" not in features
+    assert (packed_labels != -100).sum() == (labels != -100).sum()
+    for i, row in enumerate(rows):  # each sentence's tokens and labels side by side
+        where = features["example_ids"] == i
+        assert features["token_ids"][where].tolist() == row
+        assert packed_labels[where].tolist() == labels[i, : len(row)].tolist()
+
+
+def test_the_packed_tagger_gives_the_padded_taggers_logits():
+    from types import SimpleNamespace
+
+    from trainer import families
+    from trainer.release import token_classification_export as exporter
+
+    backbone = _backbone()
+    source = SimpleNamespace(
+        family=families.get("modernbert"), config=backbone.get_config(), from_scratch=True,
+        weights=None,
+    )  # fmt: skip
+    ids = {"cls_token": CLS, "sep_token": SEP, "pad_token": PAD, "mask_token": 4}
+    padded = exporter.tagger(source, 3, 1, ids)
+    packs = exporter.packed_tagger(source, 3, 2, ids)
+    packs.backbone.set_weights(padded.backbone.get_weights())
+    for layer in packs.head:
+        layer.set_weights(padded.get_layer(layer.name).get_weights())
+    rows = _rows(np.random.default_rng(5), [3, 9, 1, 5, 2], cls_inside=True)
+    features = packed_rows.Padded(PAD, (16,)).features(rows)
+    want = np.asarray(_compiled(padded)(features))
+    packed, _ = packed_rows.pack_split(features, np.zeros((5, 16), np.int32), PAD, -100)
+    got = np.asarray(_compiled(packs)(packed))
+    for i, row in enumerate(rows):
+        mine = got[packed["example_ids"] == i]
+        np.testing.assert_allclose(mine, want[i, : len(row)], atol=1e-5)

@@ -122,6 +122,33 @@ def test_the_command_scores_as_seqeval_reports_unseen_tags_and_exports_the_best_
     assert "MISC" in best["dev_entities"]  # unseen: its support counted, never found
 
 
+def test_packed_sentences_train_a_modernbert_whose_export_tags_as_scored(tmp_path):
+    """ModernBERT reads several training sentences a row (`--packing auto`): fewer rows than
+    sentences, and the export's pipeline gives the dev and test scores results.json holds."""
+    model = make_training_dir(str(tmp_path), "modernbert")[0]
+    dev, test = toy(12, 1), toy(8, 2)
+    files = {
+        "train": write(tmp_path / "train.conll", toy(48, 0)),
+        "dev": write(tmp_path / "dev.conll", dev),
+        "test": write(tmp_path / "test.conll", test),
+    }
+    assert _main(model, tmp_path, files, "--seeds", "1", "--epochs", "2") == 0
+    found = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert found["protocol"]["rows"] == "packed"
+    assert found["data"]["train"]["packed_rows"] < found["data"]["train"]["sentences"] // 2
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    pipe = transformers.pipeline(
+        "token-classification", model=found["export"]["path"], aggregation_strategy="none",
+        ignore_labels=[],
+    )  # fmt: skip
+    best = found["scores"]["seeds"][0]
+    for split, rows in (("dev", dev), ("test", test)):
+        predicted = pipeline_tags(pipe, [words for words, _ in rows])
+        theirs = entity_f1.entity_scores([tags for _, tags in rows], predicted, "IOB2")
+        assert best[split]["entity_f1"] == pytest.approx(theirs.f1, abs=1e-12), split
+
+
 def lexical(count: int, seed: int) -> list[tuple[list, list]]:
     """Words w0..w94 of the WordLevel fixture (one piece each); w0..w19 are entities."""
     rng = np.random.default_rng(seed)
@@ -199,7 +226,8 @@ def _dataset_dict(folder, tag_column: str = "ner_tags") -> str:
 def test_a_dataset_dict_with_class_label_tags_fine_tunes(run, tmp_path, capsys):
     folder = _dataset_dict(tmp_path / "dataset")
     args = ["--model", run, "--task_type", "tagging", "--output_dir", str(tmp_path / "out"),
-            "--hf_dataset", folder, "--seeds", "1", "--epochs", "1", "--batch_size", "8"]  # fmt: skip
+            "--hf_dataset", folder, "--seeds", "1", "--epochs", "1",
+            "--batch_size", "8"]  # fmt: skip
     assert finetune.main(args) == 0
     assert "train = train (24), dev = validation (8)" in capsys.readouterr().out
     document = json.loads((tmp_path / "out" / "results.json").read_text())
