@@ -205,6 +205,9 @@ def report(found: dict) -> str:
             continue
         lines.append(f"{side:<9} {values['encode']:>14}   {values.get('train', '-'):>13}")
     ran = {side: values for side, values in found.items() if "skipped" not in values}
+    tokens = next((v["mean_tokens"] for v in ran.values() if "mean_tokens" in v), None)
+    if tokens is not None:
+        lines.append(f"texts: {tokens} tokens on average, special tokens included")
     lines += [
         _ratio(ran, mine, "padded")
         for mine in ("buckets", "packed")

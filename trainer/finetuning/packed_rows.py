@@ -160,3 +160,15 @@ def one_per_row(features: dict) -> dict:
         "example_ids": np.where(mask, 0, EXAMPLE_PADDING).astype(np.int32),
         "positions": np.broadcast_to(np.arange(length, dtype=np.int32), (count, length)).copy(),
     }
+
+
+def pack_example_targets(features: dict, targets: np.ndarray, pad_id: int, length: int):
+    """Examples with one target each (a reranker's pairs and labels) packed as `pack_split`
+    packs them, into rows of `length`: (features, [rows, length, 2] = (the target, its weight)
+    on each example's first token, 0 elsewhere), the layout `fit` slices by rows and
+    `packed_models.PackedClassifier` predicts in."""
+    first = np.zeros(features["token_ids"].shape, np.float32)
+    first[:, 0] = 1.0
+    packed, weights = pack_split(features, first, pad_id, 0.0, length=length)
+    _, placed = pack_split(features, first * targets[:, None], pad_id, 0.0, length=length)
+    return packed, np.stack([placed, weights], axis=-1)

@@ -1,7 +1,8 @@
 """A cross-encoder reranker's loop (`--task_type` reranking; its `task_kinds` record names this
 module): the family's classifier with one logit reads (query, passage) packed as a pair
 (`packing`), is trained with binary cross-entropy on the logit, and is scored by reranking
-BM25's top `--rerank_top` candidates of each judged query of a BEIR folder.
+BM25's top `--rerank_top` candidates of each judged query of a BEIR folder. Where the family
+reads packed rows (`--packing`, ModernBERT), the training pairs are packed several a row.
 
 The data (`trainer.tasks.reranker_data`): `--train` labelled pairs (or query/positive pairs,
 negatives mined with BM25 where the file gives none); `--dev` and `--test` BEIR folders,
@@ -39,6 +40,7 @@ from trainer.finetuning import (
     interruption,
     job_run,
     jobs,
+    packed_rows,
     packing,
     protocol,
     recipes,
@@ -63,6 +65,7 @@ class Options:
     rerank_top: int
     max_length: int
     tokenizer_note: str  # how the export's tokenizer frames a pair, when it had to change
+    packing: str = "auto"  # --packing: training pairs several a row where the family can
 
 
 def framing(source):
@@ -119,7 +122,7 @@ def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
         output_dir=config.output_dir,
         settings=dataclasses.replace(settings, pooling=pooling),
         recipe_source=recipes.SIZE_SOURCE if known else results.RECIPE_SOURCE,
-        options=Options(config.rerank_top, max_length, note),
+        options=Options(config.rerank_top, max_length, note, config.packing),
     )
     return [job]
 
@@ -139,6 +142,12 @@ def _pack(source, job: jobs.Job) -> tuple[dict, dict]:
         for name, found in packed.items()
     }
     arrays["train"] = (arrays["train"], job.splits["train"].labels)
+    if packed_rows.applies(source.family, job.options.packing):
+        rows = packed_rows.pack_example_targets(
+            *arrays["train"], info.pad_id, job.options.max_length
+        )
+        arrays = {name: packed_rows.one_per_row(f) for name, f in arrays.items() if name != "train"}
+        arrays["train"] = rows
     counts = {}
     for name, split in job.splits.items():
         counts[name] = {
@@ -161,9 +170,15 @@ class _Seeds:
     """One compiled model for every seed (as `protocol.SeedModels`): each seed copies in a
     freshly seeded classifier's variables and zeroes the optimizer's."""
 
-    def __init__(self, backbone, recipe, train_rows: int, jit: bool, runtime):
+    def __init__(self, backbone, recipe, train: tuple, jit: bool, runtime):
         self.backbone, self.recipe, self.jit, self.runtime = backbone, recipe, jit, runtime
-        self.steps = math.ceil(train_rows / recipe.batch_size) * recipe.epochs
+        # Packed (targets per token): a step of the rows that hold --batch_size pairs on average
+        rows, self.packed = len(train[1]), train[1].ndim == 3
+        self.batch = recipe.batch_size
+        if self.packed:
+            batch = -(-rows * recipe.batch_size // int(train[1][..., 1].sum()))
+            self.batch = -(-batch // runtime.replicas) * runtime.replicas
+        self.steps = math.ceil(rows / self.batch) * recipe.epochs
         processes = runtime.num_pipelines if runtime.backend == "jax" else 1
         process = runtime.pipeline_id if processes > 1 else 0
         self.devices = protocol.Devices(runtime.replicas, process, processes)
@@ -180,7 +195,8 @@ class _Seeds:
         with self.runtime.scope():
             fresh = self.backbone.classifier(1, seed, self.precision, self.fused_attention)
             if self.model is not None:
-                for target, value in zip(self.model.variables, fresh.variables, strict=True):
+                model = self.model.classifier if self.packed else self.model
+                for target, value in zip(model.variables, fresh.variables, strict=True):
                     target.assign(value)
                 for variable in self.model.optimizer.variables:
                     variable.assign(np.zeros(variable.shape, variable.dtype))
@@ -192,6 +208,13 @@ class _Seeds:
             loss = keras.losses.BinaryCrossentropy(
                 from_logits=True, reduction="mean_with_sample_weight"
             )
+            if self.packed:
+                from trainer.models import packed_models
+
+                family = self.backbone.family
+                fresh = packed_models.PackedClassifier(
+                    fresh, family.packed_states, self.backbone.pooling
+                )
             fresh.compile(optimizer=optimizer, loss=loss, jit_compile=self.jit)
             if self.devices.processes > 1:
                 backends.replicate_predictions(fresh)
@@ -206,12 +229,17 @@ class _Seeds:
         return {k: v[rows] for k, v in arrays.items()} if isinstance(arrays, dict) else arrays[rows]
 
     def fit_arrays(self, train: tuple, seed: int, epoch: int) -> dict:
-        """One epoch's `fit` arguments: this seed's order, padded to whole batches."""
-        batch = self.recipe.batch_size
+        """One epoch's `fit` arguments: this seed's order, padded to whole batches (packed:
+        per token, the weight 1 on each pair's first token)."""
+        batch = self.batch
         features, labels = protocol.shuffled(train, seed, epoch)
         features, extra = protocol.padded(features, len(labels), batch)
-        weights = np.concatenate([np.ones(len(labels)), np.zeros(extra)]).astype(np.float32)
-        labels = np.concatenate([labels, np.zeros(extra, np.float32)])[:, None]
+        if self.packed:
+            labels, weights = labels[..., :1], labels[..., 1]
+        else:
+            weights, labels = np.ones(len(labels), np.float32), labels[:, None]
+        weights = np.concatenate([weights, np.zeros((extra, *weights.shape[1:]), np.float32)])
+        labels = np.concatenate([labels, np.zeros((extra, *labels.shape[1:]), np.float32)])
         count = len(weights)
         return {
             "x": self._share(features, count, batch),
@@ -227,7 +255,8 @@ class _Seeds:
         features, extra = protocol.padded(features, count, batch)
         mine = self._share(features, count + extra, batch)
         found = self.model.predict(mine, batch_size=batch // self.devices.processes, verbose=0)
-        return np.asarray(found, np.float32)[:count, 0]
+        found = np.asarray(found, np.float32)[:count]
+        return found[:, 0, 0] if self.packed else found[:, 0]  # packed: at the first token
 
 
 def _epoch(seeds: _Seeds, job: jobs.Job, arrays: dict, seed: int, epoch: int, watch) -> dict:
@@ -304,11 +333,12 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
     data = protocol.TaskData(job.task_type, 1, arrays["train"], dev, test)
     job_run.check_hosts_agree(runtime, job.settings.flags, data)
     jit = jit_default(job.settings.jit_compile, runtime.device.jit)
-    seeds = _Seeds(backbone, job.recipe, len(arrays["train"][1]), jit, runtime)
+    seeds = _Seeds(backbone, job.recipe, arrays["train"], jit, runtime)
     scalars = results.Scalars(job.output_dir) if runtime.chief else None
     document = job_run.results_document(source, backbone, job, counts)
     document["protocol"]["cross_encoder"] = PROTOCOL
     document["protocol"]["rerank_top"] = job.options.rerank_top
+    document["protocol"]["rows"] = "packed" if seeds.packed else "padded"  # --packing, as applied
     before = {n: bm25_scores(s) for n, s in job.splits.items() if isinstance(s, Candidates)}
     records, best, metric = [], (None, None, None), job.recipe.metric
     try:
@@ -339,7 +369,8 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
         if runtime.chief:
             seeds.model.set_weights(best[2])
             args = (job.settings.pooling, job.options.max_length, folder, framing(source))
-            cross_encoder_export.export(source, info, seeds.model, *args)
+            classifier = seeds.model.classifier if seeds.packed else seeds.model
+            cross_encoder_export.export(source, info, classifier, *args)
     if runtime.chief:
         results.write(job.output_dir, document)
     return document

@@ -64,6 +64,7 @@ class MeanPooledClassifier(keras.Model):
             x = layer(x)
         super().__init__(inputs=inputs, outputs=x, **kwargs)
         self.backbone = backbone
+        self.head_names = tuple(layer.name for layer in head)  # names: not tracked twice
 
 
 def head_layers(classifier) -> list:
@@ -77,6 +78,14 @@ def head_layers(classifier) -> list:
         ]
     # BERT: the backbone's pooler (dense + tanh) is what its classifier reads.
     return [classifier.backbone.pooled_dense, classifier.output_dropout, classifier.output_dense]
+
+
+def head_layers_of(classifier) -> list:
+    """The head of a classifier as fine-tuning builds it: keras-hub's (`head_layers`), or a
+    `MeanPooledClassifier`'s own."""
+    if isinstance(classifier, MeanPooledClassifier):
+        return [classifier.get_layer(name) for name in classifier.head_names]
+    return head_layers(classifier)
 
 
 def mean_pooled(classifier) -> MeanPooledClassifier:

@@ -165,3 +165,24 @@ def test_the_packed_tagger_gives_the_padded_taggers_logits():
     for i, row in enumerate(rows):
         mine = got[packed["example_ids"] == i]
         np.testing.assert_allclose(mine, want[i, : len(row)], atol=1e-5)
+
+
+@pytest.mark.parametrize("how", ["cls", "mean"])
+def test_the_packed_classifier_gives_each_pair_its_padded_logit_at_its_first_token(how):
+    from trainer.families.modernbert.classifier import ModernBertTextClassifier
+    from trainer.models import pooling
+
+    classifier = ModernBertTextClassifier(_backbone(), 1)
+    if how == "mean":
+        classifier = pooling.mean_pooled(classifier)
+    rows = _rows(np.random.default_rng(6), [3, 9, 1, 5, 2, 6])
+    features = packed_rows.Padded(PAD, (16,)).features(rows)
+    want = np.asarray(_compiled(classifier)(features))[:, 0]
+    rows_in, targets = packed_rows.pack_example_targets(
+        features, np.arange(6, dtype=np.float32), PAD, 16
+    )
+    model = packed_models.PackedClassifier(classifier, packed.packed_states, how)
+    got = np.asarray(_compiled(model)(rows_in))[..., 0]
+    firsts = targets[..., 1] == 1
+    assert firsts.sum() == 6 and rows_in["token_ids"].shape[0] < 6
+    np.testing.assert_allclose(got[firsts], want[targets[..., 0][firsts].astype(int)], atol=1e-5)

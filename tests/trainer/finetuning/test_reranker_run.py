@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from tests.trainer import finetune_data as fd
+from tests.trainer.models.test_checkpoints import make_training_dir
 from trainer.finetuning import finetune, reranker_run
 from trainer.tasks import pairs, reranker_data
 from trainer.tasks.retrieval import beir
@@ -97,6 +98,28 @@ def test_the_command_writes_bm25_before_and_reranked_after_and_a_cross_encoder(
     )
     candidates = reranker_data.candidates(dev, "dev", 100)
     logits = cross.predict(list(zip(*candidates.texts())), activation_fn=nn.Identity())
+    assert reranker_data.scored(candidates, logits) == pytest.approx(record["dev"], abs=1e-6)
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_packed_pairs_train_a_modernbert_cross_encoder_that_scores_as_ours(tmp_path, pooling):
+    """ModernBERT reads several training pairs a row (`--packing auto`), each pooled apart;
+    CrossEncoder on the export reranks dev as the run's best epoch did."""
+    model = make_training_dir(str(tmp_path), "modernbert")[0]  # a run: its length recorded
+    dev = toy_beir(tmp_path / "beir")
+    train = toy_pairs(tmp_path / "pairs.jsonl")
+    extra = ("--seeds", "1", "--epochs", "1", "--max_length", "32", "--pooling", pooling)
+    assert run(model, tmp_path, train, dev, *extra) == 0
+    found = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert found["protocol"]["rows"] == "packed"
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    nn = pytest.importorskip("torch").nn
+    cross = sentence_transformers.CrossEncoder(
+        found["export"]["path"], device="cpu", local_files_only=True
+    )
+    candidates = reranker_data.candidates(dev, "dev", 100)
+    logits = cross.predict(list(zip(*candidates.texts())), activation_fn=nn.Identity())
+    record = found["scores"]["seeds"][0]
     assert reranker_data.scored(candidates, logits) == pytest.approx(record["dev"], abs=1e-6)
 
 
@@ -215,8 +238,8 @@ def test_fit_arrays_pad_the_last_batch_with_rows_of_weight_zero():
             precision, fused_attention = "fp32", False
 
     recipe = type("Recipe", (), {"batch_size": 4, "epochs": 1})
-    seeds = reranker_run._Seeds(None, recipe, 6, False, Runtime)
     train = ({"token_ids": np.arange(6)[:, None]}, np.array([1, 0, 0, 1, 0, 1], np.float32))
+    seeds = reranker_run._Seeds(None, recipe, train, False, Runtime)
     found = seeds.fit_arrays(train, seed=1, epoch=1)
     assert found["x"]["token_ids"].shape == (8, 1) and found["y"].shape == (8, 1)
     assert found["sample_weight"].tolist() == [1] * 6 + [0] * 2
