@@ -1,17 +1,19 @@
 """Exact accounting of a prepare run: every document and token is counted somewhere.
 
 Documents read = tokenized + empty + rejected (dead-lettered) + duplicate + filtered (quality
-rules); per split, tokens in = tokens written + tokens dropped. The commit step checks both
-before anything is committed: a mismatch is a bug (bad input is dead-lettered, never lost),
-so it stops the run.
+rules) + contaminated (decontamination); per split, tokens in = tokens written + tokens
+dropped. The commit step checks both before anything is committed: a mismatch is a bug (bad
+input is dead-lettered, never lost), so it stops the run.
 
 A document belongs to a split as soon as it is read: the split its input names, else the one
 the hash of its text picks, chosen once by `cleaning.CountBySplit` as the document enters the
 removal steps and carried with it (`Document.split`); a removed document is counted in that
 split. So per split, documents read (counted by that same step) = tokenized + empty +
-duplicate + filtered, and the run's documents read = the splits' + rejected: rejected
+duplicate + filtered + contaminated, and the run's documents read = the splits' + rejected: rejected
 records have no split (a bad record may have no text to hash). Removals are counted by
-kind: `{split}/documents_filtered/{rule}` and `{split}/documents_duplicate/{exact|near}`.
+kind: `{split}/documents_filtered/{rule}`, `{split}/documents_duplicate/{exact|near}` and, with
+`--decontaminate ... --decontam_action remove` (beam_pipelines/decontamination.py),
+`{split}/documents_contaminated/{evaluation set}`: each a term of the sums above, 0 when off.
 
 With named sources (`--sources`, beam_pipelines/mixture.py) the mixture may leave a clean
 document out (`{split}/documents_cut`) or pass it on more than once (each extra copy in
@@ -51,6 +53,7 @@ MIXTURE_KEYS = ("documents_cut", "documents_repeated")
 REMOVED_KEYS = {
     "documents_filtered": "filtered_by_rule",
     "documents_duplicate": "duplicates_by_kind",
+    "documents_contaminated": "contaminated_by_set",
 }
 # Run-wide counters that are not documents (e.g. what near dedup skipped), under RUN_PREFIX.
 RUN_PREFIX = "run."

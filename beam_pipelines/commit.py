@@ -31,7 +31,7 @@ import os
 
 import apache_beam as beam
 
-from beam_pipelines import mixture, quality
+from beam_pipelines import decontamination, mixture, quality
 from beam_pipelines.accounting import accounting_for, check_accounting, source_counts
 from common import fs, manifest, prepared_dir, run_lock, shards
 
@@ -179,8 +179,11 @@ class Commit(beam.DoFn):
         dead_letter_files: list,
         changed_inputs: list = (),
         mixture_plan: dict | None = None,
+        decontamination_record: dict | None = None,
     ):
-        """`mixture_plan`: `mixture.plan` of a run with --sources (None without)."""
+        """`mixture_plan`: `mixture.plan` of a run with --sources (None without);
+        `decontamination_record`: the evaluation sets' record (`decontamination.load`) with
+        --decontaminate (None without)."""
         record = read_run_record(self.output_dir, self.run_id)
         if record and record.get("state") in ENDED:  # a retry after the end: nothing to do
             run_lock.release(self.output_dir, self.run_id)  # but what a fault left undone
@@ -201,25 +204,11 @@ class Commit(beam.DoFn):
                 self.max_filtered_fraction,
             )
         if reason:
-            logging.warning("prepare run %s refused to commit: %s", self.run_id, reason)
-            # Its shards go; its dead letters stay for the user to read (no manifest lists
-            # them, so the next committed run deletes them).
-            fs.delete(
-                [
-                    prepared_dir.shard_path(self.output_dir, w["split"], w["name"])
-                    for w in written
-                    if shards.is_shard_basename(w["name"], w["split"])
-                ]
-            )
-            record = {
-                "run_id": self.run_id,
-                "state": "refused",
-                "reason": reason,
-                "dead_letter_files": sorted(dead_letter_files),
-            }
+            record = self._refuse(reason, written, dead_letter_files)
         else:
+            records = _records(stats, mixture_plan, decontamination_record)
             committed = {
-                split: self._commit_split(split, written, stats, dead_letter_files, mixture_plan)
+                split: self._commit_split(split, written, stats, dead_letter_files, records)
                 for split in self.splits
             }
             clean_up(self.output_dir, committed)
@@ -232,9 +221,26 @@ class Commit(beam.DoFn):
         run_lock.release(self.output_dir, self.run_id)
         yield record
 
-    def _commit_split(
-        self, split, written, stats, dead_letter_files, mixture_plan
-    ) -> manifest.Manifest:
+    def _refuse(self, reason: str, written: list, dead_letter_files: list) -> dict:
+        """Deletes the run's shards; its dead letters stay for the user to read (no manifest
+        lists them, so the next committed run deletes them). The run record."""
+        logging.warning("prepare run %s refused to commit: %s", self.run_id, reason)
+        fs.delete(
+            [
+                prepared_dir.shard_path(self.output_dir, w["split"], w["name"])
+                for w in written
+                if shards.is_shard_basename(w["name"], w["split"])
+            ]
+        )
+        return {
+            "run_id": self.run_id,
+            "state": "refused",
+            "reason": reason,
+            "dead_letter_files": sorted(dead_letter_files),
+        }
+
+    def _commit_split(self, split, written, stats, dead_letter_files, records) -> manifest.Manifest:
+        """Writes one split's manifest; `records`: its `mixture` and `decontamination`."""
         mine = sorted((w for w in written if w["split"] == split), key=lambda w: w["shard"])
         entries = [
             manifest.Shard(
@@ -253,14 +259,22 @@ class Commit(beam.DoFn):
             accounting=accounting_for(stats, split, self.splits),
             run_id=self.run_id,
             dead_letter_files=sorted(dead_letter_files),
-            mixture=(
-                mixture.manifest_record(mixture_plan, source_counts(stats))
-                if mixture_plan is not None
-                else {}
-            ),
+            **records,
         )
         manifest.write_manifest(prepared_dir.split_dir(self.output_dir, split), committed)
         return committed
+
+
+def _records(stats: dict, mixture_plan, decontamination_record) -> dict:
+    """The manifests' `mixture` and `decontamination` ({} for a step the run did not run)."""
+    return {
+        "mixture": mixture.manifest_record(mixture_plan, source_counts(stats))
+        if mixture_plan is not None
+        else {},
+        "decontamination": decontamination.manifest_record(decontamination_record, stats)
+        if decontamination_record is not None
+        else {},
+    }
 
 
 def clean_up(output_dir: str, committed: dict) -> None:

@@ -76,7 +76,7 @@ class MixtureSpec:
         return {path: name for path, name, _ in self.files}
 
 
-def _entries(text: str, sep: str, flag: str) -> list[tuple[str, str]]:
+def named_entries(text: str, sep: str, flag: str) -> list[tuple[str, str]]:
     """'a=x<sep>b=y' -> [('a', 'x'), ('b', 'y')], each NAME=VALUE, no name twice."""
     out = []
     for part in filter(None, (p.strip() for p in text.split(sep))):
@@ -92,7 +92,7 @@ def _entries(text: str, sep: str, flag: str) -> list[tuple[str, str]]:
 def _numbers(text: str, flag: str, names: list[str]) -> dict[str, float]:
     """'a=1,b=2.5' -> {'a': 1.0, 'b': 2.5}, every name one of `names`, every value finite."""
     out = {}
-    for name, value in _entries(text, ",", flag):
+    for name, value in named_entries(text, ",", flag):
         if name not in names:
             raise MixtureError(f"{flag} names {name!r}, which is not a source ({', '.join(names)})")
         try:
@@ -135,7 +135,7 @@ def _max_repeats(text: str, names: list[str]) -> tuple:
 def parse(sources: str, weights: str = "", temperature=None, max_repeats: str = "") -> MixtureSpec:
     """The checked spec of `--sources` and the flags that weigh them (one line each when they
     cannot work); the files are listed later (`with_files`)."""
-    entries = _entries(sources, ";", "--sources")
+    entries = named_entries(sources, ";", "--sources")
     for name, _ in entries:
         if not NAME.fullmatch(name):
             raise MixtureError(f"--sources name {name!r} may hold only letters, digits, _ and -")

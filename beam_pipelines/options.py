@@ -10,7 +10,7 @@ import dataclasses
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_pipelines import dedup, input_spec, minhash, mixture, quality
+from beam_pipelines import decontamination, dedup, input_spec, minhash, mixture, quality
 from beam_pipelines.input_spec import InputSpec
 from beam_pipelines.sources import DEFAULT_RANGE_BYTES
 from common import flags, fs, prepared_dir
@@ -127,6 +127,7 @@ class PrepareFlags:
         choices=quality.FILTERS,
     )
     rules: quality.QualityConfig = flags.group(quality.QualityConfig)
+    decontam: decontamination.DecontamConfig = flags.group(decontamination.DecontamConfig)
     removed_sample_size: int = flag(
         "removed documents written per rule (and duplicate kind) to "
         f"OUT/{prepared_dir.DEAD_LETTER_DIR}/*-{prepared_dir.SAMPLE_KIND} (the first ones in "
@@ -170,6 +171,8 @@ class Settings:
     near: minhash.MinHashConfig | None  # None: no near dedup
     shard_size: int  # records per shard (--shard_size, or sized for ~150 MB shards)
     mixture: mixture.MixtureSpec | None = None  # None: no --sources
+    # None: no --decontaminate; its sets read and indexed on the launcher (`decontamination.load`)
+    decontamination: decontamination.DecontamSpec | None = None
 
     @property
     def exact(self) -> bool:
@@ -213,6 +216,7 @@ def resolve(opts: PrepareOptions) -> Settings:
         near_config(opts) if opts.dedup == "near" else None,
         _shard_size(opts),
         _mixture(opts),
+        decontamination.parse(flags.from_values(decontamination.DecontamConfig, opts)),
     )
 
 

@@ -7,7 +7,8 @@ Writes `OUT/{split}/{split}-{run_id}-{index:05d}-{count}.tfrecord`, then commits
 split by writing `OUT/{split}/manifest.json` (see beam_pipelines/commit.py: the previous
 output stays valid until then, and a failed or refused run leaves it untouched), and
 `OUT/dead_letter/{run_id}-*.jsonl` (one line per rejected record: source, line, reason);
-every name in OUT: common/prepared_dir.py. Named, weighted inputs: `--sources` (mixture.py).
+every name in OUT: common/prepared_dir.py. Named, weighted inputs: `--sources` (mixture.py);
+documents sharing n-grams with evaluation sets removed: `--decontaminate` (decontamination.py).
 Every flag is checked, and the output's lock taken, before anything runs.
 Runs on Beam's local runner by default and on Dataflow
 with `--runner DataflowRunner` (see `make prepare`); workers read the input files (or
@@ -31,6 +32,7 @@ from apache_beam.options.pipeline_options import (
 from beam_pipelines import (
     cleaning,
     commit,
+    decontamination,
     hf_datasets,
     input_spec,
     jsonl_files,
@@ -38,6 +40,7 @@ from beam_pipelines import (
     progress,
     provenance,
     sources,
+    summary,
     tokenization,
 )
 from beam_pipelines import options as opts_lib
@@ -45,7 +48,7 @@ from beam_pipelines.accounting import STATS
 from beam_pipelines.execution import GroupingExecution
 from beam_pipelines.local import memory_check
 from beam_pipelines.local.execution import OnDiskExecution
-from common import fs, manifest, prepared_dir, run_lock, shards, tokenizer_files
+from common import fs, prepared_dir, run_lock, shards, tokenizer_files
 from common.errors import UserError, no_room_logged_once, run_cli
 
 
@@ -142,6 +145,23 @@ def _side_files(dead, removed, flags, run_id: str):
     return (dead_files, sample_files) | "SideFiles" >> beam.Flatten()
 
 
+def _after_cleaning(docs, settings: opts_lib.Settings) -> tuple:
+    """The optional steps between the cleaning and the tokenizer -> (docs, their `Removed`
+    PCollections, their STATS PCollections, the commit's side inputs)."""
+    removed, stats, side = [], [], {}
+    if settings.decontamination is not None:  # clean documents, before the mixture weighs them
+        docs, found, checked, record = docs | "Decontaminate" >> decontamination.Decontaminate(
+            settings.decontamination
+        )
+        removed, stats = [found], [checked]
+        side["decontamination_record"] = beam.pvalue.AsSingleton(record)
+    if settings.mixture is not None:  # after dedup: shares of clean text, copies kept
+        docs, mixed, plan = docs | "Mix" >> mixture.Mix(settings.mixture, settings.flags.seed)
+        stats.append(mixed)
+        side["mixture_plan"] = beam.pvalue.AsSingleton(plan)
+    return docs, removed, stats, side
+
+
 def build(
     p: beam.Pipeline,
     settings: opts_lib.Settings,
@@ -167,11 +187,8 @@ def build(
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
         settings.quality, flags.validation_fraction, flags.test_fraction, *execution.dedups()
     )
-    stats, plans = [read[STATS], removal_stats], {}
-    if settings.mixture is not None:  # after dedup: shares of clean text, copies kept
-        docs, mixed_stats, plan = docs | "Mix" >> mixture.Mix(settings.mixture, flags.seed)
-        stats.append(mixed_stats)
-        plans = {"mixture_plan": beam.pvalue.AsSingleton(plan)}
+    docs, found, more_stats, plans = _after_cleaning(docs, settings)
+    removed, stats = (*removed, *found), [read[STATS], removal_stats, *more_stats]
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         flags.tokenizer,
         flags.max_length,
@@ -226,45 +243,11 @@ def pipeline_options(argv) -> PipelineOptions:
     return options
 
 
-def summarize(output_dir: str, splits: list[str]) -> str:
-    lines = []
-    for split in splits:
-        m = manifest.read_manifest(prepared_dir.split_dir(output_dir, split))
-        acc = m.accounting["split"]
-        lines.append(
-            f"{split:>10}: {m.num_examples:,} sequences of {m.max_length} in {len(m.shards)} "
-            f"shard(s); {acc['documents_tokenized']:,} documents, {acc['documents_empty']:,} "
-            f"empty; tokens in {acc['tokens_in']:,}, written {acc['tokens_written']:,}, "
-            f"dropped {acc['tokens_dropped']:,} ({100 * acc['dropped_fraction']:.4f} %), "
-            f"padding {acc['tokens_padded']:,}"
-        )
-        run = m.accounting["run"]
-    repeated = f" + repeated {run['documents_repeated']:,}" if m.mixture else ""
-    cut = f" + cut {run['documents_cut']:,}" if m.mixture else ""
-    lines.append(
-        f"documents read {run['documents_read']:,}{repeated} = tokenized "
-        f"{run['documents_tokenized']:,} + empty {run['documents_empty']:,} + "
-        f"rejected {run['documents_rejected']:,} + duplicate "
-        f"{run['documents_duplicate']:,} + filtered {run['documents_filtered']:,}{cut} "
-        f"(see {output_dir}/{prepared_dir.DEAD_LETTER_DIR}/)"
-    )
-    lines += mixture.summary_lines(m.mixture)
-    for title, key in (("duplicates", "duplicates_by_kind"), ("filtered", "filtered_by_rule")):
-        if run[key]:
-            lines.append(f"{title}: " + ", ".join(f"{k} {n:,}" for k, n in run[key].items()))
-    if run.get("near_buckets_capped"):
-        lines.append(
-            f"near dedup: {run['near_buckets_capped']:,} LSH buckets over "
-            f"--near_max_bucket, {run['near_bucket_members_unchecked']:,} of their "
-            "members not compared there"
-        )
-    return "\n".join(lines)
-
-
 def _prepare(options: PipelineOptions) -> tuple:
     """Everything that can fail on bad input, before anything is written: the settings,
     the tokenizer's record, the read tasks and the arguments to record."""
     settings = mixture.listed(opts_lib.resolve(options.view_as(opts_lib.PrepareOptions)))
+    settings = decontamination.loaded(settings)  # the evaluation sets read and indexed
     tokenizer, tokenizer_info = tokenizer_files.load(settings.flags.tokenizer)  # on the launcher
     opts_lib.check_tokenizer(tokenizer, settings.flags.max_length)
     return settings, tokenizer_info, read_tasks(settings), provenance.recorded_args(options)
@@ -379,7 +362,7 @@ def run(argv=None) -> int:
                 f"{record['reason']} (dead letters: {dead})"
             )
         print(f"prepared {output_dir} in {time.monotonic() - start:.1f} s (run {record['run_id']})")
-        print(summarize(output_dir, settings.splits))
+        print(summary.summarize(output_dir, settings.splits))
 
     return run_cli(body, argv)
 

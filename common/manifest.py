@@ -21,6 +21,11 @@ What a reader may assume at every instant (the protocol is in beam_pipelines/com
   tokens, repeats, cuts, weight, realised share; {} without sources) and the accounting's
   `documents_cut` and `documents_repeated`. Format 2 manifests (no `mixture`) are read as
   having none; every format 2 or 3 shard entry records its size and crc32c.
+- Format 4 added `decontamination` (what `prepare --decontaminate` checked: n, normalisation,
+  action, per evaluation set its files with their sha256, texts read and documents matched;
+  {} without it) and the accounting's `documents_contaminated`. Formats 2 and 3 are read as
+  having none. (A reader that predates a field refuses a manifest holding it, so each added
+  field is a new format.)
 """
 
 from __future__ import annotations
@@ -34,9 +39,9 @@ from common import fs, prepared_dir, shards
 from common.errors import UserError
 from common.prepared_dir import MANIFEST, MARKER
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 LEGACY_MARKED_VERSION = 1  # manifests that need the _COMPLETE marker
-READABLE_VERSIONS = (LEGACY_MARKED_VERSION, 2, FORMAT_VERSION)
+READABLE_VERSIONS = (LEGACY_MARKED_VERSION, 2, 3, FORMAT_VERSION)
 
 
 class ManifestError(UserError):
@@ -67,6 +72,8 @@ class Manifest:
     format_version: int = FORMAT_VERSION
     # Per named source (prepare --sources): plan and counts; {} without (and in format 2).
     mixture: dict = dataclasses.field(default_factory=dict)
+    # What prepare --decontaminate checked and found; {} without (and in formats 2 and 3).
+    decontamination: dict = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"

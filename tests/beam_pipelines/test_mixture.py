@@ -78,7 +78,7 @@ def _rows(out) -> list[np.ndarray]:
 def test_shares_repeats_and_cuts_are_counted(mixed, bpe_tokenizer_dir):
     folder, inputs = mixed
     m = manifest.read_manifest(str(folder / "out" / "train"))
-    assert m.format_version == 3
+    assert m.format_version == manifest.FORMAT_VERSION and m.decontamination == {}
     a, b = m.mixture["sources"]["a"], m.mixture["sources"]["b"]
     # Clean sizes: a's blank is no document of it, b's copy of a text of a went to dedup.
     assert (a["documents"], b["documents"]) == (200, 799)

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from beam_pipelines import dedup, minhash, options, prepare, quality
+from beam_pipelines import decontamination, dedup, minhash, options, prepare, quality
 from beam_pipelines.input_spec import InputSpec
 from common import flags
 
@@ -36,6 +36,8 @@ BOUNDS = {
     "max_top_3gram_fraction": (0, 1),
     "max_top_4gram_fraction": (0, 1),
     "removed_sample_size": (0, None),
+    "decontam_ngram": (1, None),
+    "decontam_min_words": (1, None),
 }
 _GIVEN = ["--input", "x.jsonl", "--tokenizer", "tok", "--output_dir", "out"]
 
@@ -85,6 +87,7 @@ def test_help_lists_every_field_of_the_dataclass_and_the_ones_it_composes():
 def test_choices_come_from_the_modules_that_own_them():
     assert _fields()["dedup"].metadata["choices"] == dedup.MODES
     assert _fields()["quality_filter"].metadata["choices"] == quality.FILTERS
+    assert _fields()["decontam_action"].metadata["choices"] == decontamination.ACTIONS
 
 
 def test_the_configs_come_from_the_dataclass_fields():

@@ -108,6 +108,7 @@ def split_summary(split_dir: str, expected_digest: str | None) -> tuple[dict | N
         "documents_rejected": run.get("documents_rejected"),
         "duplicates_by_kind": run.get("duplicates_by_kind"),
         "filtered_by_rule": run.get("filtered_by_rule"),
+        "decontamination": found.decontamination,  # {}: not checked (prepare --decontaminate)
         "tokens_dropped": own.get("tokens_dropped"),
     }, ""
 

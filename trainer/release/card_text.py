@@ -69,6 +69,21 @@ def _removed(counts: dict | None) -> str:
     return f"{total:,}" + (f" ({detail})" if detail else "")
 
 
+def _decontamination(record: dict | None) -> str:
+    """What prepare's --decontaminate checked (its manifest's `decontamination`)."""
+    if not record:
+        return "not checked"
+    sets = ", ".join(
+        f"{name} ({n['texts']:,} texts, {n['documents_matched']:,} documents matched)"
+        for name, n in record["sets"].items()
+    )
+    outcome = "removed" if record["action"] == "remove" else "kept, reported"
+    return (
+        f"{record['ngram']}-grams of {sets}; {record['documents_matched']:,} matching "
+        f"documents {outcome}"
+    )
+
+
 def data_section(facts) -> str:
     train, evaluation = facts.train_data, facts.eval_data
     if train is None:
@@ -78,6 +93,7 @@ def data_section(facts) -> str:
         ("rejected (unreadable records)", _n(train["documents_rejected"])),
         ("duplicates removed", _removed(train["duplicates_by_kind"])),
         ("removed by the quality filter", _removed(train["filtered_by_rule"])),
+        ("evaluation sets checked for overlap", _decontamination(train.get("decontamination"))),
         ("empty documents", _n(train["documents_empty"])),
         ("documents in the training split", _n(train["split_documents"])),
         ("training sequences", f"{train['sequences']:,} of {train['max_length']} tokens"),
