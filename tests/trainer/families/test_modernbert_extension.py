@@ -21,7 +21,7 @@ from tests.trainer.pretraining.test_preemption import same_on_every_backend
 from trainer.models import model_source
 from trainer.pretraining import task
 
-pytestmark = pytest.mark.slow  # four tiny trainings (~10 s each)
+pytestmark = pytest.mark.slow  # five tiny trainings (~10 s each)
 
 LONG = 64  # the corpus fixture's rows hold 32 tokens
 SHORT_CONFIG = json.dumps({**json.loads(TINY), "global_rope_theta": 10_000.0})
@@ -57,20 +57,29 @@ def _extended(long_data, folder, *extra):
     return _args(long_data, folder, LONG_CONFIG, 80, "--extend_context", *extra)
 
 
-def test_an_extension_restart_trains_on_at_the_longer_length(phase_one, long_data, tmp_path):
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def extended(phase_one, long_data, tmp_path_factory):
+    """Phase one extended without a stop, 40 -> 80 at the longer length: read by both tests
+    below (the tests copy it before they train on)."""
+    out = tmp_path_factory.mktemp("extended") / "run"
     shutil.copytree(phase_one, out)
     assert task.main(_extended(long_data, out)) == 0
-    config = json.loads((out / "run_config.json").read_text())
+    return out
+
+
+def test_an_extension_restart_trains_on_at_the_longer_length(extended, long_data, tmp_path):
+    config = json.loads((extended / "run_config.json").read_text())
     assert config["max_length"] == LONG and config["data_start_step"] == 40
     assert config["backbone_config"]["global_rope_theta"] == 160_000.0
     assert config["context_extension"]["max_length"] == [32, LONG]
     starts = [(a["start_step"], a["max_length"]) for a in config["attempts"]]
     assert starts == [(0, 32), (40, LONG)]
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = json.loads((extended / "metrics.json").read_text())
     assert metrics["steps"] == 80 and np.isfinite(metrics["eval_loss"])
 
     # Then the decay, from the stable checkpoint of step 80 over 40 updates (1 - sqrt).
+    out = tmp_path / "run"
+    shutil.copytree(extended, out)
     decay = ["--decay_from_step", "80", "--decay_steps", "40"]
     assert task.main(_args(long_data, out, LONG_CONFIG, 120, *decay)) == 0
     rates = {e["step"]: e["learning_rate"] for e in json.loads((out / "history.json").read_text())}
@@ -87,17 +96,17 @@ def test_an_extension_restart_trains_on_at_the_longer_length(phase_one, long_dat
     assert [a["start_step"] for a in config["attempts"]] == [0, 40, 80]
 
 
-def test_a_resume_inside_the_extension_is_exact(phase_one, long_data, tmp_path):
-    reference, resumed = tmp_path / "reference", tmp_path / "resumed"
-    for folder in (reference, resumed):
-        shutil.copytree(phase_one, folder)
-    assert task.main(_extended(long_data, reference)) == 0
+def test_a_resume_inside_the_extension_is_exact(phase_one, extended, long_data, tmp_path):
+    """Stopped at 60 (inside the extension) and resumed: the weights of the uninterrupted
+    extension (the `extended` fixture)."""
+    resumed = tmp_path / "resumed"
+    shutil.copytree(phase_one, resumed)
     with pytest.raises(Preempted):
         task.run(task.parse_args(_extended(long_data, resumed)), [preempt_at(60)])
     assert task.main(_extended(long_data, resumed)) == 0
     assert json.loads((resumed / "run_config.json").read_text())["data_start_step"] == 40
     final = model_source.load_masked_lm(str(resumed))[0].get_weights()
-    expected = model_source.load_masked_lm(str(reference))[0].get_weights()
+    expected = model_source.load_masked_lm(str(extended))[0].get_weights()
     assert max(float(np.max(np.abs(a - b))) for a, b in zip(final, expected)) < 2e-4
 
 
