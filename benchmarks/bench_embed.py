@@ -73,17 +73,14 @@ def _texts(path: str, count: int) -> list[str]:
 def _model_and_layout(config: BenchFlags, source, info, side: str):
     """(the embedding model, the layout its batches take) of a Keras side."""
     from trainer.finetuning import embedding_data, packed_rows
-    from trainer.models import model_source, packed_models
-    from trainer.release import embeddings
+    from trainer.models import model_source
 
     backbone = model_source.load_source(source).backbone
-    layout = embedding_data.layout(info, config.max_length, source.family, side == "packed")
-    if side == "packed":
-        model = packed_models.PackedEmbedding(backbone, source.family.packed_states, "mean")
-        return model, layout
+    packed = side == "packed"
+    layout = embedding_data.layout(info, config.max_length, source.family, packed)
     if side == "padded":
         layout = packed_rows.Padded(info.pad_id, (config.max_length,), layout.with_segments)
-    return embeddings.embedding_model(backbone, "mean"), layout
+    return embedding_data.model(backbone, source.family, "mean", packed), layout
 
 
 def _keras_side(config: BenchFlags, side: str) -> dict:

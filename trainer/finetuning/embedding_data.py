@@ -46,8 +46,14 @@ def buckets(max_length: int) -> tuple[int, ...]:
     return (*sizes, max_length)
 
 
-def bucket(length: int, sizes: tuple[int, ...]) -> int:
-    return next(size for size in sizes if size >= length)
+def model(backbone, family, how: str, packed: bool):
+    """The embedding model of `backbone` for a layout: pooled (`how`) and normalised from
+    padded rows, or from packed ones (`packed_models.PackedEmbedding`)."""
+    from trainer.models import packed_models
+
+    if packed:
+        return packed_models.PackedEmbedding(backbone, family.packed_states, how)
+    return embeddings.embedding_model(backbone, how)
 
 
 def layout(info, max_length: int, family, packed: bool, multiple: int = 1):

@@ -147,8 +147,7 @@ def _max_length(source, job: jobs.Job) -> int:
 
 
 def _embedding_model(ctx: Context, seed: int):
-    from trainer.models import model, packed_models
-    from trainer.release import embeddings
+    from trainer.models import model
 
     keras.utils.set_random_seed(seed)
     precision = ctx.runtime.device.precision if ctx.runtime else "fp32"
@@ -158,11 +157,8 @@ def _embedding_model(ctx: Context, seed: int):
         )
         if not ctx.backbone.from_scratch:
             backbone.set_weights(ctx.backbone.weights)
-        how = ctx.job.options.pooling
-        if ctx.packed:
-            packed = packed_models.PackedEmbedding(backbone, ctx.backbone.family.packed_states, how)
-            return packed, backbone
-        return embeddings.embedding_model(backbone, how), backbone
+        how, family = ctx.job.options.pooling, ctx.backbone.family
+        return embedding_data.model(backbone, family, how, ctx.packed), backbone
 
 
 def _trainer(ctx: Context, seed: int, steps: int):

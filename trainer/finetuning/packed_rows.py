@@ -51,8 +51,18 @@ def row_ladder(count: int, multiple: int = 1) -> int:
     while True:
         for rows in (step, step + step // 2):
             if rows >= count:
-                return -(-rows // multiple) * multiple
+                return _round_up(rows, multiple)
         step *= 2
+
+
+def _round_up(count: int, multiple: int) -> int:
+    return -(-count // multiple) * multiple
+
+
+def rows_per_step(rows: int, examples: int, batch_size: int, multiple: int = 1) -> int:
+    """The packed rows a training step takes: as many as hold `batch_size` of the split's
+    `examples` on average (at least one), a multiple of the devices."""
+    return _round_up(-(-rows * batch_size // examples), multiple)
 
 
 def first_fit(lengths: list[int], length: int) -> list[tuple[int, int]]:
@@ -127,24 +137,23 @@ class Padded:
 
 
 def pack_split(
-    features: dict, labels: np.ndarray, pad_id: int, ignored: int, multiple: int = 1, length=None
+    features: dict, labels: np.ndarray, pad_id: int, ignored, multiple: int = 1, length=None
 ):
     """A whole split of token-level examples (a tagger's: `features` token_ids and
-    padding_mask, `labels` per piece, right-padded one a row) packed once, first-fit
-    decreasing, into as few rows of `length` (default theirs) as hold them (a multiple of
-    `multiple`):
-    (features with `example_ids` and `positions`, labels `ignored` on padding). Packed once:
-    an epoch shuffles the rows, and the examples of a row never see each other."""
+    padding_mask, `labels` [examples, length, ...] per piece, right-padded one a row) packed
+    once, first-fit decreasing, into as few rows of `length` (default theirs) as hold them (a
+    multiple of `multiple`): (features with `example_ids` and `positions`, labels `ignored` on
+    padding). Packed once: an epoch shuffles the rows, and the examples of a row never see
+    each other."""
     length = length or features["token_ids"].shape[1]
     sizes = features["padding_mask"].sum(axis=1)
     rows = [features["token_ids"][i, :size].tolist() for i, size in enumerate(sizes)]
     packed = Packed(pad_id, length).features(rows)
     starts = packed.pop("example_starts")
     last_row = int(starts.max()) // length  # first-fit fills rows 0, 1, ... in order
-    used = -(-(last_row + 1) // multiple) * multiple
-    packed = {name: array[:used] for name, array in packed.items()}
-    out = np.full(packed["token_ids"].shape, ignored, labels.dtype)
-    flat = out.reshape(-1)
+    packed = {name: array[: _round_up(last_row + 1, multiple)] for name, array in packed.items()}
+    out = np.full((*packed["token_ids"].shape, *labels.shape[2:]), ignored, labels.dtype)
+    flat = out.reshape(-1, *labels.shape[2:])
     for i, (start, size) in enumerate(zip(starts, sizes)):
         flat[start : start + size] = labels[i, :size]
     return packed, out
@@ -167,8 +176,6 @@ def pack_example_targets(features: dict, targets: np.ndarray, pad_id: int, lengt
     packs them, into rows of `length`: (features, [rows, length, 2] = (the target, its weight)
     on each example's first token, 0 elsewhere), the layout `fit` slices by rows and
     `packed_models.PackedClassifier` predicts in."""
-    first = np.zeros(features["token_ids"].shape, np.float32)
-    first[:, 0] = 1.0
-    packed, weights = pack_split(features, first, pad_id, 0.0, length=length)
-    _, placed = pack_split(features, first * targets[:, None], pad_id, 0.0, length=length)
-    return packed, np.stack([placed, weights], axis=-1)
+    placed = np.zeros((*features["token_ids"].shape, 2), np.float32)
+    placed[:, 0] = np.stack([targets, np.ones_like(targets)], axis=-1)
+    return pack_split(features, placed, pad_id, 0.0, length=length)

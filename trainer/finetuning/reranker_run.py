@@ -176,8 +176,8 @@ class _Seeds:
         rows, self.packed = len(train[1]), train[1].ndim == 3
         self.batch = recipe.batch_size
         if self.packed:
-            batch = -(-rows * recipe.batch_size // int(train[1][..., 1].sum()))
-            self.batch = -(-batch // runtime.replicas) * runtime.replicas
+            pairs = int(train[1][..., 1].sum())  # a weight of 1 on each pair's first token
+            self.batch = packed_rows.rows_per_step(rows, pairs, recipe.batch_size, runtime.replicas)
         self.steps = math.ceil(rows / self.batch) * recipe.epochs
         processes = runtime.num_pipelines if runtime.backend == "jax" else 1
         process = runtime.pipeline_id if processes > 1 else 0

@@ -107,8 +107,7 @@ def _packed(arrays: dict, pad_id: int, batch_size: int, replicas: int, length: i
     features, labels = packed_rows.pack_split(
         *arrays["train"], pad_id, IGNORED, replicas, length=length
     )
-    batch_rows = -(-len(labels) * batch_size // sentences)
-    batch_rows = -(-batch_rows // replicas) * replicas
+    batch_rows = packed_rows.rows_per_step(len(labels), sentences, batch_size, replicas)
     found = {name: (packed_rows.one_per_row(f), y) for name, (f, y) in arrays.items()}
     found["train"] = (features, labels)
     return found, batch_rows

@@ -90,6 +90,20 @@ def head_layers(
     return layers
 
 
+def _seeded(backbone, num_labels: int, seed: int, ids: dict, precision: str) -> tuple:
+    """(the family's backbone in `precision`, with `backbone`'s weights unless from scratch;
+    `head_layers`), seeded with `seed`: what both taggers are made of."""
+    import keras
+
+    from trainer.models import model
+
+    keras.utils.set_random_seed(seed)
+    encoder = model.build_backbone(backbone.family, backbone.config, model.dtype_policy(precision))
+    if not backbone.from_scratch:
+        encoder.set_weights(backbone.weights)
+    return encoder, head_layers(backbone.family, backbone.config, ids, num_labels, HEAD_DROPOUT)
+
+
 def tagger(backbone, num_labels: int, seed: int, ids: dict, precision: str = "fp32"):
     """The Keras model this module exports, seeded with `seed`: the family's backbone in
     `precision` (`backbone`, a `PretrainedBackbone`: its weights unless from scratch), then
@@ -97,15 +111,11 @@ def tagger(backbone, num_labels: int, seed: int, ids: dict, precision: str = "fp
     tasks keep theirs."""
     import keras
 
-    from trainer.models import model, pooling
+    from trainer.models import pooling
 
-    keras.utils.set_random_seed(seed)
-    policy = model.dtype_policy(precision)
-    encoder = model.build_backbone(backbone.family, backbone.config, policy)
-    if not backbone.from_scratch:
-        encoder.set_weights(backbone.weights)
+    encoder, head = _seeded(backbone, num_labels, seed, ids, precision)
     states = pooling.token_states(encoder(encoder.input))
-    for layer in head_layers(backbone.family, backbone.config, ids, num_labels, HEAD_DROPOUT):
+    for layer in head:
         states = layer(states)
     built = keras.Model(inputs=encoder.input, outputs=states)
     built.backbone = encoder
@@ -116,15 +126,9 @@ def packed_tagger(backbone, num_labels: int, seed: int, ids: dict, precision: st
     """`tagger`'s model reading packed rows (trainer/finetuning/packed_rows.py: several
     sentences a row, read apart by the family's `packed_states`): the same backbone and head,
     built here on one row so that every variable exists before a compiled step."""
-    import keras
+    from trainer.models import packed_models
 
-    from trainer.models import model, packed_models
-
-    keras.utils.set_random_seed(seed)
-    encoder = model.build_backbone(backbone.family, backbone.config, model.dtype_policy(precision))
-    if not backbone.from_scratch:
-        encoder.set_weights(backbone.weights)
-    head = head_layers(backbone.family, backbone.config, ids, num_labels, HEAD_DROPOUT)
+    encoder, head = _seeded(backbone, num_labels, seed, ids, precision)
     built = packed_models.PackedTagger(encoder, head, backbone.family.packed_states)
     length = backbone.family.build_length(backbone.config)
     zeros = np.zeros((1, length), np.int32)

@@ -73,6 +73,19 @@ def run(model, tmp_path, train: str, dev: str, *extra) -> int:
     return finetune.main([*args, *extra])
 
 
+def assert_cross_encoder_reranks_as_scored(found: dict, dev: str, record: dict) -> None:
+    """sentence-transformers' CrossEncoder on the export reranks dev as `record`'s best epoch
+    did (results.json `found`)."""
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    nn = pytest.importorskip("torch").nn
+    cross = sentence_transformers.CrossEncoder(
+        found["export"]["path"], device="cpu", local_files_only=True
+    )
+    candidates = reranker_data.candidates(dev, "dev", 100)
+    logits = cross.predict(list(zip(*candidates.texts())), activation_fn=nn.Identity())
+    assert reranker_data.scored(candidates, logits) == pytest.approx(record["dev"], abs=1e-6)
+
+
 def test_the_command_writes_bm25_before_and_reranked_after_and_a_cross_encoder(
     model, tmp_path, capsys
 ):
@@ -90,15 +103,7 @@ def test_the_command_writes_bm25_before_and_reranked_after_and_a_cross_encoder(
     assert set(record["dev"]) == {"ndcg@10", "mrr@10", "recall@100"}
     assert record["dev"]["recall@100"] == 1.0  # reranking keeps BM25's candidates
     assert found["data"]["train"]["mined_negatives"] > 0 and found["protocol"]["pooling"] == "cls"
-    # The export reranks dev as the run's best epoch did.
-    sentence_transformers = pytest.importorskip("sentence_transformers")
-    nn = pytest.importorskip("torch").nn
-    cross = sentence_transformers.CrossEncoder(
-        found["export"]["path"], device="cpu", local_files_only=True
-    )
-    candidates = reranker_data.candidates(dev, "dev", 100)
-    logits = cross.predict(list(zip(*candidates.texts())), activation_fn=nn.Identity())
-    assert reranker_data.scored(candidates, logits) == pytest.approx(record["dev"], abs=1e-6)
+    assert_cross_encoder_reranks_as_scored(found, dev, record)
 
 
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
@@ -112,15 +117,7 @@ def test_packed_pairs_train_a_modernbert_cross_encoder_that_scores_as_ours(tmp_p
     assert run(model, tmp_path, train, dev, *extra) == 0
     found = json.loads((tmp_path / "out" / "results.json").read_text())
     assert found["protocol"]["rows"] == "packed"
-    sentence_transformers = pytest.importorskip("sentence_transformers")
-    nn = pytest.importorskip("torch").nn
-    cross = sentence_transformers.CrossEncoder(
-        found["export"]["path"], device="cpu", local_files_only=True
-    )
-    candidates = reranker_data.candidates(dev, "dev", 100)
-    logits = cross.predict(list(zip(*candidates.texts())), activation_fn=nn.Identity())
-    record = found["scores"]["seeds"][0]
-    assert reranker_data.scored(candidates, logits) == pytest.approx(record["dev"], abs=1e-6)
+    assert_cross_encoder_reranks_as_scored(found, dev, found["scores"]["seeds"][0])
 
 
 @pytest.mark.slow
