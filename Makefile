@@ -122,7 +122,7 @@ TRAIN_STAMP := $(TPU_STAMP)
 TRAIN_WHERE := --strategy tpu --tpu $(call q,$(TPU))
 endif
 
-.PHONY: venv venv-tpu venv-tpu-jax lint format test test-fast test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-finetune bench-masking bench-accel accel-wheels clean
+.PHONY: venv venv-tpu venv-tpu-jax lint format test test-fast test-tpu test-tpu-tf test-tpu-jax demo demo-multilingual prepare train bench bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-model-filter bench-finetune bench-masking bench-accel accel-wheels clean
 
 venv: $(STAMP)
 $(STAMP): setup.py constraints.txt
@@ -263,7 +263,7 @@ train: $(TRAIN_STAMP)
 	  $(if $(TOKENIZER),--tokenizer $(call q,$(TOKENIZER))) --output_dir $(call q,$(OUTPUT)) --model $(call q,$(MODEL)) \
 	  --per_replica_batch_size $(call q,$(BATCH)) --train_steps $(call q,$(STEPS)) --precision bf16 $(call qwords,$(ARGS))
 
-bench: bench-prepare bench-near-dedup bench-train bench-quality bench-languages
+bench: bench-prepare bench-near-dedup bench-train bench-quality bench-languages bench-model-filter
 
 bench-prepare: $(STAMP)
 	$(PY) -m benchmarks.bench_prepare --corpus_mb 60
@@ -302,6 +302,11 @@ accel-wheels: $(STAMP)
 # The quality filter per language on the translated text this machine ships (docs/languages.md).
 bench-quality: $(STAMP)
 	$(PY) -m benchmarks.bench_quality
+
+# The model-based quality filter: documents/s per core and core-hours per TB for a fastText and
+# transformers classifiers, alone and through RunInference (figures in docs/prepare.md).
+bench-model-filter: $(STAMP)
+	$(PY) -m benchmarks.bench_model_filter
 
 # Tokenizers and whole-word masking per script, figures in docs/languages.md.
 bench-languages: $(STAMP)

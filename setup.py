@@ -56,6 +56,10 @@ setuptools.setup(
         # Beam's launcher stages --setup_file with `python -m build` (else it prints "No
         # module named build" and falls back to the deprecated `setup.py sdist`).
         "build==1.6.1",
+        # The model-based quality filter's fastText kind (beam_pipelines/quality_models.py): a
+        # maintained build of fastText 0.9 for numpy 2 (fasttext 0.9.3 itself is source only
+        # and its predict fails under numpy 2); numpy is its only dependency.
+        "fasttext-numpy2==0.10.4",
     ],
     extras_require={
         "trainer": [

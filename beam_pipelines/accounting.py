@@ -1,9 +1,9 @@
 """Exact accounting of a prepare run: every document and token is counted somewhere.
 
 Documents read = tokenized + empty + rejected (dead-lettered) + duplicate + filtered (quality
-rules) + contaminated (decontamination); per split, tokens in = tokens written + tokens
-dropped. The commit step checks both before anything is committed: a mismatch is a bug (bad
-input is dead-lettered, never lost), so it stops the run.
+rules) + contaminated (decontamination) + low quality (a quality model); per split, tokens in =
+tokens written + tokens dropped. The commit step checks both before anything is committed: a
+mismatch is a bug (bad input is dead-lettered, never lost), so it stops the run.
 
 A document belongs to a split as soon as it is read: the split its input names, else the one
 the hash of its text picks, chosen once by `cleaning.CountBySplit` as the document enters the
@@ -13,7 +13,9 @@ duplicate + filtered + contaminated, and the run's documents read = the splits' 
 records have no split (a bad record may have no text to hash). Removals are counted by
 kind: `{split}/documents_filtered/{rule}`, `{split}/documents_duplicate/{exact|near}` and, with
 `--decontaminate ... --decontam_action remove` (beam_pipelines/decontamination.py),
-`{split}/documents_contaminated/{evaluation set}`: each a term of the sums above, 0 when off.
+`{split}/documents_contaminated/{evaluation set}` and, with `--quality_model ...
+--quality_action remove` (beam_pipelines/model_filter.py), `{split}/documents_low_quality/model`:
+each a term of the sums above, 0 when off.
 
 With named sources (`--sources`, beam_pipelines/mixture.py) the mixture may leave a clean
 document out (`{split}/documents_cut`) or pass it on more than once (each extra copy in
@@ -54,6 +56,7 @@ REMOVED_KEYS = {
     "documents_filtered": "filtered_by_rule",
     "documents_duplicate": "duplicates_by_kind",
     "documents_contaminated": "contaminated_by_set",
+    "documents_low_quality": "low_quality_by_model",
 }
 # Run-wide counters that are not documents (e.g. what near dedup skipped), under RUN_PREFIX.
 RUN_PREFIX = "run."

@@ -31,7 +31,7 @@ import os
 
 import apache_beam as beam
 
-from beam_pipelines import decontamination, mixture, quality
+from beam_pipelines import decontamination, mixture, model_filter, quality
 from beam_pipelines.accounting import accounting_for, check_accounting, source_counts
 from common import fs, manifest, prepared_dir, run_lock, shards
 
@@ -100,7 +100,7 @@ def refusal(
     """Why this run's result must not replace the previous output, or None."""
     run = accounting_for(stats, splits[0], splits)["run"]
     read, rejected = run["documents_read"], run["documents_rejected"]
-    dead = [path for path in dead_letter_files if not prepared_dir.is_sample_file(path)]
+    dead = [path for path in dead_letter_files if prepared_dir.is_dead_letter_file(path)]
     if read and rejected / read > max_rejected_fraction:
         return (
             f"{rejected:,} of {read:,} documents were rejected "
@@ -180,10 +180,12 @@ class Commit(beam.DoFn):
         changed_inputs: list = (),
         mixture_plan: dict | None = None,
         decontamination_record: dict | None = None,
+        quality_model_record: dict | None = None,
     ):
         """`mixture_plan`: `mixture.plan` of a run with --sources (None without);
         `decontamination_record`: the evaluation sets' record (`decontamination.load`) with
-        --decontaminate (None without)."""
+        --decontaminate (None without); `quality_model_record`: the classifier's
+        (`model_filter.FilterByModel`) with --quality_model (None without)."""
         record = read_run_record(self.output_dir, self.run_id)
         if record and record.get("state") in ENDED:  # a retry after the end: nothing to do
             run_lock.release(self.output_dir, self.run_id)  # but what a fault left undone
@@ -206,7 +208,7 @@ class Commit(beam.DoFn):
         if reason:
             record = self._refuse(reason, written, dead_letter_files)
         else:
-            records = _records(stats, mixture_plan, decontamination_record)
+            records = _records(stats, mixture_plan, decontamination_record, quality_model_record)
             committed = {
                 split: self._commit_split(split, written, stats, dead_letter_files, records)
                 for split in self.splits
@@ -265,14 +267,18 @@ class Commit(beam.DoFn):
         return committed
 
 
-def _records(stats: dict, mixture_plan, decontamination_record) -> dict:
-    """The manifests' `mixture` and `decontamination` ({} for a step the run did not run)."""
+def _records(stats: dict, mixture_plan, decontamination_record, quality_model_record) -> dict:
+    """The manifests' `mixture`, `decontamination` and `quality_model` ({} for a step the run
+    did not run)."""
     return {
         "mixture": mixture.manifest_record(mixture_plan, source_counts(stats))
         if mixture_plan is not None
         else {},
         "decontamination": decontamination.manifest_record(decontamination_record, stats)
         if decontamination_record is not None
+        else {},
+        "quality_model": model_filter.manifest_record(quality_model_record, stats)
+        if quality_model_record is not None
         else {},
     }
 

@@ -12,43 +12,48 @@ Example:
 
 from __future__ import annotations
 
+import zlib
+
 import apache_beam as beam
 
 from common import fs, prepared_dir
 
 
-def single_file_path(prefix: str) -> str:
-    """The one file of a prefix, named as `WriteToText` named a single shard."""
-    return f"{prefix}-00000-of-00001{prepared_dir.JSONL_SUFFIX}"
+def shard_path(prefix: str, index: int, count: int) -> str:
+    """File `index` of `count`, named as `WriteToText` named its shards."""
+    return f"{prefix}-{index:05d}-of-{count:05d}{prepared_dir.JSONL_SUFFIX}"
 
 
-def write_lines(prefix: str, lines) -> str:
-    """Writes `lines` (str, no newline) as one JSONL file; returns its path."""
-    path = single_file_path(prefix)
+def write_lines(prefix: str, lines, index: int = 0, count: int = 1) -> str:
+    """Writes `lines` (str, no newline) as file `index` of `count`; returns its path."""
+    path = shard_path(prefix, index, count)
     fs.upload_stream(path, (line.encode("utf-8") + b"\n" for line in lines))
     return path
 
 
 class WriteJsonl(beam.PTransform):
-    """A PCollection of JSON lines -> one file; yields its path. All lines meet on one worker
-    (one key), which streams them into the file; with no line the file is written empty (as
-    `WriteToText` did: a run's manifest always lists its dead-letter file)."""
+    """A PCollection of JSON lines -> `shards` files; yields their paths. A file's lines meet
+    on one worker (one key: the line's hash picks it), which streams them into the file; a
+    shard with no line is not written, and with no line at all the first file is written
+    empty (as `WriteToText` did: a run's manifest always lists its dead-letter file)."""
 
-    def __init__(self, prefix: str):
+    def __init__(self, prefix: str, shards: int = 1):
         super().__init__()
-        self.prefix = prefix
+        self.prefix, self.shards = prefix, shards
 
     def expand(self, lines):
+        prefix, count = self.prefix, self.shards
         written = (
             lines
-            | "OneKey" >> beam.Map(lambda line: (0, line))
+            | "ShardKey" >> beam.Map(lambda line: (zlib.crc32(line.encode()) % count, line))
             | "Together" >> beam.GroupByKey()
-            | "WriteFile" >> beam.MapTuple(lambda _, group: write_lines(self.prefix, group))
+            | "WriteFile"
+            >> beam.MapTuple(lambda index, group: write_lines(prefix, group, index, count))
         )
         empty = (
             lines
             | "Count" >> beam.combiners.Count.Globally()
             | "EmptyFile"
-            >> beam.FlatMap(lambda n: [write_lines(self.prefix, [])] if n == 0 else [])
+            >> beam.FlatMap(lambda n: [write_lines(prefix, [], 0, count)] if n == 0 else [])
         )
         return (written, empty) | "Paths" >> beam.Flatten()

@@ -10,7 +10,15 @@ import dataclasses
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_pipelines import decontamination, dedup, input_spec, minhash, mixture, quality
+from beam_pipelines import (
+    decontamination,
+    dedup,
+    input_spec,
+    minhash,
+    mixture,
+    quality,
+    quality_models,
+)
 from beam_pipelines.input_spec import InputSpec
 from beam_pipelines.sources import DEFAULT_RANGE_BYTES
 from common import flags, fs, prepared_dir
@@ -128,6 +136,9 @@ class PrepareFlags:
     )
     rules: quality.QualityConfig = flags.group(quality.QualityConfig)
     decontam: decontamination.DecontamConfig = flags.group(decontamination.DecontamConfig)
+    quality_model: quality_models.QualityModelConfig = flags.group(
+        quality_models.QualityModelConfig
+    )
     removed_sample_size: int = flag(
         "removed documents written per rule (and duplicate kind) to "
         f"OUT/{prepared_dir.DEAD_LETTER_DIR}/*-{prepared_dir.SAMPLE_KIND} (the first ones in "
@@ -173,6 +184,8 @@ class Settings:
     mixture: mixture.MixtureSpec | None = None  # None: no --sources
     # None: no --decontaminate; its sets read and indexed on the launcher (`decontamination.load`)
     decontamination: decontamination.DecontamSpec | None = None
+    # None: no --quality_model; read and fingerprinted on the launcher (`quality_models.load`)
+    quality_model: quality_models.QualityModelSpec | None = None
 
     @property
     def exact(self) -> bool:
@@ -217,6 +230,7 @@ def resolve(opts: PrepareOptions) -> Settings:
         _shard_size(opts),
         _mixture(opts),
         decontamination.parse(flags.from_values(decontamination.DecontamConfig, opts)),
+        quality_models.parse(flags.from_values(quality_models.QualityModelConfig, opts)),
     )
 
 

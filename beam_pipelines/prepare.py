@@ -37,8 +37,10 @@ from beam_pipelines import (
     input_spec,
     jsonl_files,
     mixture,
+    model_filter,
     progress,
     provenance,
+    quality_models,
     sources,
     summary,
     tokenization,
@@ -145,21 +147,31 @@ def _side_files(dead, removed, flags, run_id: str):
     return (dead_files, sample_files) | "SideFiles" >> beam.Flatten()
 
 
-def _after_cleaning(docs, settings: opts_lib.Settings) -> tuple:
+def _after_cleaning(docs, settings: opts_lib.Settings, run_id: str) -> tuple:
     """The optional steps between the cleaning and the tokenizer -> (docs, their `Removed`
-    PCollections, their STATS PCollections, the commit's side inputs)."""
-    removed, stats, side = [], [], {}
+    PCollections, their STATS PCollections, the paths of their files, the commit's side
+    inputs)."""
+    removed, stats, files, side = [], [], [], {}
     if settings.decontamination is not None:  # clean documents, before the mixture weighs them
         docs, found, checked, record = docs | "Decontaminate" >> decontamination.Decontaminate(
             settings.decontamination
         )
         removed, stats = [found], [checked]
         side["decontamination_record"] = beam.pvalue.AsSingleton(record)
+    if (
+        settings.quality_model is not None
+    ):  # the costly step last: what others removed is not scored
+        prefix = prepared_dir.low_quality_prefix(settings.flags.output_dir, run_id)
+        docs, low, scored, record = docs | "QualityModel" >> model_filter.FilterByModel(
+            settings.quality_model, prefix
+        )
+        files, stats = [low], [*stats, scored]
+        side["quality_model_record"] = beam.pvalue.AsSingleton(record)
     if settings.mixture is not None:  # after dedup: shares of clean text, copies kept
         docs, mixed, plan = docs | "Mix" >> mixture.Mix(settings.mixture, settings.flags.seed)
         stats.append(mixed)
         side["mixture_plan"] = beam.pvalue.AsSingleton(plan)
-    return docs, removed, stats, side
+    return docs, removed, stats, files, side
 
 
 def build(
@@ -187,7 +199,7 @@ def build(
     docs, removed, removal_stats = read.docs | "Clean" >> cleaning.Clean(
         settings.quality, flags.validation_fraction, flags.test_fraction, *execution.dedups()
     )
-    docs, found, more_stats, plans = _after_cleaning(docs, settings)
+    docs, found, more_stats, more_files, plans = _after_cleaning(docs, settings, run_id)
     removed, stats = (*removed, *found), [read[STATS], removal_stats, *more_stats]
     blocks, sequence_stats = docs | "ToSequences" >> tokenization.ToSequences(
         flags.tokenizer,
@@ -203,7 +215,9 @@ def build(
         | "AllStats" >> beam.Flatten()
         | "SumStats" >> beam.CombinePerKey(sum)
     )
-    side_files = _side_files(read.dead, removed, flags, run_id)
+    side_files = (_side_files(read.dead, removed, flags, run_id), *more_files) | (
+        "AllSideFiles" >> beam.Flatten()
+    )
     return (
         written
         | "CollectShards" >> beam.combiners.ToList()
@@ -248,6 +262,7 @@ def _prepare(options: PipelineOptions) -> tuple:
     the tokenizer's record, the read tasks and the arguments to record."""
     settings = mixture.listed(opts_lib.resolve(options.view_as(opts_lib.PrepareOptions)))
     settings = decontamination.loaded(settings)  # the evaluation sets read and indexed
+    settings = quality_models.loaded(settings)  # the classifier read and fingerprinted
     tokenizer, tokenizer_info = tokenizer_files.load(settings.flags.tokenizer)  # on the launcher
     opts_lib.check_tokenizer(tokenizer, settings.flags.max_length)
     return settings, tokenizer_info, read_tasks(settings), provenance.recorded_args(options)

@@ -3,7 +3,7 @@ summary shows what a reader of the output will find."""
 
 from __future__ import annotations
 
-from beam_pipelines import mixture
+from beam_pipelines import mixture, model_filter
 from common import manifest, prepared_dir
 
 
@@ -26,6 +26,8 @@ def _documents_line(output_dir: str, m: manifest.Manifest) -> str:
     contaminated = run.get("documents_contaminated", 0)
     if m.decontamination:
         cut = f" + contaminated {contaminated:,}" + cut
+    if m.quality_model:
+        cut = f" + low quality {run.get('documents_low_quality', 0):,}" + cut
     return (
         f"documents read {run['documents_read']:,}{repeated} = tokenized "
         f"{run['documents_tokenized']:,} + empty {run['documents_empty']:,} + "
@@ -62,6 +64,7 @@ def summarize(output_dir: str, splits: list[str]) -> str:
     lines.append(_documents_line(output_dir, m))
     lines += mixture.summary_lines(m.mixture)
     lines += decontamination_lines(m.decontamination)
+    lines += model_filter.summary_lines(m.quality_model)
     for title, key in (("duplicates", "duplicates_by_kind"), ("filtered", "filtered_by_rule")):
         if run[key]:
             lines.append(f"{title}: " + ", ".join(f"{k} {n:,}" for k, n in run[key].items()))

@@ -24,6 +24,10 @@ What a reader may assume at every instant (the protocol is in beam_pipelines/com
 - Format 4 added `decontamination` (what `prepare --decontaminate` checked: n, normalisation,
   action, per evaluation set its files with their sha256, texts read and documents matched;
   {} without it) and the accounting's `documents_contaminated`. Formats 2 and 3 are read as
+  having none.
+- Format 5 added `quality_model` (what `prepare --quality_model` scored with: the model's kind,
+  sha256 and labels, the threshold, the score quantiles, documents scored, kept and removed;
+  {} without it) and the accounting's `documents_low_quality`. Formats 2 to 4 are read as
   having none. (A reader that predates a field refuses a manifest holding it, so each added
   field is a new format.)
 """
@@ -39,9 +43,9 @@ from common import fs, prepared_dir, shards
 from common.errors import UserError
 from common.prepared_dir import MANIFEST, MARKER
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 LEGACY_MARKED_VERSION = 1  # manifests that need the _COMPLETE marker
-READABLE_VERSIONS = (LEGACY_MARKED_VERSION, 2, 3, FORMAT_VERSION)
+READABLE_VERSIONS = (LEGACY_MARKED_VERSION, 2, 3, 4, FORMAT_VERSION)
 
 
 class ManifestError(UserError):
@@ -74,6 +78,8 @@ class Manifest:
     mixture: dict = dataclasses.field(default_factory=dict)
     # What prepare --decontaminate checked and found; {} without (and in formats 2 and 3).
     decontamination: dict = dataclasses.field(default_factory=dict)
+    # What prepare --quality_model scored with and kept; {} without (and in formats 2 to 4).
+    quality_model: dict = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"

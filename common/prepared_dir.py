@@ -22,6 +22,10 @@
         {run_id}-removed_sample-00000-of-00001.jsonl
                                   a sample of what the quality rules and dedup removed
                                   (beam_pipelines/cleaning.py); listed and kept likewise
+        {run_id}-low_quality-{index:05d}-of-{count:05d}.jsonl
+                                  every document the quality model scored below its
+                                  threshold, with its score (beam_pipelines/model_filter.py);
+                                  listed and kept likewise
         beam-temp-{run_id}-*/     Beam's temporary folders of those two writes in earlier
                                   versions; the commit and a failed local run sweep a dead
                                   run's
@@ -58,6 +62,7 @@ LOCK = "_LOCK"
 # The kind part of a file name in the dead letters' folder: `{run_id}-{kind}-...jsonl`.
 DEAD_LETTER_KIND = "dead_letter"
 SAMPLE_KIND = "removed_sample"
+LOW_QUALITY_KIND = "low_quality"  # documents a quality model scored below its threshold
 JSONL_SUFFIX = ".jsonl"  # after the shard numbers, as Beam's WriteToText named them
 BEAM_TEMP_PREFIX = "beam-temp-"  # Beam's own name for a write's temporary folder
 TEMP_GLOB = fs.TEMP_PREFIX + "*"
@@ -140,6 +145,17 @@ def dead_letter_prefix(output_dir: str, run_id: str) -> str:
 def sample_prefix(output_dir: str, run_id: str) -> str:
     """Where a run's sample of removed documents goes (the rest added as above)."""
     return fs.join(output_dir, DEAD_LETTER_DIR, f"{run_id}-{SAMPLE_KIND}")
+
+
+def low_quality_prefix(output_dir: str, run_id: str) -> str:
+    """Where a run's documents below the quality model's threshold go, a line each."""
+    return fs.join(output_dir, DEAD_LETTER_DIR, f"{run_id}-{LOW_QUALITY_KIND}")
+
+
+def is_dead_letter_file(path: str) -> bool:
+    """Whether a file of the dead letters' folder holds rejected records (not the removed
+    sample, nor the low-quality documents)."""
+    return f"-{DEAD_LETTER_KIND}" in path.rsplit("/", 1)[-1]
 
 
 def is_sample_file(path: str) -> bool:

@@ -204,7 +204,7 @@ def test_planted_documents_are_found_and_removed(runs, bpe_tokenizer_dir):
     texts, sets, out = runs["remove"]
     m = manifest.read_manifest(str(out / "train"))
     record = m.decontamination
-    assert m.format_version == manifest.FORMAT_VERSION == 4
+    assert m.format_version == manifest.FORMAT_VERSION
     assert (record["ngram"], record["min_words"], record["action"]) == (13, 8, "remove")
     assert "NFKC" in record["normalisation"]
     sst2, mine = record["sets"]["sst2"], record["sets"]["mine"]

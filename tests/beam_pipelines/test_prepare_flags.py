@@ -38,6 +38,8 @@ BOUNDS = {
     "removed_sample_size": (0, None),
     "decontam_ngram": (1, None),
     "decontam_min_words": (1, None),
+    "quality_max_tokens": (1, None),
+    "quality_batch_size": (1, None),
 }
 _GIVEN = ["--input", "x.jsonl", "--tokenizer", "tok", "--output_dir", "out"]
 

@@ -139,7 +139,7 @@ def test_format_2_without_a_mixture_still_reads(tmp_path):
     _write_split(str(tmp_path), format_version=2)
     path = tmp_path / "manifest.json"
     data = json.loads(path.read_text())
-    del data["mixture"], data["decontamination"]
+    del data["mixture"], data["decontamination"], data["quality_model"]
     path.write_text(json.dumps(data))
     read = manifest.read_manifest(str(tmp_path))
     assert read.format_version == 2 and read.mixture == {} and read.decontamination == {}
@@ -150,13 +150,24 @@ def test_format_3_without_decontamination_still_reads(tmp_path):
     _write_split(str(tmp_path), format_version=3)
     path = tmp_path / "manifest.json"
     data = json.loads(path.read_text())
-    del data["decontamination"]
+    del data["decontamination"], data["quality_model"]
     path.write_text(json.dumps(data))
     read = manifest.read_manifest(str(tmp_path))
     assert read.format_version == 3 and read.decontamination == {}
 
 
+def test_format_4_without_a_quality_model_still_reads(tmp_path):
+    """Outputs prepared before --quality_model (format 4: no `quality_model`) stay readable."""
+    _write_split(str(tmp_path), format_version=4)
+    path = tmp_path / "manifest.json"
+    data = json.loads(path.read_text())
+    del data["quality_model"]
+    path.write_text(json.dumps(data))
+    read = manifest.read_manifest(str(tmp_path))
+    assert read.format_version == 4 and read.quality_model == {}
+
+
 def test_an_unknown_format_is_refused(tmp_path):
     _write_split(str(tmp_path), format_version=manifest.FORMAT_VERSION + 1)
-    with pytest.raises(manifest.ManifestError, match="format version 5; this code reads"):
+    with pytest.raises(manifest.ManifestError, match="format version 6; this code reads"):
         manifest.read_manifest(str(tmp_path))

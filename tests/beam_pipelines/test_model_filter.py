@@ -1,0 +1,359 @@
+"""The model-based quality filter (`prepare --quality_model`, beam_pipelines/model_filter.py and
+quality_models.py): real runs on the FnApiRunner with a fastText model and a transformers
+sequence classifier, whose removed documents equal those found by scoring each document
+alone with the library outside Beam; the low-quality files, the accounting, the manifest's
+record and the summary; and each bad input refused in one line before anything is written."""
+
+import glob
+import hashlib
+import json
+import random
+
+import numpy as np
+import pytest
+
+from beam_pipelines import model_filter, prepare, quality_models, summary
+from common import manifest
+from tests.beam_pipelines.test_prepare import encode_all, read_split, write_jsonl
+
+GOOD = "theorem proof energy protein river history mountain language science cell orbit".split()
+BAD = "buy cheap click free win casino offer deal now subscribe bonus".split()
+
+
+def _texts(seed: int, n: int) -> list[tuple[str, str]]:
+    """(label, text): good, spam and mixed documents of 6-40 words, some over lines."""
+    rng, out = random.Random(seed), []
+    for i in range(n):
+        share = (0.0, 1.0, rng.random())[i % 3]  # the share of spam words
+        words = [
+            rng.choice(BAD if rng.random() < share else GOOD) for _ in range(rng.randint(6, 40))
+        ]
+        if i % 7 == 0:
+            words.insert(len(words) // 2, "\n")
+        out.append(("bad" if share >= 0.5 else "good", " ".join(words)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def fasttext_model(tmp_path_factory):
+    import fasttext
+
+    folder = tmp_path_factory.mktemp("fasttext")
+    lines = [
+        f"__label__{'hq' if label == 'good' else 'lq'} {' '.join(text.split())}"
+        for label, text in _texts(1, 600)
+    ]
+    (folder / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # A bigram model, as DCLM's. fastText 0.9's training stops now and then with "Encountered
+    # NaN" on data this small (unigram settings failed most seeds here, this one none of 12):
+    # the next seed is tried. Scoring, what is tested, never showed it.
+    for seed in range(1, 6):
+        try:
+            model = fasttext.train_supervised(
+                str(folder / "train.txt"),
+                lr=0.5,
+                epoch=25,
+                dim=16,
+                wordNgrams=2,
+                bucket=20_000,
+                thread=1,
+                seed=seed,
+                verbose=0,
+            )
+            break
+        except RuntimeError:
+            continue
+    model.save_model(str(folder / "quality.bin"))
+    return str(folder / "quality.bin")
+
+
+def _alone_fasttext(path: str, texts: list[str]) -> np.ndarray:
+    """Each document scored alone by the fastText library: P(hq)."""
+    import fasttext
+
+    model = fasttext.load_model(path)
+    out = []
+    for text in texts:
+        labels, probs = model.predict(" ".join(text.split()), k=-1)
+        out.append(dict(zip(labels, probs)).get("__label__hq", 0.0))
+    return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def transformers_model(tmp_path_factory, bpe_tokenizer_dir):
+    """A tiny RoBERTa sequence classifier (labels bad, good) with the corpus' tokenizer."""
+    import torch
+    import transformers
+
+    folder = tmp_path_factory.mktemp("classifier")
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_file=f"{bpe_tokenizer_dir}/tokenizer.json",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        model_max_length=64,
+    )
+    config = transformers.RobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=80,
+        pad_token_id=tokenizer.pad_token_id,
+        id2label={0: "bad", 1: "good"},
+        label2id={"bad": 0, "good": 1},
+    )
+    torch.manual_seed(0)
+    model = transformers.RobertaForSequenceClassification(config)
+    data = _texts(1, 256)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for step in range(16):
+        part = data[16 * step : 16 * step + 16]
+        batch = tokenizer([t for _, t in part], padding=True, truncation=True, return_tensors="pt")
+        labels = torch.tensor([int(label == "good") for label, _ in part])
+        model(**batch, labels=labels).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def _alone_transformers(folder: str, texts: list[str], max_tokens: int) -> np.ndarray:
+    """Each document scored alone by transformers: softmax P(good) of its first tokens."""
+    import torch
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    out = []
+    with torch.inference_mode():
+        for text in texts:
+            batch = tokenizer(text, truncation=True, max_length=max_tokens, return_tensors="pt")
+            out.append(torch.softmax(model(**batch).logits, -1)[0, 1].item())
+    return np.array(out)
+
+
+def _run(folder, tokenizer, name: str, *args, code: int = 0):
+    out = folder / name
+    result = prepare.run(
+        ["--runner=FnApiRunner", "--input", str(folder / "corpus.jsonl"), "--tokenizer", tokenizer]
+        + ["--output_dir", str(out), "--max_length", "32", "--pad_tail", "--num_shards", "1"]
+        + ["--quality_filter", "none", *args]
+    )
+    assert result == code
+    return out
+
+
+def _corpus(folder) -> list[str]:
+    texts = [text for _, text in _texts(2, 90)] + ["   "]  # a blank one: unscored, empty
+    write_jsonl(folder / "corpus.jsonl", texts)
+    return texts
+
+
+def _low_quality(out) -> dict:
+    """{line number: record} of the low-quality files."""
+    return {
+        record["line"]: record
+        for path in glob.glob(str(out / "dead_letter" / "*-low_quality-*"))
+        for record in map(json.loads, open(path, encoding="utf-8"))
+    }
+
+
+def _written_counts(out) -> np.ndarray:
+    written = np.zeros(1000, np.int64)
+    for ids, masks in read_split(str(out / "train"), 32).values():
+        np.add.at(written, ids[masks == 1], 1)
+    return written
+
+
+def _token_counts(tokenizer, texts) -> np.ndarray:
+    counts = np.zeros(1000, np.int64)
+    for ids in encode_all(tokenizer, texts):
+        np.add.at(counts, np.array(ids, np.int64), 1)
+    return counts
+
+
+def _check_removed(out, tokenizer, texts, scores, threshold):
+    """What the run removed is what scoring each document alone says, with its score."""
+    below = {i + 1 for i, s in enumerate(scores) if s < threshold}
+    assert 0 < len(below) < len(scores)  # the fixture removes some, keeps some
+    low = _low_quality(out)
+    assert set(low) == below
+    for line, record in low.items():
+        assert record["score"] == pytest.approx(scores[line - 1], abs=1e-5)
+        assert record["rule"] == "low_quality" and texts[line - 1].startswith(record["excerpt"])
+    kept = [t for i, t in enumerate(texts) if i + 1 not in below and t.strip()]
+    assert (_written_counts(out) == _token_counts(tokenizer, kept)).all()
+    m = manifest.read_manifest(str(out / "train"))
+    run = m.accounting["run"]
+    assert run["documents_low_quality"] == len(below) == m.quality_model["documents_removed"]
+    assert run["low_quality_by_model"] == {"model": len(below)}
+    assert run["documents_read"] == run["documents_tokenized"] + run["documents_empty"] + len(below)
+    assert m.quality_model["documents_scored"] == len(scores) - 1  # the blank one unscored
+    return m
+
+
+def test_fasttext_filter_removes_what_the_model_scores_low(
+    tmp_path, bpe_tokenizer_dir, fasttext_model
+):
+    texts = _corpus(tmp_path)
+    out = _run(
+        tmp_path,
+        bpe_tokenizer_dir,
+        "ft",
+        "--quality_model",
+        fasttext_model,
+        "--quality_label",
+        "hq",
+        "--quality_threshold",
+        "0.5",
+    )
+    scores = _alone_fasttext(fasttext_model, texts)
+    m = _check_removed(out, bpe_tokenizer_dir, texts, scores, 0.5)
+    record = m.quality_model
+    with open(fasttext_model, "rb") as f:
+        file_sha = hashlib.sha256(f.read()).hexdigest()
+    assert record["kind"] == "fasttext" and record["files"][0]["sha256"] == file_sha
+    assert record["labels"] == ["__label__hq", "__label__lq"] or set(record["labels"]) == {
+        "__label__hq",
+        "__label__lq",
+    }
+    assert record["threshold_used"] == 0.5 and m.format_version == manifest.FORMAT_VERSION
+    quantiles = record["score_quantiles"]
+    assert quantiles["0"] == pytest.approx(scores[:-1].min(), abs=1e-6)
+    assert quantiles["1"] == pytest.approx(scores[:-1].max(), abs=1e-6)
+    lines = summary.summarize(str(out), ["train"])
+    assert f"{record['documents_below']} below" in lines and "scores: p0 " in lines
+    assert f"+ low quality {record['documents_removed']}" in lines
+
+
+def test_transformers_filter_keeps_the_top_fraction(
+    tmp_path, bpe_tokenizer_dir, transformers_model
+):
+    texts = _corpus(tmp_path)
+    out = _run(
+        tmp_path,
+        bpe_tokenizer_dir,
+        "hf",
+        "--quality_model",
+        transformers_model,
+        "--quality_label",
+        "good",
+        "--quality_keep_fraction",
+        "0.6",
+        "--quality_max_tokens",
+        "24",
+        "--quality_batch_size",
+        "8",
+    )
+    scores = _alone_transformers(transformers_model, texts, 24)
+    threshold = np.quantile(scores[:-1], 0.4, method="closest_observation")
+    m = _check_removed(out, bpe_tokenizer_dir, texts, scores, threshold - 1e-6)
+    assert m.quality_model["threshold_used"] == pytest.approx(threshold, abs=1e-5)
+    assert m.quality_model["documents_kept"] == pytest.approx(0.6 * 90, abs=1)
+
+
+def test_report_keeps_every_document_and_writes_the_low_ones(
+    tmp_path, bpe_tokenizer_dir, fasttext_model
+):
+    texts = _corpus(tmp_path)
+    out = _run(
+        tmp_path,
+        bpe_tokenizer_dir,
+        "report",
+        "--quality_model",
+        fasttext_model,
+        "--quality_label",
+        "__label__hq",
+        "--quality_threshold",
+        "0.5",
+        "--quality_action",
+        "report",
+    )
+    scores = _alone_fasttext(fasttext_model, texts)
+    low = _low_quality(out)
+    assert set(low) == {i + 1 for i, s in enumerate(scores) if s < 0.5}
+    assert all(r["reason"].endswith("kept (--quality_action report)") for r in low.values())
+    written = _written_counts(out)
+    assert (written == _token_counts(bpe_tokenizer_dir, [t for t in texts if t.strip()])).all()
+    record = manifest.read_manifest(str(out / "train")).quality_model
+    assert (record["documents_below"], record["documents_removed"]) == (len(low), 0)
+
+
+BAD_INPUTS = [
+    (["--quality_label", "hq"], "--quality_label: give --quality_model too"),
+    (["--quality_model", "{ft}"], "exactly one of --quality_threshold and --quality_keep_fraction"),
+    (
+        ["--quality_model", "{ft}", "--quality_threshold", "0.5", "--quality_keep_fraction", "0.5"],
+        "exactly one of",
+    ),
+    (["--quality_model", "{ft}", "--quality_keep_fraction", "1.5"], "must be in (0, 1]"),
+    (["--quality_model", "{ft}", "--quality_threshold", "nan"], "not a finite number"),
+    (["--quality_model", "{ft}", "--quality_threshold", "0.5"], "name the one to keep"),
+    (
+        ["--quality_model", "{ft}", "--quality_label", "good", "--quality_threshold", "0.5"],
+        "is not a label of",
+    ),
+    (
+        ["--quality_model", "{ft}", "--quality_label", "hq", "--quality_threshold", "2"],
+        "the score is a probability, in [0, 1]",
+    ),
+    (["--quality_model", "{missing}", "--quality_threshold", "0.5"], "no such file"),
+    (
+        ["--quality_model", "{junk}", "--quality_label", "hq", "--quality_threshold", "0.5"],
+        "cannot be read as a fastText model",
+    ),
+    (
+        ["--quality_model", "{not_classifier}", "--quality_threshold", "0.5"],
+        "not a *ForSequenceClassification",
+    ),
+    (
+        ["--quality_model", "{hf}", "--quality_label", "great", "--quality_threshold", "0.5"],
+        "is not a label of",
+    ),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD_INPUTS)
+def test_bad_input_is_one_line_before_anything_is_written(
+    tmp_path, capsys, bpe_tokenizer_dir, fasttext_model, args, message
+):
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"not a model" * 10)
+    other = tmp_path / "mlm"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"architectures": ["RobertaForMaskedLM"]}))
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    (hf / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["RobertaForSequenceClassification"],
+                "id2label": {"0": "bad", "1": "good"},
+            }
+        )
+    )
+    names = {
+        "ft": fasttext_model,
+        "missing": tmp_path / "nope.bin",
+        "junk": junk,
+        "not_classifier": other,
+        "hf": hf,
+    }
+    _corpus(tmp_path)
+    out = _run(tmp_path, bpe_tokenizer_dir, "out", *[a.format(**names) for a in args], code=2)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not out.exists()
+
+
+def test_threshold_of_a_fraction_is_the_quantile():
+    spec = quality_models.QualityModelSpec("m", "hq", None, 0.25, 8, 8, "remove")
+    quantiles = [i / 1000 for i in range(1001)]
+    assert model_filter.threshold_of(spec, quantiles) == 0.75
+    assert model_filter.threshold_of(spec, []) is None
+    fixed = quality_models.QualityModelSpec("m", "hq", 0.3, None, 8, 8, "remove")
+    assert model_filter.threshold_of(fixed, quantiles) == 0.3
