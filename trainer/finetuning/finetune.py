@@ -12,7 +12,8 @@ tokenized with the model's own tokenizer files and packed the family's way
 (`trainer/finetuning/packing.py`), and each of `--seeds` fine-tunes, keeps its best epoch on
 dev and scores test (`trainer/finetuning/protocol.py`). `--task` runs GLUE's tasks from their
 own layout with their own recipes (`trainer/tasks/glue.py`). The table is printed and
-`{output_dir}/results.json` written (per GLUE task `{output_dir}/TASK/results.json`);
+`{output_dir}/results.json` written (per GLUE task `{output_dir}/TASK/results.json`), with
+the best seed as a transformers folder, `hf/` beside it (`best_export`);
 `--card` adds the scores to an export's model cards; docs/finetuning.md states the protocol.
 
 Example:
@@ -27,6 +28,7 @@ from common import flags, fs
 from common.errors import UserError, run_cli
 from trainer.backends.devices import DeviceRequest
 from trainer.finetuning import (
+    best_export,
     card_scores,
     interruption,
     job_run,
@@ -64,6 +66,8 @@ def finetune(config: FinetuneFlags) -> dict | None:
     size = recipes.model_size(source.record)
     tasks = jobs.build(config, size)  # the flags, resolved once: nothing below reads them
     output_folder.check([job.output_dir for job in tasks])  # before any work: one line
+    for job in tasks:
+        best_export.check_folder(job)
     cards = card_scores.writable(card_scores.readmes(config.card)) if config.card else []
     runtime = devices(config, tasks)  # before any model: TensorFlow splits an unused CPU only
     lock = folder_lock.held(config, config.output_dir, runtime.chief)
@@ -110,8 +114,7 @@ def glue_run(
     best = {"score": None, "weights": None}
 
     def keep_best(record, model):
-        # run_seed leaves the best epoch's weights in the model when there is a test split:
-        # MNLI's is its mismatched dev set, always read.
+        # run_seed leaves the best epoch's weights in the model.
         if record.get("diverged"):
             return
         score = record["dev"]["accuracy"]
@@ -175,6 +178,7 @@ def glue_summary(documents: dict) -> dict:
             "seeds_in_mean": scores["summary"]["seeds_in_mean"],
             "results": fs.join(name, results.RESULTS),
             "dataset": document.get("dataset"),
+            "export": (document.get("export") or {}).get("path"),  # its transformers folder
         }
     return {"glue": glue.glue_score(reported), "tasks": tasks}
 

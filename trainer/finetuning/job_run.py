@@ -1,6 +1,7 @@
 """One fine-tuning job (a task of one's own files, or one GLUE task): its data packed, every
 seed fine-tuned on the run's devices (`protocol.run_seed`), its results document built and,
-by the chief, written; a pod's hosts first check that they fine-tune the same thing.
+by the chief, written with the best seed as a transformers folder (`best_export`); a pod's
+hosts first check that they fine-tune the same thing.
 
 Example:
     >>> document = run_job(runtime, source, backbone, pretrained, job, watch=watch)
@@ -14,7 +15,16 @@ import hashlib
 import numpy as np
 
 from common.errors import Terminated, UserError
-from trainer.finetuning import auto_rate, divergence, interruption, jobs, protocol, recipes, results
+from trainer.finetuning import (
+    auto_rate,
+    best_export,
+    divergence,
+    interruption,
+    jobs,
+    protocol,
+    recipes,
+    results,
+)
 from trainer.tasks import unscored
 from trainer.training import hosts
 
@@ -31,6 +41,9 @@ def run_job(
     data, counts, info = jobs.pack_task(source, job)
     backbone.check_tokenizer(info)
     check_hosts_agree(runtime, job.settings.flags, data)
+    export = best_export.BestSeed(source, info, job, counts["train"]["max_length"])
+    for line in export.notes():  # before training: a user may rather rerun with --pooling cls
+        say(runtime, line)
     jit = jit_default(job.settings.jit_compile, runtime.device.jit)
     sweep = None
     if isinstance(job.recipe.learning_rate, recipes.Auto):
@@ -47,18 +60,12 @@ def run_job(
         for seed in job.seeds:
             record = protocol.run_seed(models, seed, scalars, watch)
             if "test_predictions" in record:  # an unlabelled test split: written, not scored
-                record["test_predictions"] = unscored.write(
-                    job.output_dir,
-                    seed,
-                    job.splits["test"],
-                    job.names,
-                    record.pop("test_predictions"),
-                    runtime.chief,
-                )
+                _write_predictions(runtime, job, record)
             say(runtime, seed_line(job, record))
             records.append(record)
             if after_seed:
                 after_seed(record, models.model)
+            export.offer(record, models.model)
     except interruption.Interrupted as stop:
         path = None
         if records:  # what is complete: written, marked interrupted
@@ -71,9 +78,18 @@ def run_job(
             )
         raise Terminated(interruption.ended(stop, job.name, len(records), path)) from None
     _add_scores(document, models, data, records, pretrained)
+    export.finish(runtime, models.model, document)
     if runtime.chief:
         results.write(job.output_dir, document)
     return document
+
+
+def _write_predictions(runtime, job: jobs.Job, record: dict) -> None:
+    """The unlabelled test split's predictions as files (`unscored`); the record names them."""
+    predicted = record.pop("test_predictions")
+    record["test_predictions"] = unscored.write(
+        job.output_dir, record["seed"], job.splits["test"], job.names, predicted, runtime.chief
+    )
 
 
 def seed_line(job: jobs.Job, record: dict) -> str:

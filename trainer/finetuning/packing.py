@@ -121,3 +121,16 @@ class Packer:
         middle = [self.sep_id] * (self.pair_separators - 1)
         tail = [*middle, *second, self.sep_id]
         return row + tail, [0] * len(row) + [1] * len(tail)
+
+
+def framing(source):
+    """(first, second text) -> (ids, segment ids) as the model reads a pair, uncut: what an
+    exported tokenizer must give (`trainer.release.cross_encoder_export.write_tokenizer`)."""
+    tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
+    packer = Packer(tokenizer, info, source.family, 1 << 30)
+
+    def frame(first: str, second: str) -> tuple[list, list]:
+        packed = packer.pack([first], [second])
+        return packed.rows[0], packed.segments[0]
+
+    return frame

@@ -247,8 +247,9 @@ def fit_epoch(model, arrays: dict, seed: int, epoch: int, watch=None) -> tuple:
 
 def run_seed(models: SeedModels, seed: int, on_epoch=None, watch=None) -> dict:
     """One seed's fine-tuning; returns its record (per-epoch dev scores, best epoch, test),
-    or a diverged seed's (`divergence.record`). `watch` (`interruption.Watch`) stops the
-    training at a batch end when a SIGTERM came; the seed then raises `Interrupted`."""
+    or a diverged seed's (`divergence.record`), and leaves the best epoch's weights in the
+    model. `watch` (`interruption.Watch`) stops the training at a batch end when a SIGTERM
+    came; the seed then raises `Interrupted`."""
     started = time.perf_counter()
     data, recipe = models.data, models.recipe
     model = models.start(seed)
@@ -273,13 +274,14 @@ def run_seed(models: SeedModels, seed: int, on_epoch=None, watch=None) -> dict:
         if on_epoch:
             on_epoch(seed, entry)
         if better(dev[recipe.metric], best and best["dev"][recipe.metric], recipe.metric):
-            best = entry
-            best_weights = model.get_weights() if data.test is not None else None
+            best, best_weights = entry, model.get_weights()
     if best is None:
         return divergence.record(seed, epochs, divergence.NO_FINITE_DEV, _since(started))
     record = {"seed": seed, "best_epoch": best["epoch"], "dev": best["dev"], "epochs": epochs}
+    # The best epoch's weights stay in the model: test is scored with them, and the caller
+    # exports them (`best_export`) or starts other tasks from them (--mnli_start).
+    model.set_weights(best_weights)
     if data.test is not None:
-        model.set_weights(best_weights)
         predicted = predictions(
             model, data.test[0], data.task_type, recipe.batch_size, models.devices
         )

@@ -68,17 +68,8 @@ class Options:
     packing: str = "auto"  # --packing: training pairs several a row where the family can
 
 
-def framing(source):
-    """(query, passage) -> (ids, segment ids) as the model reads a pair, uncut: what the
-    export's tokenizer must give (`cross_encoder_export`)."""
-    tokenizer, info = tokenizer_files.load(source.tokenizer_dir)
-    packer = packing.Packer(tokenizer, info, source.family, 1 << 30)
-
-    def frame(query: str, passage: str) -> tuple[list, list]:
-        packed = packer.pack([query], [passage])
-        return packed.rows[0], packed.segments[0]
-
-    return frame
+# (query, passage) -> (ids, segment ids) as the model reads a pair: the export's tokenizer's.
+framing = packing.framing
 
 
 def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:

@@ -1,6 +1,8 @@
 """A fine-tuned cross-encoder (one relevance logit per (query, passage)) as a transformers
 `*ForSequenceClassification` folder with `num_labels` 1, which sentence-transformers'
-`CrossEncoder(folder)` loads with no code of ours and scores as we do.
+`CrossEncoder(folder)` loads with no code of ours and scores as we do. The folder is any
+fine-tuned classifier's (`write_classifier`, N logits): the classification job's export
+(`classifier_export`) writes it with its labels.
 
 The backbone's tensors are the masked-LM export's names (`task_export.backbone_tensors`);
 the head's are mapped here, found by the Keras classifier's layers rather than by the
@@ -95,7 +97,8 @@ def _layer(model, name: str):
 
 
 def head_tensors(model, prefix: str) -> dict[str, np.ndarray]:
-    """transformers name -> array of the classifier's head (module docstring)."""
+    """transformers name -> array of the classifier's head (module docstring), whatever its
+    number of logits: each Dense maps as it is, so N labels are N rows of `classifier`."""
     logits = model.get_layer("logits")
     pooled = _layer(model, "pooled_dense")
     if pooled is None:  # the backbone's pooler feeds the logits
@@ -164,7 +167,7 @@ def write_tokenizer(source, info, max_length: int, folder: str, frame) -> str:
     if ours != theirs:
         raise CrossEncoderExportError(
             f"{source.tokenizer_dir}: transformers frames a pair as {theirs[0]}, the model "
-            f"read it as {ours[0]}; the cross-encoder export cannot match them"
+            f"read it as {ours[0]}; the transformers export cannot match them"
         )
     return (
         f"the export's tokenizer.json frames a pair as the model read it "
@@ -180,19 +183,31 @@ def check(source, info, max_length: int, frame) -> str:
         return write_tokenizer(source, info, max_length, folder, frame)
 
 
-def export(source, info, model, pooling: str, max_length: int, output_dir: str, frame) -> str:
-    """Writes `model` (the fine-tuned keras-hub classifier, one logit) as a transformers
-    folder whole (`folder_swap`: an earlier export there is replaced); returns `output_dir`."""
+def write_classifier(
+    source, info, model, pooling: str, max_length: int, output_dir: str, frame, labels: dict
+) -> str:
+    """Writes `model` (a fine-tuned keras-hub classifier, any number of logits) as the
+    family's `*ForSequenceClassification` folder whole (`folder_swap`: an earlier export there
+    is replaced), `labels` the config's entries that say what its logits are (`num_labels`,
+    `id2label`, `problem_type`...); returns `output_dir`. The cross-encoder (`export`) and the
+    classification job's export (`classifier_export`) are both this folder."""
     family, config = source.family, source.record.backbone_config
     problem = pooling_problem(family, config, info.special_token_ids, pooling)
     if problem:
         raise CrossEncoderExportError(problem)
     tensors = task_export.backbone_tensors(source, model.backbone, info.pad_id)
     tensors.update(head_tensors(model, family.hf_prefix))
-    updates = {"num_labels": 1, "sentence_transformers": dict(ACTIVATION)}
+    updates = dict(labels)
     if hasattr(family.hf_config(config, info.special_token_ids), "classifier_pooling"):
         updates["classifier_pooling"] = pooling
     with folder_swap.whole_folder(output_dir, markers=(hf_export.HF_CONFIG,)) as stage:
         task_export.write_folder(source, info, tensors, architecture(family), updates, stage)
         write_tokenizer(source, info, max_length, stage, frame)
     return output_dir
+
+
+def export(source, info, model, pooling: str, max_length: int, output_dir: str, frame) -> str:
+    """Writes `model` (the fine-tuned keras-hub classifier, one logit) as a cross-encoder
+    folder (`write_classifier`); returns `output_dir`."""
+    labels = {"num_labels": 1, "sentence_transformers": dict(ACTIVATION)}
+    return write_classifier(source, info, model, pooling, max_length, output_dir, frame, labels)
