@@ -237,11 +237,17 @@ def train_dataset(
     shuffle_buffer: int = 2**16,
     share: PipelineShare = PipelineShare(),
     micro_batches: int = 1,
+    stream_start: int = 0,
 ):
     """Endless batches of `{input_ids, attention_mask}` (int32) with their `step` and `row`,
     starting at `start_step` (`micro_batches` batches per replica per step), from the
-    pipeline `share` names (a tf.data or a grain dataset)."""
-    position = start_position(source, batch_size, start_step, share.batches_per_step, micro_batches)
+    pipeline `share` names (a tf.data or a grain dataset). The stream began at step
+    `stream_start` (a later one when the run switched to this data then: --phases,
+    --extend_context): it is read from position `start_step - stream_start`, while the
+    batches carry the run's own step, so the masking keys run on."""
+    position = start_position(
+        source, batch_size, start_step - stream_start, share.batches_per_step, micro_batches
+    )
     return _module(share.pipeline).train_dataset(
         source, batch_size, seed, shuffle_buffer, start_step, position, share, micro_batches
     )
@@ -282,15 +288,23 @@ def train_dataset_fn(
     start_step: int = 0,
     shuffle_buffer: int = 2**16,
     micro_batches: int = 1,
+    stream_start: int = 0,
 ):
     """A function of a `PipelineShare`: each host reads only its files (or its share of the
     records when there are fewer files than hosts). The seed is the same on every host, so
-    record shares of a common file order stay disjoint."""
+    record shares of a common file order stay disjoint. `stream_start`: `train_dataset`'s."""
 
     def dataset_fn(share: PipelineShare):
         mine = source.for_pipeline(share.pipeline_id, share.num_pipelines)
         return train_dataset(
-            mine, per_replica_batch_size, seed, start_step, shuffle_buffer, share, micro_batches
+            mine,
+            per_replica_batch_size,
+            seed,
+            start_step,
+            shuffle_buffer,
+            share,
+            micro_batches,
+            stream_start,
         )
 
     return dataset_fn

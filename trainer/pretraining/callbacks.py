@@ -203,13 +203,21 @@ class TrainingLog(keras.callbacks.Callback):
     is the optimizer step (Keras' TensorBoard callback counts epochs, which restart).
 
     Examples/s counts training time only: the interval's validation time is excluded.
+    `phase_of(step)`, given for a run with --phases, adds the phase that trained the interval
+    ending at `step` (history.json's `phase`, a TensorBoard scalar).
     """
 
     def __init__(
-        self, run: RunDir, global_batch_size: int, history: list | None = None, chief: bool = True
+        self,
+        run: RunDir,
+        global_batch_size: int,
+        history: list | None = None,
+        chief: bool = True,
+        phase_of=None,
     ):
         super().__init__()
         self.run, self.global_batch_size, self.chief = run, global_batch_size, chief
+        self.phase_of = phase_of
         self.history = list(history or [])
         self.rates = []  # examples/s of this process's intervals
         self._writers = {}
@@ -234,6 +242,8 @@ class TrainingLog(keras.callbacks.Callback):
             "examples_per_second": rate,
             "learning_rate": float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)),
         }
+        if self.phase_of is not None:
+            entry["phase"] = self.phase_of(step)
         for name, value in logs.items():
             key = "eval_" + name[4:] if name.startswith("val_") else name
             entry.setdefault(key, float(value))

@@ -27,7 +27,7 @@ from trainer.data import masking
 from trainer.families import recipe_flags, sizes
 from trainer.families.recipe_flags import SCHEDULES
 from trainer.models import model
-from trainer.pretraining import context_extension
+from trainer.pretraining import context_extension, phases
 from trainer.pretraining.plan import CONTINUED_LEARNING_RATE, DEFAULT_LEARNING_RATES
 from trainer.run_folder.lock_flags import LockFlags
 from trainer.startup import keras_backend
@@ -75,6 +75,17 @@ class DataFlags:
         "omitted (required for legacy-format shards).",
         minimum=1,
     )
+    phases: str = flag(
+        "Switch the training data and masking rate at given steps (mmBERT, Ettin): "
+        "'STEP:DATA:RATE;STEP:DATA:RATE...', DATA a prepared training split (empty: the previous "
+        "phase's data reads on), RATE in (0, 1) (empty: the previous phase's); phase 0 is "
+        "--train_data at --mlm_probability (docs/training.md, Phases)."
+    )
+
+    @property
+    def phase_list(self) -> tuple:
+        """The flag's phases (`trainer.pretraining.phases.PhaseFlag`), checked when parsed."""
+        return phases.parse(self.phases)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -338,6 +349,7 @@ class TrainConfig:
             flags.resolve(self, device=dataclasses.replace(self.device, precision="bf16"))
         self.device.check_devices()
         self.schedule.check_decay_flags()
+        phases.parse(self.data.phases)  # a bad --phases is a usage error, named now
         if (self.schedule.train_steps is None) == (self.schedule.epochs is None):
             raise ValueError("give exactly one of --train_steps and --epochs")
         if self.execution.backend is None:  # else the flag chose it (startup/keras_backend.py)

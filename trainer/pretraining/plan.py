@@ -90,6 +90,9 @@ class TrainPlan:
     # The 1 - sqrt decay of --schedule wsd: its first step and length; None for linear.
     decay_start: int | None = None
     decay_steps: int | None = None
+    # Where a phase after phase 0 begins (--phases): a `fit` call never spans two, so each
+    # reads one phase's data stream at one masking rate.
+    phase_starts: tuple = ()
 
     @property
     def decay(self) -> tuple[int, int] | None:
@@ -105,7 +108,21 @@ class TrainPlan:
             step += length
         if step < self.total_steps:
             out.append((step, (self.total_steps - step) // self.interval, self.interval))
-        return out
+        return self._split_at_phases(out)
+
+    def _split_at_phases(self, segments: list) -> list[tuple[int, int, int]]:
+        """`segments` with each interval that holds a phase start cut there, in two calls."""
+        out = []
+        for first, intervals, length in segments:
+            for i in range(intervals):
+                begin, end = first + i * length, first + (i + 1) * length
+                cuts = [s for s in self.phase_starts if begin < s < end]
+                if not cuts:
+                    out.append((begin, 1, length))
+                    continue
+                edges = [begin, *cuts, end]
+                out += [(a, 1, b - a) for a, b in zip(edges, edges[1:])]
+        return _merged(out, self.phase_starts) if self.phase_starts else segments
 
     def eval_epochs(self, first_step: int, intervals: int, length: int) -> list[int]:
         """1-based epochs of one `fit` call after which to evaluate."""
@@ -118,7 +135,21 @@ class TrainPlan:
 
     def steps_per_execution_from(self, start_step: int) -> int:
         """Compiled steps per call: must divide every interval of `segments(start_step)`."""
-        return math.gcd(self.steps_per_execution, self.interval, start_step)
+        return math.gcd(self.steps_per_execution, self.interval, start_step, *self.phase_starts)
+
+
+def _merged(segments: list, phase_starts: tuple) -> list[tuple[int, int, int]]:
+    """Runs of consecutive one-interval calls of one length joined into one call (fewer
+    `fit` calls; the epochs, hence the interval ends, are the same), never across the start
+    of a phase."""
+    out = []
+    for first, intervals, length in segments:
+        joins = out and out[-1][2] == length and out[-1][0] + out[-1][1] * length == first
+        if joins and first not in phase_starts:
+            out[-1] = (out[-1][0], out[-1][1] + intervals, length)
+        else:
+            out.append((first, intervals, length))
+    return out
 
 
 def make_plan(
@@ -129,10 +160,12 @@ def make_plan(
     warmup_ratio: float,
     saved: RunRecord | None = None,
     decay: DecayFlags | None = None,
+    phase_starts: tuple = (),
 ) -> TrainPlan:
     """The plan of this attempt; `saved` is the record of a run that has trained (None
     for a new run, or one killed before its first backup: that one is planned afresh);
-    `decay` the flags of a warmup-stable-decay schedule (None: linear decay)."""
+    `decay` the flags of a warmup-stable-decay schedule (None: linear decay); `phase_starts`
+    the steps where --phases switches data or masking rate."""
     interval = math.gcd(save_every, eval_every, total_steps)
     warmup = warmup_steps(total_steps, warmup_ratio, saved)
     start, length = decay_phase(total_steps, warmup, decay) if decay else (None, None)
@@ -144,6 +177,7 @@ def make_plan(
         eval_every,
         start,
         length,
+        tuple(phase_starts),
     )
 
 

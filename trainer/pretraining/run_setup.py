@@ -15,7 +15,7 @@ from common.publish import PushFlags
 from trainer.data import splits as data
 from trainer.data.masking import MaskingSpec
 from trainer.models import init_from, model, starting_point
-from trainer.pretraining import context_extension, pretrain_recipe
+from trainer.pretraining import context_extension, phases, pretrain_recipe
 from trainer.pretraining import plan as plans
 from trainer.pretraining.config import DataFlags, MaskingFlags, TrainConfig
 from trainer.release import push
@@ -65,6 +65,10 @@ class Inputs:
     # The step at which the training data's stream starts (after a --extend_context restart:
     # the step the longer data took over; trainer/pretraining/context_extension.py).
     data_start_step: int = 0
+    # --phases: each phase's flag and validated split (`phases.load`), then, once the resume
+    # step is known, the phases the run trains (`phases.Phase`, phase 0 first).
+    phase_flags: tuple = ()
+    phases: tuple = ()
 
 
 def load_inputs(flags: DataFlags) -> Inputs:
@@ -72,7 +76,8 @@ def load_inputs(flags: DataFlags) -> Inputs:
     train_source = data.resolve_split(flags.train_data, info, flags.max_length)
     eval_source = data.resolve_split(flags.eval_data, info, train_source.max_length)
     data.check_one_prepare_run(train_source, eval_source)
-    return Inputs(tokenizer, info, train_source, eval_source)
+    loaded = phases.load(flags.phase_list, info, train_source.max_length)
+    return Inputs(tokenizer, info, train_source, eval_source, phase_flags=loaded)
 
 
 def check_backend(asked: str | None) -> str:
@@ -198,15 +203,23 @@ def check_continuation(
 def data_start(
     extend_context: bool, family, saved, run_config: dict, start_step: int, inputs: Inputs
 ) -> Inputs:
-    """Records where the training data's stream starts (and what an extension changed);
-    returns the inputs that read from there."""
+    """Records where the training data's stream starts (and what an extension changed) and
+    the phases (--phases); returns the inputs that read from there. Phases that have trained
+    must be the saved run's (an extension replaces the data from its step: those are past)."""
     now = RunRecord.of(run_config, family)
     start = context_extension.data_start_step(saved, now, start_step)
     changed = context_extension.changes(saved, now) if extend_context else None
     run_config["data_start_step"] = start
     if changed:
         run_config["context_extension"] = changed
-    return dataclasses.replace(inputs, data_start_step=start)
+    first = phases.Phase(0, 0, inputs.train, start, run_config["mlm_probability"])
+    built = phases.build(first, inputs.phase_flags)
+    records = [phase.record() for phase in built]
+    before = saved.raw.get("data_phases") if saved else None
+    if not extend_context:
+        phases.check_restart(before, records, start_step, run_config["output_dir"])
+    run_config["data_phases"] = phases.with_reached(records, before, start_step)
+    return dataclasses.replace(inputs, data_start_step=start, phases=built)
 
 
 def extension_view(extend_context: bool, now: RunRecord, saved, trained, where: str):
@@ -246,6 +259,7 @@ def plan_of(config, runtime, inputs, trained) -> tuple:
             f"{config.data.train_data} holds fewer examples than one global batch of "
             f"{global_batch}."
         )
+    phases.check_steps(inputs.phase_flags, total_steps, global_batch)
     plan = plans.make_plan(
         total_steps,
         config.run.save_every,
@@ -256,6 +270,7 @@ def plan_of(config, runtime, inputs, trained) -> tuple:
         plans.DecayFlags(schedule.decay_ratio, schedule.decay_from_step, schedule.decay_steps)
         if schedule.schedule == "wsd"
         else None,
+        phases.starts(config.data.phase_list),
     )
     return global_batch, plan
 

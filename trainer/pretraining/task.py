@@ -27,8 +27,8 @@ from trainer.data import splits as data
 from trainer.models import checkpoints, init_from, model
 from trainer.models.checkpoints import update_count
 from trainer.pretraining import callbacks as cb
+from trainer.pretraining import phases, run_setup
 from trainer.pretraining import plan as plans
-from trainer.pretraining import run_setup
 from trainer.pretraining.config import TrainConfig, parse_args
 from trainer.pretraining.train_step import MaskedLMTrainer
 from trainer.release import export
@@ -51,6 +51,7 @@ class Run:
     global_batch: int
     trainer_model: MaskedLMTrainer
     masked_lm: keras.Model
+    run_config: dict  # as written at the start; --phases marks when each phase is reached
 
 
 def _build(config, family, runtime, spec, backbone, plan):
@@ -128,7 +129,9 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
         init_from.load_into(masked_lm, initial)
     run_setup.check_resume(saved, plan, start_step, run_files.root, config.schedule.decay_from_step)
     inputs = run_setup.data_start(extend_context, family, saved, run_config, start_step, inputs)
-    run = Run(config, runtime, run_files, inputs, plan, global_batch, trainer_model, masked_lm)
+    run = Run(
+        config, runtime, run_files, inputs, plan, global_batch, trainer_model, masked_lm, run_config
+    )
     if runtime.chief:  # only once every check passed: a refused command changes no file
         run_setup.remove_orphans(run_files)
         earlier = saved.raw if saved else None
@@ -145,7 +148,8 @@ def _train(config: TrainConfig, runtime, lock, extra_callbacks) -> dict:
             lambda: _evaluate(run),
         )
     _recompile_for(run, start_step)
-    with read_errors.replaced_splits_named(inputs.train, inputs.eval):
+    read = {p.source.split_dir: p.source for p in inputs.phases[1:]}  # --phases' folders too
+    with read_errors.replaced_splits_named(inputs.train, inputs.eval, *read.values()):
         log = _fit(run, start_step, [folder_lock.LockKept(lock)], extra_callbacks)
     # The optimizer's own count, not the configured total: what the weights really saw.
     steps_done = update_count(trainer_model.optimizer)
@@ -212,7 +216,11 @@ def _fit(run: Run, start_step: int, guards, extra_callbacks):
     interval end before anything of it is written."""
     config, runtime, plan, inputs = run.config, run.runtime, run.plan, run.inputs
     log = cb.TrainingLog(
-        run.files, run.global_batch, cb.read_history(run.files.history, start_step), runtime.chief
+        run.files,
+        run.global_batch,
+        cb.read_history(run.files.history, start_step),
+        runtime.chief,
+        phase_of=_phase_number(inputs.phases),
     )
     callbacks = _callbacks(run, [*guards, log])
     callbacks.extend(extra_callbacks)
@@ -222,15 +230,18 @@ def _fit(run: Run, start_step: int, guards, extra_callbacks):
     )
     eval_steps = _eval_steps(run)
     micro = config.batch.grad_accum_steps
+    phase = None
     for first_step, intervals, length in plan.segments(start_step):
+        phase = _enter_phase(run, first_step, phase)
         train_batches = runtime.distribute(
             data.train_dataset_fn(
-                inputs.train,
+                phase.source,
                 batch_size,
                 config.run.seed,
-                first_step - inputs.data_start_step,
+                first_step,
                 config.run.shuffle_buffer_size,
                 micro,
+                phase.data_start_step,
             )
         )
         run.trainer_model.fit(
@@ -245,6 +256,27 @@ def _fit(run: Run, start_step: int, guards, extra_callbacks):
             shuffle=False,
         )  # data_order shuffles; Keras would warn it cannot
     return log
+
+
+def _phase_number(run_phases: tuple):
+    """The history's phase of an interval ending at a step (None for a run of one phase)."""
+    if len(run_phases) < 2:
+        return None
+    return lambda step: phases.at(run_phases, step - 1).number
+
+
+def _enter_phase(run: Run, step: int, previous):
+    """The phase that trains from `step` (a `fit` call never spans two), its masking rate
+    set; said in one line when it begins (or an attempt resumes in it), and at its start
+    step recorded in run_config.json as reached."""
+    phase = phases.at(run.inputs.phases, step)
+    run.trainer_model.use_rate(phase.rate)
+    if phase != previous and phase.number:
+        print(phases.said(phase))
+        if step == phase.start_step and run.runtime.chief:
+            phases.mark_reached(run.run_config["data_phases"], phase.number)
+            RunRecord.from_dict(run.run_config).write(run.files.run_config)
+    return phase
 
 
 def finished_metrics(run_files, total_steps: int, global_batch: int, chief: bool, evaluate) -> dict:

@@ -22,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 from keras import ops
 
@@ -59,7 +61,12 @@ class MaskedLMTrainer(keras.Model):
     ):
         super().__init__(**kwargs)
         self.masked_lm = masked_lm
-        self.spec = spec
+        self.spec = spec  # evaluation's, and training's until `use_rate` changes the rate
+        self.train_spec = spec
+        # The compiled train step of each masking rate used (--phases): the rate is fixed
+        # when a step is traced, so a phase at another rate gets its own step, and a rate
+        # seen before reuses its own (one compiled step per distinct rate at most).
+        self._steps_by_rate = {}
         self.mask_seed = seed
         self.eval_seed = eval_seed
         self.family = families.of_model(masked_lm)
@@ -75,9 +82,32 @@ class MaskedLMTrainer(keras.Model):
         ids = ops.cast(inputs[schema.INPUT_IDS], "int32")
         if STEP in inputs:
             keys = train_keys(self.mask_seed, ops.cast(inputs[STEP], "int32"), inputs[ROW])
+            spec = self.train_spec
         else:
-            keys = content_keys(self.eval_seed, ids)
-        return mask_tokens(ids, inputs[schema.ATTENTION_MASK], keys, self.spec)
+            keys, spec = content_keys(self.eval_seed, ids), self.spec
+        return mask_tokens(ids, inputs[schema.ATTENTION_MASK], keys, spec)
+
+    def use_rate(self, rate: float) -> None:
+        """Masks training batches at `rate` from the next `fit` on (--phases); evaluation
+        keeps the run's own rate, so its loss compares across phases."""
+        if rate == self.train_spec.rate:
+            return
+        if self.train_function is not None:
+            self._steps_by_rate[self.train_spec.rate] = self.train_function
+        self.train_spec = dataclasses.replace(self.train_spec, rate=rate)
+        # None: Keras traces and compiles the step for this rate at the next `fit`.
+        self.train_function = self._steps_by_rate.get(rate)
+        if self.train_function is None:
+            # A new function to trace: JAX caches traces by the traced function (Keras jits
+            # the bound `train_step`, equal across rates), which would hand back the step
+            # traced at the earlier rate.
+            step = type(self).train_step
+            self.train_step = lambda *args: step(self, *args)
+
+    def compile(self, *args, **kwargs):
+        """Keras' compile; a new compilation (other steps per call) makes steps anew."""
+        self._steps_by_rate.clear()
+        super().compile(*args, **kwargs)
 
     def call(self, inputs, training=False):
         """`{logits, mask_ids, mask_weights}` at the masked slots of a raw batch."""

@@ -186,6 +186,33 @@ def attempts_section(facts) -> str:
     )
 
 
+def _phases_trained(facts) -> list:
+    """The --phases records whose steps trained these weights; [] for a run of one phase."""
+    step = facts.step
+    trained = [p for p in facts.record.data_phases if step is None or p["start_step"] < step]
+    return trained if len(trained) > 1 else []
+
+
+def phases_section(facts) -> str:
+    """One row per phase: its steps, training data and masking rate (empty without phases)."""
+    trained = _phases_trained(facts)
+    if not trained:
+        return ""
+    lines = ["| phase | steps | training data | masking rate |", "|---|---|---|---|"]
+    for i, phase in enumerate(trained):
+        end = trained[i + 1]["start_step"] if i + 1 < len(trained) else facts.step
+        data = f"`{phase['train_data']}`"
+        if phase["phase"] and phase["data_start_step"] != phase["start_step"]:
+            data += f" (read on from step {phase['data_start_step']})"
+        steps = f"{phase['start_step']}-{_n(end)}"
+        lines.append(f"| {phase['phase']} | {steps} | {data} | {phase['mlm_probability']} |")
+    return (
+        "### Phases\n\nThe run switched its training data and masking rate at these steps "
+        "(each phase trained the steps after its start, up to its end; a folder's data read "
+        "from its beginning unless said):\n\n" + "\n".join(lines)
+    )
+
+
 def recipe_section(facts) -> str:
     record, recipe = facts.record, facts.record.recipe
     batch, step = recipe.global_batch_size, facts.step
@@ -199,7 +226,8 @@ def recipe_section(facts) -> str:
         ("optimizer", _optimizer(recipe)),
         (
             "masking",
-            f"{MASKING.get(record.masking, record.masking)}, {record.mlm_probability} of tokens",
+            f"{MASKING.get(record.masking, record.masking)}, {record.mlm_probability} of tokens"
+            + (" (phase 0 and evaluation; by phase below)" if _phases_trained(facts) else ""),
         ),
         ("precision", recipe.precision),
         ("hardware", _hardware(recipe)),
@@ -210,8 +238,8 @@ def recipe_section(facts) -> str:
     rows = [
         (label, "by attempt, see below" if label in varying else value) for label, value in rows
     ]
-    attempts = attempts_section(facts)
-    return "## Training recipe\n\n" + _table(rows) + (f"\n\n{attempts}" if attempts else "")
+    more = [part for part in (phases_section(facts), attempts_section(facts)) if part]
+    return "## Training recipe\n\n" + _table(rows) + "".join(f"\n\n{part}" for part in more)
 
 
 def results_section(facts) -> str:

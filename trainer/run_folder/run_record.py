@@ -132,6 +132,13 @@ class RunRecord:
         return self.raw.get(name)
 
     @property
+    def data_phases(self) -> tuple:
+        """The training data and masking rate by phase (--phases; phase 0 the run's own),
+        oldest first, as run_config.json's `data_phases` records them; () where it records
+        none (a run from before phases)."""
+        return tuple(self.raw.get("data_phases") or ())
+
+    @property
     def max_sequence_length(self) -> int | None:
         """The longest sequence to feed the model: its position table's length, or where it
         has none (rotary positions), the length it was trained at."""
