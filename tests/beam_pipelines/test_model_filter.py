@@ -16,8 +16,9 @@ from beam_pipelines import model_filter, prepare, quality_models, summary
 from common import manifest
 from tests.beam_pipelines.test_prepare import encode_all, read_split, write_jsonl
 
-GOOD = "theorem proof energy protein river history mountain language science cell orbit".split()
-BAD = "buy cheap click free win casino offer deal now subscribe bonus".split()
+# Words of the fine-tuned classifier's word-level vocabulary (tests/trainer/mlm_data.py: w0 ...).
+GOOD = [f"w{i}" for i in range(0, 11)]
+BAD = [f"w{i}" for i in range(11, 22)]
 
 
 def _texts(seed: int, n: int) -> list[tuple[str, str]]:
@@ -80,45 +81,26 @@ def _alone_fasttext(path: str, texts: list[str]) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def transformers_model(tmp_path_factory, bpe_tokenizer_dir):
-    """A tiny RoBERTa sequence classifier (labels bad, good) with the corpus' tokenizer."""
-    import torch
-    import transformers
+def transformers_model(tmp_path_factory):
+    """What `trainer.finetune` writes for a classification task (`hf/`): a tiny RoBERTa
+    fine-tuned on good and spam documents (labels bad, good; ~10 s on TensorFlow)."""
+    from tests.trainer import finetune_data as fd
+    from trainer.finetuning import finetune
 
     folder = tmp_path_factory.mktemp("classifier")
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_file=f"{bpe_tokenizer_dir}/tokenizer.json",
-        bos_token="<s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-        unk_token="<unk>",
-        model_max_length=64,
-    )
-    config = transformers.RobertaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=80,
-        pad_token_id=tokenizer.pad_token_id,
-        id2label={0: "bad", 1: "good"},
-        label2id={"bad": 0, "good": 1},
-    )
-    torch.manual_seed(0)
-    model = transformers.RobertaForSequenceClassification(config)
-    data = _texts(1, 256)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    for step in range(16):
-        part = data[16 * step : 16 * step + 16]
-        batch = tokenizer([t for _, t in part], padding=True, truncation=True, return_tensors="pt")
-        labels = torch.tensor([int(label == "good") for label, _ in part])
-        model(**batch, labels=labels).loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
+    model = fd.export_preset(folder, "roberta")
+    files = {}
+    for split, (seed, count) in {"train": (1, 192), "dev": (3, 48)}.items():
+        rows = [{"text": text, "label": label} for label, text in _texts(seed, count)]
+        files[split] = write_jsonl(folder / f"{split}.jsonl", [])  # the path; rows below
+        files[split].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = ["--model", model, "--train", str(files["train"]), "--dev", str(files["dev"])]
+    args += ["--pooling", "cls", "--max_length", "32", "--seeds", "1", "--epochs", "3"]
+    args += ["--batch_size", "16", "--learning_rate", "1e-2", "--output_dir", str(folder / "out")]
+    assert finetune.main(args) == 0
+    export = json.loads((folder / "out" / "results.json").read_text())["export"]
+    assert export["labels"] == ["bad", "good"]
+    return export["path"]
 
 
 def _alone_transformers(folder: str, texts: list[str], max_tokens: int) -> np.ndarray:
@@ -230,56 +212,44 @@ def test_fasttext_filter_removes_what_the_model_scores_low(
     assert f"+ low quality {record['documents_removed']}" in lines
 
 
-def test_transformers_filter_keeps_the_top_fraction(
+def test_finetuned_classifier_filter_removes_what_transformers_scores_low(
     tmp_path, bpe_tokenizer_dir, transformers_model
 ):
+    """trainer.finetune's export, run in length-bucketed batches of 8, its documents cut at
+    24 tokens: the same removals as transformers scoring each document alone."""
     texts = _corpus(tmp_path)
     out = _run(
-        tmp_path,
-        bpe_tokenizer_dir,
-        "hf",
-        "--quality_model",
-        transformers_model,
-        "--quality_label",
-        "good",
-        "--quality_keep_fraction",
-        "0.6",
-        "--quality_max_tokens",
-        "24",
-        "--quality_batch_size",
-        "8",
-    )
+        tmp_path, bpe_tokenizer_dir, "hf", "--quality_model", transformers_model,
+        "--quality_label", "good", "--quality_threshold", "0.5", "--quality_max_tokens", "24",
+        "--quality_batch_size", "8",
+    )  # fmt: skip
     scores = _alone_transformers(transformers_model, texts, 24)
-    threshold = np.quantile(scores[:-1], 0.4, method="closest_observation")
-    m = _check_removed(out, bpe_tokenizer_dir, texts, scores, threshold - 1e-6)
-    assert m.quality_model["threshold_used"] == pytest.approx(threshold, abs=1e-5)
-    assert m.quality_model["documents_kept"] == pytest.approx(0.6 * 90, abs=1)
+    assert np.abs(scores[:-1] - 0.5).min() > 0.1  # learnt: no document near the threshold
+    m = _check_removed(out, bpe_tokenizer_dir, texts, scores, 0.5)
+    assert m.quality_model["kind"] == "transformers" and m.quality_model["max_tokens"] == 24
+    names = {f["name"] for f in m.quality_model["files"]}
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= names
 
 
-def test_report_keeps_every_document_and_writes_the_low_ones(
-    tmp_path, bpe_tokenizer_dir, fasttext_model
-):
+def test_a_top_fraction_reported_keeps_every_document(tmp_path, bpe_tokenizer_dir, fasttext_model):
+    """--quality_keep_fraction: the threshold is the scores' quantile (fastText's scores are
+    the same alone and batched, ties kept); report mode writes the low ones and keeps all."""
     texts = _corpus(tmp_path)
     out = _run(
-        tmp_path,
-        bpe_tokenizer_dir,
-        "report",
-        "--quality_model",
-        fasttext_model,
-        "--quality_label",
-        "__label__hq",
-        "--quality_threshold",
-        "0.5",
-        "--quality_action",
-        "report",
-    )
-    scores = _alone_fasttext(fasttext_model, texts)
+        tmp_path, bpe_tokenizer_dir, "report", "--quality_model", fasttext_model,
+        "--quality_label", "__label__hq", "--quality_keep_fraction", "0.3",
+        "--quality_action", "report",
+    )  # fmt: skip
+    scores = _alone_fasttext(fasttext_model, texts)[:-1]
+    record = manifest.read_manifest(str(out / "train")).quality_model
+    threshold = record["threshold_used"]
+    assert threshold == pytest.approx(np.quantile(scores, 0.7, method="nearest"), abs=1e-6)
     low = _low_quality(out)
-    assert set(low) == {i + 1 for i, s in enumerate(scores) if s < 0.5}
+    assert set(low) == {i + 1 for i, s in enumerate(scores) if s < threshold}
+    assert 0 < len(low) <= 0.7 * len(scores) + 1  # ties at the threshold are kept
     assert all(r["reason"].endswith("kept (--quality_action report)") for r in low.values())
     written = _written_counts(out)
     assert (written == _token_counts(bpe_tokenizer_dir, [t for t in texts if t.strip()])).all()
-    record = manifest.read_manifest(str(out / "train")).quality_model
     assert (record["documents_below"], record["documents_removed"]) == (len(low), 0)
 
 
