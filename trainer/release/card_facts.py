@@ -109,6 +109,7 @@ def split_summary(split_dir: str, expected_digest: str | None) -> tuple[dict | N
         "duplicates_by_kind": run.get("duplicates_by_kind"),
         "filtered_by_rule": run.get("filtered_by_rule"),
         "decontamination": found.decontamination,  # {}: not checked (prepare --decontaminate)
+        "quality_model": found.quality_model,  # {}: no model scored it (prepare --quality_model)
         "tokens_dropped": own.get("tokens_dropped"),
     }, ""
 

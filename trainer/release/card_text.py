@@ -84,6 +84,23 @@ def _decontamination(record: dict | None) -> str:
     )
 
 
+def _quality_model(record: dict | None) -> str:
+    """What prepare's --quality_model kept (its manifest's `quality_model`)."""
+    if not record:
+        return "none"
+    kept = (
+        f"score >= {record['threshold_used']:.4g}" if record["threshold_used"] is not None else ""
+    )
+    if record.get("keep_fraction") is not None:
+        kept += f" (the top {record['keep_fraction']:g})"
+    outcome = "removed" if record["action"] == "remove" else "kept, reported"
+    return (
+        f"{record['kind']} classifier (sha256 {record['sha256'][:12]}), {record['score']}: "
+        f"{record['documents_kept']:,} of {record['documents_scored']:,} documents kept at "
+        f"{kept}; {record['documents_below']:,} below it {outcome}"
+    )
+
+
 def data_section(facts) -> str:
     train, evaluation = facts.train_data, facts.eval_data
     if train is None:
@@ -94,6 +111,7 @@ def data_section(facts) -> str:
         ("duplicates removed", _removed(train["duplicates_by_kind"])),
         ("removed by the quality filter", _removed(train["filtered_by_rule"])),
         ("evaluation sets checked for overlap", _decontamination(train.get("decontamination"))),
+        ("quality classifier", _quality_model(train.get("quality_model"))),
         ("empty documents", _n(train["documents_empty"])),
         ("documents in the training split", _n(train["split_documents"])),
         ("training sequences", f"{train['sequences']:,} of {train['max_length']} tokens"),
