@@ -8,7 +8,8 @@ Two kinds, told apart by what `--quality_model` names:
   line breaks made spaces (fastText reads one line).
 - **transformers** (a folder with config.json: a `*ForSequenceClassification`, such as the
   `hf/` folder `trainer.finetune` writes for a classification task, or FineWeb-Edu's
-  classifier): the document's first `--quality_max_tokens` tokens, batched with padding; the
+  classifier): the document's first `--quality_max_tokens` tokens (at most what the model
+  reads: its tokenizer's `model_max_length`, else its position table), batched with padding; the
   score is the softmax probability of `--quality_label` (sigmoid for a multi-label head), or
   for a one-output head (`num_labels` 1, a regression such as FineWeb-Edu's 0-5 scale) the
   output itself. Runs with torch on CPU.
@@ -210,6 +211,25 @@ def _transformers_head(path: str) -> tuple[list[str], str]:
     return labels, "sigmoid" if multi else "softmax"
 
 
+def _model_tokens(path: str) -> int | None:
+    """The most tokens a transformers folder reads: its tokenizer's `model_max_length`, else
+    its position table (RoBERTa's starts after the padding id); None when neither says."""
+
+    def read(name: str) -> dict:
+        file = fs.join(path, name)
+        return json.loads(fs.read_bytes(file)) if fs.exists(file) else {}
+
+    length = read("tokenizer_config.json").get("model_max_length")
+    if isinstance(length, int) and 0 < length < 1_000_000:
+        return length
+    config = read("config.json")
+    positions = config.get("max_position_embeddings")
+    if not isinstance(positions, int):
+        return None
+    roberta_like = "roberta" in str(config.get("model_type", ""))
+    return positions - (int(config.get("pad_token_id") or 0) + 1 if roberta_like else 0)
+
+
 def _label_index(spec: QualityModelSpec, labels: list[str], kind: str) -> int:
     """The index of --quality_label among `labels` (-1: a one-output head's own value)."""
     if kind == "transformers" and len(labels) == 1:
@@ -245,6 +265,9 @@ def load(spec: QualityModelSpec) -> QualityModelSpec:
         else:
             labels, activation = _transformers_head(spec.path)
     index = _label_index(spec, labels, kind)
+    # A document is cut at what the model can read: more positions than its table is an
+    # index error deep inside transformers on a worker.
+    max_tokens = min(spec.max_tokens, _model_tokens(spec.path) or spec.max_tokens)
     if index >= 0 and spec.threshold is not None and not 0 <= spec.threshold <= 1:
         raise QualityModelError(
             f"--quality_threshold {spec.threshold}: the score is a probability, in [0, 1]"
@@ -261,10 +284,15 @@ def load(spec: QualityModelSpec) -> QualityModelSpec:
         "threshold": spec.threshold,
         "keep_fraction": spec.keep_fraction,
         "action": spec.action,
-        "max_tokens": spec.max_tokens if kind == "transformers" else None,
+        "max_tokens": max_tokens if kind == "transformers" else None,
     }
     return dataclasses.replace(
-        spec, kind=kind, label_index=index, activation=activation, record=record
+        spec,
+        kind=kind,
+        label_index=index,
+        activation=activation,
+        max_tokens=max_tokens,
+        record=record,
     )
 
 

@@ -12,8 +12,8 @@ kind) and transformers BERT classifiers of the `--sizes` asked (base: 110M param
 size of FineWeb-Edu's classifier) with a BPE tokenizer trained here, reading
 `--max_tokens` tokens. Each is timed twice on one core (torch and fastText on one thread):
 the scorer alone over batches of similar length (as RunInference's length buckets give),
-and through Beam (`RunInference` with our handler on the FnApiRunner, one worker), whose
-overhead is the difference.
+and through Beam (`RunInference` with our handler on the FnApiRunner, one worker), less the
+same pipeline without it and less the model's load (printed apart: once per worker process).
 """
 
 from __future__ import annotations
@@ -115,24 +115,26 @@ def transformers_model(docs: list[str], folder: str, size: str, max_tokens: int)
     return path
 
 
-def spec_for(path: str, args) -> quality_models.QualityModelSpec:
+def spec_for(path: str, label: str, args) -> quality_models.QualityModelSpec:
     return quality_models.load(
         quality_models.QualityModelSpec(
-            path, "hq", 0.5, None, args.max_tokens, args.batch_size, "remove"
+            path, label, 0.5, None, args.max_tokens, args.batch_size, "remove"
         )
     )
 
 
-def scorer_alone(spec, docs: list[str]) -> float:
-    """Seconds to score `docs` in batches of similar length, the model loaded beforehand."""
+def scorer_alone(spec, docs: list[str]) -> tuple[float, float]:
+    """(seconds to load the model, seconds to score `docs` in batches of similar length)."""
     with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
         score = quality_models.open_scorer(spec, folder)
+        load = time.perf_counter() - start
         ordered = sorted(docs, key=len)
         score(ordered[: spec.batch_size])  # warm-up: first calls allocate
         start = time.perf_counter()
         for i in range(0, len(ordered), spec.batch_size):
             score(ordered[i : i + spec.batch_size])
-        return time.perf_counter() - start
+        return load, time.perf_counter() - start
 
 
 def _pipeline_seconds(docs: list[str], step=None) -> float:
@@ -151,21 +153,23 @@ def _pipeline_seconds(docs: list[str], step=None) -> float:
 
 
 def through_beam(spec, docs: list[str]) -> float:
-    """Seconds RunInference with our handler adds to a pipeline over `docs` (model load
-    included), one worker on the FnApiRunner: the same pipeline without it is subtracted."""
+    """Seconds RunInference with our handler adds to a pipeline over `docs` (the model's load
+    included: the caller subtracts it), one worker on the FnApiRunner: the same pipeline
+    without it is subtracted."""
     with_model = _pipeline_seconds(
         docs, model_filter.RunInference(model_filter.QualityHandler(spec))
     )
     return with_model - _pipeline_seconds(docs)
 
 
-def row(name: str, docs: list[str], alone: float, beam_seconds: float) -> str:
+def row(name: str, docs: list[str], alone: float, beam_seconds: float, load: float) -> str:
     chars = sum(len(d.encode("utf-8")) for d in docs)
     per_core = len(docs) / alone
     core_hours_tb = 1e12 / (chars / alone) / 3600
     return (
         f"| {name} | {len(docs):,} | {chars / len(docs):,.0f} | {per_core:,.1f} | "
-        f"{chars / alone / 1e6:.2f} | {core_hours_tb:,.0f} | {len(docs) / beam_seconds:,.1f} |"
+        f"{chars / alone / 1e6:.2f} | {core_hours_tb:,.0f} | {len(docs) / beam_seconds:,.1f} | "
+        f"{load:.1f} |"
     )
 
 
@@ -178,7 +182,8 @@ def main(argv=None) -> None:
     parser.add_argument("--doc_chars", type=int, default=3000)
     parser.add_argument("--fasttext", help="a fastText model file (default: one trained here)")
     parser.add_argument("--ft_dim", type=int, default=256)
-    parser.add_argument("--hf", nargs="*", default=[], help="transformers folders (label hq)")
+    parser.add_argument("--hf", nargs="*", default=[], help="transformers folders")
+    parser.add_argument("--hf_label", default="good", help="the label --hf folders score")
     parser.add_argument("--sizes", default="tiny,base", help=f"of {sorted(SIZES)}, or none")
     parser.add_argument("--max_tokens", type=int, default=512)
     parser.add_argument("--batch_size", type=int, default=32)
@@ -192,24 +197,28 @@ def main(argv=None) -> None:
     )
     print(
         "| model | documents | bytes/doc | docs/s per core | MB/s per core | core-hours per TB "
-        "| docs/s through Beam |"
+        "| docs/s through Beam | model load s |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
-        models = [("fastText", args.fasttext or fasttext_model(docs, folder, args.ft_dim), docs)]
+        ft = args.fasttext or fasttext_model(docs, folder, args.ft_dim)
+        models = [("fastText", ft, docs, "hq")]
         sizes = [s for s in args.sizes.split(",") if s in SIZES]
         models += [
             (
                 f"BERT {s} (random)",
                 transformers_model(docs, folder, s, args.max_tokens),
                 docs[: args.hf_docs],
+                "hq",
             )
             for s in sizes
         ]
-        models += [(path, path, docs[: args.hf_docs]) for path in args.hf]
-        for name, path, part in models:
-            spec = spec_for(path, args)
-            print(row(name, part, scorer_alone(spec, part), through_beam(spec, part)), flush=True)
+        models += [(path, path, docs[: args.hf_docs], args.hf_label) for path in args.hf]
+        for name, path, part, label in models:
+            spec = spec_for(path, label, args)
+            load, alone = scorer_alone(spec, part)
+            beam_seconds = through_beam(spec, part) - load
+            print(row(name, part, alone, beam_seconds, load), flush=True)
 
 
 if __name__ == "__main__":

@@ -216,17 +216,17 @@ def test_finetuned_classifier_filter_removes_what_transformers_scores_low(
     tmp_path, bpe_tokenizer_dir, transformers_model
 ):
     """trainer.finetune's export, run in length-bucketed batches of 8, its documents cut at
-    24 tokens: the same removals as transformers scoring each document alone."""
+    the 32 tokens it was fine-tuned at (its tokenizer's model_max_length, under the default
+    --quality_max_tokens 512): the same removals as transformers scoring each one alone."""
     texts = _corpus(tmp_path)
     out = _run(
         tmp_path, bpe_tokenizer_dir, "hf", "--quality_model", transformers_model,
-        "--quality_label", "good", "--quality_threshold", "0.5", "--quality_max_tokens", "24",
-        "--quality_batch_size", "8",
+        "--quality_label", "good", "--quality_threshold", "0.5", "--quality_batch_size", "8",
     )  # fmt: skip
-    scores = _alone_transformers(transformers_model, texts, 24)
+    scores = _alone_transformers(transformers_model, texts, 32)
     assert np.abs(scores[:-1] - 0.5).min() > 0.1  # learnt: no document near the threshold
     m = _check_removed(out, bpe_tokenizer_dir, texts, scores, 0.5)
-    assert m.quality_model["kind"] == "transformers" and m.quality_model["max_tokens"] == 24
+    assert m.quality_model["kind"] == "transformers" and m.quality_model["max_tokens"] == 32
     names = {f["name"] for f in m.quality_model["files"]}
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= names
 
