@@ -14,7 +14,8 @@ import pytest
 
 from beam_pipelines import model_filter, prepare, quality_models, summary
 from common import manifest
-from tests.beam_pipelines.test_prepare import encode_all, read_split, write_jsonl
+from tests.beam_pipelines.test_decontamination import _expected_counts, _written_counts
+from tests.beam_pipelines.test_prepare import write_jsonl
 
 # Words of the fine-tuned classifier's word-level vocabulary (tests/trainer/mlm_data.py: w0 ...).
 GOOD = [f"w{i}" for i in range(0, 11)]
@@ -144,20 +145,6 @@ def _low_quality(out) -> dict:
     }
 
 
-def _written_counts(out) -> np.ndarray:
-    written = np.zeros(1000, np.int64)
-    for ids, masks in read_split(str(out / "train"), 32).values():
-        np.add.at(written, ids[masks == 1], 1)
-    return written
-
-
-def _token_counts(tokenizer, texts) -> np.ndarray:
-    counts = np.zeros(1000, np.int64)
-    for ids in encode_all(tokenizer, texts):
-        np.add.at(counts, np.array(ids, np.int64), 1)
-    return counts
-
-
 def _check_removed(out, tokenizer, texts, scores, threshold):
     """What the run removed is what scoring each document alone says, with its score."""
     below = {i + 1 for i, s in enumerate(scores) if s < threshold}
@@ -168,7 +155,7 @@ def _check_removed(out, tokenizer, texts, scores, threshold):
         assert record["score"] == pytest.approx(scores[line - 1], abs=1e-5)
         assert record["rule"] == "low_quality" and texts[line - 1].startswith(record["excerpt"])
     kept = [t for i, t in enumerate(texts) if i + 1 not in below and t.strip()]
-    assert (_written_counts(out) == _token_counts(tokenizer, kept)).all()
+    assert (_written_counts(out) == _expected_counts(tokenizer, kept)).all()
     m = manifest.read_manifest(str(out / "train"))
     run = m.accounting["run"]
     assert run["documents_low_quality"] == len(below) == m.quality_model["documents_removed"]
@@ -249,7 +236,7 @@ def test_a_top_fraction_reported_keeps_every_document(tmp_path, bpe_tokenizer_di
     assert 0 < len(low) <= 0.7 * len(scores) + 1  # ties at the threshold are kept
     assert all(r["reason"].endswith("kept (--quality_action report)") for r in low.values())
     written = _written_counts(out)
-    assert (written == _token_counts(bpe_tokenizer_dir, [t for t in texts if t.strip()])).all()
+    assert (written == _expected_counts(bpe_tokenizer_dir, [t for t in texts if t.strip()])).all()
     assert (record["documents_below"], record["documents_removed"]) == (len(low), 0)
 
 
