@@ -9,10 +9,10 @@ Two kinds, told apart by what `--quality_model` names:
 - **transformers** (a folder with config.json: a `*ForSequenceClassification`, such as the
   `hf/` folder `trainer.finetune` writes for a classification task, or FineWeb-Edu's
   classifier): the document's first `--quality_max_tokens` tokens (at most what the model
-  reads: its tokenizer's `model_max_length`, else its position table), batched with padding; the
-  score is the softmax probability of `--quality_label` (sigmoid for a multi-label head), or
-  for a one-output head (`num_labels` 1, a regression such as FineWeb-Edu's 0-5 scale) the
-  output itself. Runs with torch on CPU.
+  reads: its tokenizer's `model_max_length`, else its position table less 2), batched with
+  padding; the score is the softmax probability of `--quality_label` (sigmoid for a
+  multi-label head), or for a one-output head (`num_labels` 1, a regression such as
+  FineWeb-Edu's 0-5 scale) the output itself. Runs with torch on CPU.
 
 `load` runs on the launcher before anything is written: the model is read once (a file that is
 not a model of its kind, or a label the model lacks, is one line), its files are fingerprinted
@@ -213,7 +213,8 @@ def _transformers_head(path: str) -> tuple[list[str], str]:
 
 def _model_tokens(path: str) -> int | None:
     """The most tokens a transformers folder reads: its tokenizer's `model_max_length`, else
-    its position table (RoBERTa's starts after the padding id); None when neither says."""
+    its position table less 2 (a RoBERTa table starts after the padding id; other families
+    give up 2 tokens); None when neither says."""
 
     def read(name: str) -> dict:
         file = fs.join(path, name)
@@ -222,12 +223,8 @@ def _model_tokens(path: str) -> int | None:
     length = read("tokenizer_config.json").get("model_max_length")
     if isinstance(length, int) and 0 < length < 1_000_000:
         return length
-    config = read("config.json")
-    positions = config.get("max_position_embeddings")
-    if not isinstance(positions, int):
-        return None
-    roberta_like = "roberta" in str(config.get("model_type", ""))
-    return positions - (int(config.get("pad_token_id") or 0) + 1 if roberta_like else 0)
+    positions = read("config.json").get("max_position_embeddings")
+    return positions - 2 if isinstance(positions, int) and positions > 2 else None
 
 
 def _label_index(spec: QualityModelSpec, labels: list[str], kind: str) -> int:

@@ -9,6 +9,7 @@ fields (trainer/run_folder/run_record.py), its recipe and each attempt's an
 from __future__ import annotations
 
 from common.prepared_dir import MANIFEST
+from trainer.release import card_prepare_steps as prepare_steps
 
 MASKING = {
     "token": "single tokens (BERT/RoBERTa)",
@@ -69,38 +70,6 @@ def _removed(counts: dict | None) -> str:
     return f"{total:,}" + (f" ({detail})" if detail else "")
 
 
-def _decontamination(record: dict | None) -> str:
-    """What prepare's --decontaminate checked (its manifest's `decontamination`)."""
-    if not record:
-        return "not checked"
-    sets = ", ".join(
-        f"{name} ({n['texts']:,} texts, {n['documents_matched']:,} documents matched)"
-        for name, n in record["sets"].items()
-    )
-    outcome = "removed" if record["action"] == "remove" else "kept, reported"
-    return (
-        f"{record['ngram']}-grams of {sets}; {record['documents_matched']:,} matching "
-        f"documents {outcome}"
-    )
-
-
-def _quality_model(record: dict | None) -> str:
-    """What prepare's --quality_model kept (its manifest's `quality_model`)."""
-    if not record:
-        return "none"
-    kept = (
-        f"score >= {record['threshold_used']:.4g}" if record["threshold_used"] is not None else ""
-    )
-    if record.get("keep_fraction") is not None:
-        kept += f" (the top {record['keep_fraction']:g})"
-    outcome = "removed" if record["action"] == "remove" else "kept, reported"
-    return (
-        f"{record['kind']} classifier (sha256 {record['sha256'][:12]}), {record['score']}: "
-        f"{record['documents_kept']:,} of {record['documents_scored']:,} documents kept at "
-        f"{kept}; {record['documents_below']:,} below it {outcome}"
-    )
-
-
 def data_section(facts) -> str:
     train, evaluation = facts.train_data, facts.eval_data
     if train is None:
@@ -110,8 +79,11 @@ def data_section(facts) -> str:
         ("rejected (unreadable records)", _n(train["documents_rejected"])),
         ("duplicates removed", _removed(train["duplicates_by_kind"])),
         ("removed by the quality filter", _removed(train["filtered_by_rule"])),
-        ("evaluation sets checked for overlap", _decontamination(train.get("decontamination"))),
-        ("quality classifier", _quality_model(train.get("quality_model"))),
+        (
+            "evaluation sets checked for overlap",
+            prepare_steps.decontamination(train.get("decontamination")),
+        ),
+        ("quality classifier", prepare_steps.quality_model(train.get("quality_model"))),
         ("empty documents", _n(train["documents_empty"])),
         ("documents in the training split", _n(train["split_documents"])),
         ("training sequences", f"{train['sequences']:,} of {train['max_length']} tokens"),

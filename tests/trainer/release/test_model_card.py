@@ -279,15 +279,15 @@ def test_a_run_continued_from_a_model_is_named_after_that_model_not_a_flag(sourc
 
 def test_the_data_table_states_the_quality_classifier():
     """prepare --quality_model's manifest record becomes one row of the card's data table."""
-    from trainer.release import card_text
+    from trainer.release import card_prepare_steps
 
     record = {
         "kind": "fasttext", "sha256": "ab" * 32, "score": "probability of __label__hq (softmax)",
         "threshold_used": 0.8125, "keep_fraction": 0.1, "action": "remove",
         "documents_kept": 1_000, "documents_scored": 10_000, "documents_below": 9_000,
     }  # fmt: skip
-    assert card_text._quality_model(record) == (
+    assert card_prepare_steps.quality_model(record) == (
         "fasttext classifier (sha256 abababababab), probability of __label__hq (softmax): 1,000 "
         "of 10,000 documents kept at score >= 0.8125 (the top 0.1); 9,000 below it removed"
     )
-    assert card_text._quality_model({}) == "none"
+    assert card_prepare_steps.quality_model({}) == "none"
