@@ -150,9 +150,7 @@ def parse(config: DecontamConfig) -> DecontamSpec | None:
     """The checked spec (one line for a value that cannot work), or None without
     --decontaminate, whose companion flags then must stay at their defaults."""
     if not config.decontaminate:
-        fields = flags.flag_fields(DecontamConfig)[1:]
-        changed = [f"--{f.name}" for f in fields if getattr(config, f.name) != f.default]
-        if changed:
+        if changed := flags.companions_changed(DecontamConfig, config):
             raise DecontamError(f"{', '.join(changed)}: give --decontaminate NAME=PATH too")
         return None
     entries = mixture.named_entries(config.decontaminate, ";", "--decontaminate")

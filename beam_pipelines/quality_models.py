@@ -105,9 +105,7 @@ def parse(config: QualityModelConfig) -> QualityModelSpec | None:
     """The checked spec, or None without --quality_model (whose companion flags must then
     stay at their defaults)."""
     if not config.quality_model:
-        fields = flags.flag_fields(QualityModelConfig)[1:]
-        changed = [f"--{f.name}" for f in fields if getattr(config, f.name) != f.default]
-        if changed:
+        if changed := flags.companions_changed(QualityModelConfig, config):
             raise QualityModelError(f"{', '.join(changed)}: give --quality_model too")
         return None
     threshold, fraction = config.quality_threshold, config.quality_keep_fraction

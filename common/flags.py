@@ -238,3 +238,9 @@ def parse_command(prog: str, description: str, commands: dict, argv: list):
         return None
     parser = ArgumentParser(prog=f"{prog} {argv[0]}", description=description)
     return argv[0], parse(parser, commands[argv[0]], argv[1:])
+
+
+def companions_changed(cls, config) -> list[str]:
+    """The `--name`s of `cls`'s fields after its first (the flag they accompany) whose value
+    in `config` is not the default: they need that first flag."""
+    return [f"--{f.name}" for f in flag_fields(cls)[1:] if getattr(config, f.name) != f.default]

@@ -68,10 +68,6 @@ class Options:
     packing: str = "auto"  # --packing: training pairs several a row where the family can
 
 
-# (query, passage) -> (ids, segment ids) as the model reads a pair: the export's tokenizer's.
-framing = packing.framing
-
-
 def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
     """The one job of the flags: its files read, ranked and checked (module docstring)."""
     from trainer.release import cross_encoder_export
@@ -93,7 +89,7 @@ def build(config, size: str, settings: jobs.Settings) -> list[jobs.Job]:
     export = fs.join(config.output_dir, EXPORT_DIR)
     if fs.files_under(export) and not fs.exists(fs.join(export, "config.json")):
         raise UserError(f"{export} holds files but no config.json: the export would replace it")
-    note = cross_encoder_export.check(source, info, max_length, framing(source))
+    note = cross_encoder_export.check(source, info, max_length, packing.framing(source))
     if note:
         print(f"note: {note}", flush=True)
     splits = {"train": read_train(config.train)}
@@ -359,7 +355,7 @@ def run_job(runtime, source, backbone, pretrained: dict, job: jobs.Job, watch=No
         }
         if runtime.chief:
             seeds.model.set_weights(best[2])
-            args = (job.settings.pooling, job.options.max_length, folder, framing(source))
+            args = (job.settings.pooling, job.options.max_length, folder, packing.framing(source))
             classifier = seeds.model.classifier if seeds.packed else seeds.model
             cross_encoder_export.export(source, info, classifier, *args)
     if runtime.chief:

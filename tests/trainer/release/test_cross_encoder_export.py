@@ -14,7 +14,7 @@ import pytest
 
 from common import tokenizer_files
 from tests.trainer.models.test_checkpoints import make_training_dir
-from trainer.finetuning import packing, reranker_run
+from trainer.finetuning import packing
 from trainer.finetuning.classifier import PretrainedBackbone
 from trainer.models import model_source
 from trainer.release import cross_encoder_export as ce
@@ -60,7 +60,7 @@ def fine_tuned(source, pooling: str, seed: int = 3):
 
 
 def frame(source):
-    return reranker_run.framing(source)
+    return packing.framing(source)
 
 
 def export(source, info, model, length: int, folder) -> str:
